@@ -1,0 +1,1 @@
+"""Talaria: a durable web UI for the Hermes agent."""

@@ -1,0 +1,532 @@
+"""The one module that imports hermes-agent: build an ``AIAgent``, run a turn in a worker thread, map
+its callbacks to ``(name, data)`` events, interrupt it.
+
+hermes-agent modules (``run_agent``, ``hermes_state``, ``hermes_cli.*``) are imported at call time,
+never at module import, so tests can put fakes in ``sys.modules`` and the rest of Talaria imports
+without the agent's side effects (it creates folders under ``$HERMES_HOME``, wraps ``sys.stdout``,
+installs root logging handlers). ``$HERMES_HOME`` must be final before the first agent import.
+
+Events (``on_event(name, data)``, called from agent threads, serialized by a lock):
+``token {text}``, ``reasoning {text}``, ``tool {id, name, args}``,
+``tool_complete {id, name, result, is_error, truncated}``, ``status {kind, message}``,
+``compressing {message}``, ``interim {text, already_streamed}``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from api import config
+from api.errors import Conflict, ServiceUnavailable
+
+log = logging.getLogger(__name__)
+
+OnEvent = Callable[[str, dict], None]
+
+TOOL_RESULT_CAP = 8000  # characters of a tool result carried in a tool_complete event
+_COMPACTION_MARKERS = ("Compacting context", "Preflight compression")
+
+
+def provider_help() -> str:
+    """How to configure a provider, for a person reading an error event."""
+    home = config.HERMES_HOME
+    return (
+        f"Configure one in {home}/config.yaml with a `model:` section, for example:\n"
+        "  model:\n"
+        "    provider: custom\n"
+        "    base_url: http://127.0.0.1:11434/v1   # a local Ollama, or any OpenAI-compatible endpoint\n"
+        "    default: <model name>\n"
+        f"(put an API key in `model.api_key` or {home}/.env if the endpoint needs one), "
+        "or run `hermes setup` / `hermes model`."
+    )
+
+
+class AgentUnavailable(ServiceUnavailable):
+    """hermes-agent cannot be imported or constructed."""
+
+    def __init__(self, detail: str):
+        super().__init__(f"The Hermes agent is unavailable: {detail}")
+
+
+class ProviderNotConfigured(ServiceUnavailable):
+    """No usable LLM provider in the agent's configuration."""
+
+    def __init__(self, detail: str = "No LLM provider is configured for the Hermes agent."):
+        super().__init__(f"{detail.rstrip()}\n{provider_help()}")
+
+
+def _import(module: str):
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except Exception as exc:  # ImportError, or the agent's own import-time failures
+        raise AgentUnavailable(f"cannot import {module} ({type(exc).__name__}: {exc}); install hermes-agent==0.19.0") from exc
+
+
+# ----------------------------------------------------------------------------------------------
+# Runtime resolution and construction
+# ----------------------------------------------------------------------------------------------
+
+
+def configured_default_model() -> str:
+    """``model.default`` of the agent's config.yaml, or ``""``."""
+    try:
+        cfg = _import("hermes_cli.config").load_config()
+    except Exception:
+        return ""
+    model = cfg.get("model") if isinstance(cfg, dict) else None
+    if isinstance(model, str):
+        return model
+    return str(model.get("default") or "") if isinstance(model, dict) else ""
+
+
+def resolve_runtime(model: str | None, provider: str | None = None) -> dict:
+    """Provider, base_url, api_key, api_mode (and extras) for a model, from the agent's own config."""
+    runtime_provider = _import("hermes_cli.runtime_provider")
+    try:
+        runtime = runtime_provider.resolve_runtime_provider(requested=provider or None, target_model=model or None)
+    except Exception as exc:
+        # AuthError ("No inference provider configured…"), unknown providers, unreadable config:
+        # all are configuration problems the person fixes the same way.
+        raise ProviderNotConfigured(f"Could not resolve an LLM provider: {exc}") from exc
+    if not isinstance(runtime, dict) or not (runtime.get("base_url") or runtime.get("command")):
+        raise ProviderNotConfigured()
+    return dict(runtime)
+
+
+def _accepted_kwargs(func: Callable, kwargs: dict) -> dict:
+    """Only the kwargs ``func`` accepts, so a newer or older agent still constructs."""
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return kwargs
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return kwargs
+    return {k: v for k, v in kwargs.items() if k in params}
+
+
+def build_agent(
+    session_id: str,
+    model: str | None,
+    provider: str | None = None,
+    *,
+    callbacks: AgentCallbacks | None = None,
+    state_db_path: str | Path,
+    runtime: dict | None = None,
+    enabled_toolsets: list[str] | None = None,
+    disabled_toolsets: list[str] | None = None,
+    skip_context_files: bool = False,
+    skip_memory: bool = False,
+    max_iterations: int | None = None,
+    ephemeral_system_prompt: str | None = None,
+    end_session_on_close: bool = False,
+    **extra: Any,
+):
+    """A ready ``AIAgent`` for one session, persisting to ``state_db_path`` and reporting to ``callbacks``.
+
+    ``state_db_path`` is required because ``hermes_state.DEFAULT_DB_PATH`` is frozen at import.
+    ``end_session_on_close=False`` keeps ``agent.close()`` from marking the state.db session ended
+    (``end_reason='agent_close'``): Talaria closes cached agents on eviction while the conversation
+    goes on. ``extra`` passes further constructor kwargs (dropped if this agent does not take them).
+    """
+    model = (model or "").strip() or configured_default_model()
+    if not model:
+        raise ProviderNotConfigured("No model is configured for the Hermes agent.")
+    runtime = runtime if runtime is not None else resolve_runtime(model, provider)
+    run_agent = _import("run_agent")
+    hermes_state = _import("hermes_state")
+    callbacks = callbacks or AgentCallbacks()
+    kwargs: dict[str, Any] = {
+        "model": model,
+        "provider": runtime.get("provider"),
+        "base_url": runtime.get("base_url"),
+        "api_key": runtime.get("api_key"),
+        "api_mode": runtime.get("api_mode"),
+        "credential_pool": runtime.get("credential_pool"),
+        "acp_command": runtime.get("command"),
+        "acp_args": runtime.get("args"),
+        "platform": "webui",
+        "quiet_mode": True,
+        "session_id": session_id,
+        "gateway_session_key": session_id,
+        "session_db": hermes_state.SessionDB(db_path=Path(state_db_path)),
+        "enabled_toolsets": enabled_toolsets,
+        "disabled_toolsets": disabled_toolsets,
+        "skip_context_files": skip_context_files,
+        "skip_memory": skip_memory,
+        "ephemeral_system_prompt": ephemeral_system_prompt,
+        **callbacks.agent_kwargs(),
+        **extra,
+    }
+    if max_iterations is not None:
+        kwargs["max_iterations"] = max_iterations
+    kwargs = {k: v for k, v in kwargs.items() if v is not None}  # [] (no tools) is kept
+    try:
+        agent = run_agent.AIAgent(**_accepted_kwargs(run_agent.AIAgent.__init__, kwargs))
+    except (RuntimeError, ValueError) as exc:
+        if "provider" in str(exc).lower():
+            raise ProviderNotConfigured(str(exc)) from exc
+        raise AgentUnavailable(str(exc)) from exc
+    agent.suppress_status_output = True  # lifecycle notices go to status_callback, not our stdout
+    agent._end_session_on_close = end_session_on_close
+    agent._talaria_callbacks = callbacks
+    return agent
+
+
+def close_agent(agent) -> None:
+    """Close the agent's clients and its SessionDB handle (errors are logged, not raised)."""
+    try:
+        agent.close()
+    except Exception:
+        log.exception("agent.close failed")
+    db = getattr(agent, "_session_db", None) or getattr(agent, "session_db", None)
+    try:
+        if db is not None:
+            db.close()
+    except Exception:
+        log.debug("session_db.close failed", exc_info=True)
+
+
+def interrupt(agent, message: str | None = None) -> None:
+    """Ask a running turn to stop (safe from any thread; the turn returns ``interrupted=True``)."""
+    agent.interrupt(message)
+
+
+# ----------------------------------------------------------------------------------------------
+# Callbacks → events
+# ----------------------------------------------------------------------------------------------
+
+
+def _tool_failed(name: str, result: Any) -> bool:
+    try:
+        from agent.display import _detect_tool_failure
+
+        return bool(_detect_tool_failure(name, result)[0])
+    except Exception:
+        return False
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+class AgentCallbacks:
+    """The agent's callbacks, turned into events for the current turn's sink.
+
+    One object per agent; ``begin_turn``/``end_turn`` swap the sink, so a cached agent serves many
+    turns. Events fired after ``end_turn`` (by a lingering agent thread) are dropped.
+    """
+
+    def __init__(self):
+        self._lock = threading.RLock()
+        self._sink: OnEvent | None = None
+        self._streamed: list[str] = []
+        self._compressing_sent = False
+        self._compress_events: list[dict] = []
+        self._tool_outcome = threading.local()  # tool.completed carries is_error; the id-tagged callback follows
+
+    # -- turn lifecycle ----------------------------------------------------------------------
+    def begin_turn(self, on_event: OnEvent) -> None:
+        with self._lock:
+            if self._sink is not None:
+                raise Conflict("a turn is already running on this agent")
+            self._sink = on_event
+            self._streamed = []
+            self._compressing_sent = False
+            self._compress_events = []
+
+    def end_turn(self) -> list[dict]:
+        """Detach the sink; returns the ``session:compress`` payloads seen during the turn."""
+        with self._lock:
+            self._sink = None
+            return list(self._compress_events)
+
+    def emit(self, name: str, data: dict) -> None:
+        with self._lock:
+            sink = self._sink
+            if sink is None:
+                return
+            try:
+                sink(name, data)
+            except Exception:  # a broken sink must never break the agent's turn
+                log.exception("event sink failed on %s", name)
+
+    def agent_kwargs(self) -> dict:
+        return {
+            "stream_delta_callback": self.on_stream_delta,
+            "reasoning_callback": self.on_reasoning,
+            "tool_progress_callback": self.on_tool_progress,
+            "tool_start_callback": self.on_tool_start,
+            "tool_complete_callback": self.on_tool_complete,
+            "status_callback": self.on_status,
+            "interim_assistant_callback": self.on_interim,
+            "event_callback": self.on_agent_event,
+        }
+
+    def bind(self, agent) -> None:
+        """Point an existing agent's callback attributes at this object."""
+        for attr, fn in self.agent_kwargs().items():
+            setattr(agent, attr, fn)
+        agent._talaria_callbacks = self
+
+    # -- the agent's callbacks ---------------------------------------------------------------
+    def on_stream_delta(self, text: str | None) -> None:
+        if not text:  # None marks a segment end
+            return
+        with self._lock:
+            self._streamed.append(text)
+        self.emit("token", {"text": text})
+
+    def on_reasoning(self, text: str | None) -> None:
+        if text:
+            self.emit("reasoning", {"text": text})
+
+    def on_tool_progress(self, event_type: str, name: str = "", preview: Any = None, args: Any = None, **kw: Any) -> None:
+        if event_type == "tool.completed":
+            self._tool_outcome.last = (name, bool(kw.get("is_error")))
+        elif event_type == "reasoning.available" and isinstance(preview, str) and preview.strip():
+            with self._lock:
+                streamed = _squash("".join(self._streamed))
+            if _squash(preview) not in streamed:  # otherwise it only echoes the streamed answer
+                self.emit("reasoning", {"text": preview})
+
+    def on_tool_start(self, tool_call_id: str, name: str, args: Any) -> None:
+        self.emit("tool", {"id": tool_call_id, "name": name, "args": args})
+
+    def on_tool_complete(self, tool_call_id: str, name: str, args: Any, result: Any) -> None:
+        last = getattr(self._tool_outcome, "last", None)
+        self._tool_outcome.last = None
+        is_error = last[1] if last and last[0] == name else _tool_failed(name, result)
+        text = result if isinstance(result, str) else repr(result)
+        data = {"id": tool_call_id, "name": name, "result": text[:TOOL_RESULT_CAP], "is_error": is_error, "truncated": len(text) > TOOL_RESULT_CAP}
+        self.emit("tool_complete", data)
+
+    def on_status(self, kind: str, message: str = "") -> None:
+        message = str(message or "")
+        self.emit("status", {"kind": kind, "message": message})
+        if any(marker in message for marker in _COMPACTION_MARKERS):
+            with self._lock:
+                first, self._compressing_sent = not self._compressing_sent, True
+            if first:
+                self.emit("compressing", {"message": message})
+
+    def on_interim(self, text: str, already_streamed: bool = False, **_: Any) -> None:
+        if text:
+            self.emit("interim", {"text": text, "already_streamed": bool(already_streamed)})
+
+    def on_agent_event(self, name: str, data: dict | None = None) -> None:
+        if name == "session:compress":
+            with self._lock:
+                self._compress_events.append(dict(data or {}))
+
+
+def callbacks_for(agent) -> AgentCallbacks:
+    """The agent's ``AgentCallbacks``, binding a fresh one if it was built elsewhere."""
+    callbacks = getattr(agent, "_talaria_callbacks", None)
+    if not isinstance(callbacks, AgentCallbacks):
+        callbacks = AgentCallbacks()
+        callbacks.bind(agent)
+    return callbacks
+
+
+# ----------------------------------------------------------------------------------------------
+# One turn
+# ----------------------------------------------------------------------------------------------
+
+_USAGE_KEYS = (
+    "input_tokens",
+    "output_tokens",
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "estimated_cost_usd",
+    "api_calls",
+)
+
+
+@dataclass
+class TurnResult:
+    final_response: str = ""
+    messages: list[dict] = field(default_factory=list)
+    completed: bool = False
+    failed: bool = False
+    interrupted: bool = False
+    error: str | None = None
+    turn_exit_reason: str = ""
+    session_id: str = ""  # agent.session_id after the turn
+    previous_session_id: str = ""  # before the turn; differs when compaction rotated the session
+    compressed: bool = False  # the agent compacted the context during this turn
+    compression_count: int = 0
+    compression_events: list[dict] = field(default_factory=list)
+    usage: dict = field(default_factory=dict)
+    last_prompt_tokens: int | None = None
+    context_length: int | None = None
+    threshold_tokens: int | None = None
+    duration_s: float = 0.0
+    raw: dict = field(default_factory=dict)  # the agent's result dict, untouched
+
+    @property
+    def rotated(self) -> bool:
+        return bool(self.previous_session_id and self.session_id and self.session_id != self.previous_session_id)
+
+    def to_dict(self) -> dict:
+        """JSON-able summary (without ``raw``)."""
+        out = {k: v for k, v in self.__dict__.items() if k != "raw"}
+        out["rotated"] = self.rotated
+        return out
+
+
+def _compression_count(agent) -> int:
+    try:
+        return int(getattr(agent.context_compressor, "compression_count", 0) or 0)
+    except Exception:
+        return 0
+
+
+def _int_or_none(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def summarize_result(raw: dict, agent, *, before_sid: str, before_count: int, compress_events: list[dict]) -> TurnResult:
+    """Pure-ish: the agent's result dict plus its post-turn attributes → ``TurnResult``."""
+    compressor = getattr(agent, "context_compressor", None)
+    after_sid = str(getattr(agent, "session_id", "") or raw.get("session_id") or "")
+    count = _compression_count(agent)
+    last_prompt = _int_or_none(raw.get("last_prompt_tokens"))
+    if last_prompt is None and compressor is not None:
+        last_prompt = _int_or_none(getattr(compressor, "last_prompt_tokens", None))
+    error = raw.get("error")
+    result = TurnResult(
+        final_response=str(raw.get("final_response") or ""),
+        messages=list(raw.get("messages") or []),
+        completed=bool(raw.get("completed")),
+        failed=bool(raw.get("failed")),
+        interrupted=bool(raw.get("interrupted")),
+        error=str(error) if error else None,
+        turn_exit_reason=str(raw.get("turn_exit_reason") or ""),
+        session_id=after_sid,
+        previous_session_id=before_sid,
+        compression_count=count,
+        compression_events=compress_events,
+        usage={k: raw[k] for k in _USAGE_KEYS if k in raw},
+        last_prompt_tokens=last_prompt,
+        context_length=_int_or_none(getattr(compressor, "context_length", None)),
+        threshold_tokens=_int_or_none(getattr(compressor, "threshold_tokens", None)),
+        raw=raw,
+    )
+    result.compressed = bool(compress_events) or count > before_count or result.rotated
+    return result
+
+
+class TurnRunner:
+    """Runs one ``run_conversation`` in a worker thread; ``wait()`` returns its ``TurnResult``."""
+
+    def __init__(
+        self,
+        agent,
+        user_text: Any,
+        history: list[dict] | None,
+        on_event: OnEvent,
+        *,
+        persist_text: str | None = None,
+        persist_timestamp: float | None = None,
+        system_message: str | None = None,
+    ):
+        self.agent = agent
+        self.user_text = user_text
+        self.history = list(history or [])
+        self.on_event = on_event
+        self.persist_text = persist_text if persist_text is not None else (user_text if isinstance(user_text, str) else None)
+        self.persist_timestamp = persist_timestamp
+        self.system_message = system_message
+        self.result: TurnResult | None = None
+        self.done = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> TurnRunner:
+        callbacks_for(self.agent).begin_turn(self.on_event)
+        self._thread = threading.Thread(target=self._run, name=f"turn-{self.agent.session_id}", daemon=True)
+        self._thread.start()
+        return self
+
+    def wait(self, timeout: float | None = None) -> TurnResult | None:
+        self.done.wait(timeout)
+        return self.result
+
+    def interrupt(self, message: str | None = None) -> None:
+        interrupt(self.agent, message)
+
+    def _call_kwargs(self) -> dict:
+        sid = self.agent.session_id
+        kwargs = {
+            "user_message": self.user_text,
+            "system_message": self.system_message,
+            "conversation_history": self.history,
+            "task_id": sid,
+            "persist_user_message": self.persist_text,
+            "persist_user_timestamp": self.persist_timestamp,
+        }
+        kwargs = {k: v for k, v in kwargs.items() if v is not None or k == "conversation_history"}
+        return _accepted_kwargs(self.agent.run_conversation, kwargs)
+
+    def _run(self) -> None:
+        callbacks = callbacks_for(self.agent)
+        before_sid = str(getattr(self.agent, "session_id", "") or "")
+        before_count = _compression_count(self.agent)
+        started = time.monotonic()
+        raw: dict
+        try:
+            raw = self.agent.run_conversation(**self._call_kwargs())
+            if not isinstance(raw, dict):
+                raw = {"final_response": str(raw or ""), "completed": True}
+        except Exception as exc:  # the agent returns most errors; this is the rest
+            log.exception("run_conversation raised")
+            raw = {"failed": True, "completed": False, "error": f"{type(exc).__name__}: {exc}"}
+        finally:
+            compress_events = callbacks.end_turn()
+        try:
+            self.result = summarize_result(raw, self.agent, before_sid=before_sid, before_count=before_count, compress_events=compress_events)
+        except Exception as exc:
+            log.exception("summarizing the turn failed")
+            self.result = TurnResult(failed=True, error=f"{type(exc).__name__}: {exc}", raw=raw)
+        self.result.duration_s = time.monotonic() - started
+        self.done.set()
+
+
+def run_turn(
+    agent,
+    user_text: Any,
+    history: list[dict] | None,
+    on_event: OnEvent,
+    *,
+    persist_timestamp: float | None = None,
+    persist_text: str | None = None,
+    system_message: str | None = None,
+) -> TurnResult:
+    """Run one turn to completion (in a worker thread) and return its result."""
+    runner = TurnRunner(
+        agent,
+        user_text,
+        history,
+        on_event,
+        persist_text=persist_text,
+        persist_timestamp=persist_timestamp,
+        system_message=system_message,
+    ).start()
+    result = runner.wait()
+    assert result is not None
+    return result

@@ -1,0 +1,107 @@
+"""Durable file writes: temp file in the same folder, flush, fsync, replace, fsync the folder.
+
+A crash at any instant leaves either the old or the new complete file. ``STEP_HOOK`` lets crash tests
+observe (and pause at) each step between system calls; it is ``None`` in normal runs.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+# Called as STEP_HOOK(step, path) at each durable step; crash tests set it in a child process.
+STEP_HOOK: Callable[[str, Path], None] | None = None
+
+
+def _step(name: str, path: Path) -> None:
+    hook = STEP_HOOK
+    if hook is not None:
+        hook(name, path)
+
+
+def temp_path_for(path: Path) -> Path:
+    return path.with_name(f"{path.name}.tmp.{os.getpid()}.{threading.get_ident()}")
+
+
+def fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    _step("dir_fsynced", directory)
+
+
+def write_bytes_durable(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
+    """Atomically replace ``path`` with ``data``; on return both file and directory entry are on disk."""
+    path = Path(path)
+    tmp = temp_path_for(path)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            _step("tmp_created", tmp)
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            _step("tmp_written", tmp)
+            os.fsync(fd)
+            _step("tmp_fsynced", tmp)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+        _step("replaced", path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    if sync_dir:
+        fsync_dir(path.parent)
+
+
+def copy_durable(src: Path, dst: Path) -> bytes:
+    """Durably make ``dst`` a copy of ``src``; returns the bytes copied."""
+    data = Path(src).read_bytes()
+    write_bytes_durable(Path(dst), data)
+    return data
+
+
+def unix_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def keep_aside(path: Path, tag: str) -> Path | None:
+    """Durably keep a copy of ``path`` as ``<name>.<tag>-<unix_ms>``.
+
+    A copy, not a hard link: an in-place write by another program must not change what was kept.
+
+    Returns the kept path, or ``None`` when ``path`` does not exist.
+    """
+    path = Path(path)
+    if not path.exists():
+        return None
+    stamp = unix_ms()
+    while True:
+        aside = path.with_name(f"{path.name}.{tag}-{stamp}")
+        if not aside.exists():
+            break
+        stamp += 1
+    copy_durable(path, aside)
+    return aside
+
+
+def unlink_durable(path: Path) -> bool:
+    """Remove ``path`` and sync its folder; False when it was already gone."""
+    path = Path(path)
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return False
+    _step("unlinked", path)
+    fsync_dir(path.parent)
+    return True

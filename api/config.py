@@ -1,0 +1,238 @@
+"""Settings as data, paths, the session cache and its locks, model/provider resolution.
+
+Every setting is one row of ``SETTINGS``: its name, type, default, the environment variable that
+overrides it, and a help line. Values come from the environment first, then the ``webui:`` section of
+``$HERMES_HOME/config.yaml``, then the default. Nothing else in Talaria reads ``os.environ``.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import threading
+import time
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    type: type
+    default: Any
+    env: str | None
+    help: str
+
+
+def _default_hermes_home(_values: Mapping[str, Any]) -> str:
+    return str(Path("~/.hermes").expanduser())
+
+
+def _default_state_dir(values: Mapping[str, Any]) -> str:
+    return str(Path(values["hermes_home"]) / "webui")
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("hermes_home", str, _default_hermes_home, "HERMES_HOME", "The Hermes agent's home folder (config.yaml, .env, state.db)."),
+    Setting("state_dir", str, _default_state_dir, "HERMES_WEBUI_STATE_DIR", "Talaria's state folder; sessions live in <state_dir>/sessions."),
+    Setting("host", str, "127.0.0.1", "TALARIA_HOST", "Address to listen on. Anything but loopback requires a password."),
+    Setting("port", int, 8787, "TALARIA_PORT", "TCP port to listen on."),
+    Setting("default_model", str, "", "HERMES_WEBUI_DEFAULT_MODEL", "Model for new sessions; empty means the agent's configured default."),
+    Setting("default_workspace", str, "", "HERMES_WEBUI_DEFAULT_WORKSPACE", "Workspace folder for new sessions; empty means the current directory."),
+    Setting("sessions_cache_max", int, 100, "HERMES_WEBUI_SESSIONS_MAX", "How many sessions the in-memory cache holds before evicting idle ones."),
+    Setting("index_flush_delay", float, 0.25, "TALARIA_INDEX_FLUSH_DELAY", "Seconds a sidebar index update may wait before _index.json is rewritten."),
+    Setting("max_body_bytes", int, 20 * 1024 * 1024, "TALARIA_MAX_BODY_BYTES", "Largest request body accepted (413 above)."),
+    Setting("server_threads", int, 32, "TALARIA_SERVER_THREADS", "Most requests served at once."),
+    Setting("checkpoint_interval", float, 3.0, "TALARIA_CHECKPOINT_INTERVAL", "Seconds between checkpoints of a streaming answer."),
+    Setting("password", str, "", "TALARIA_PASSWORD", "Login password; empty disables auth (only allowed on loopback)."),
+    Setting("secret_key", str, "", "TALARIA_SECRET_KEY", "Key that signs session cookies; empty means one is generated in the state dir."),
+    Setting("agent_toolsets", str, "", "TALARIA_AGENT_TOOLSETS", "Comma-separated agent toolsets; empty means the agent's defaults, 'none' means no tools."),
+)
+
+
+def _coerce(setting: Setting, raw: Any) -> Any:
+    if setting.type is bool:
+        return str(raw).strip().lower() in {"1", "true", "yes", "on"}
+    return setting.type(raw)
+
+
+def _read_yaml_section(hermes_home: str) -> dict:
+    try:
+        with open(Path(hermes_home) / "config.yaml", encoding="utf-8") as fh:
+            data = yaml.safe_load(fh) or {}
+    except (OSError, yaml.YAMLError):
+        return {}
+    section = data.get("webui") if isinstance(data, dict) else None
+    return section if isinstance(section, dict) else {}
+
+
+def load_settings(environ: Mapping[str, str] | None = None, overrides: Mapping[str, Any] | None = None) -> dict:
+    """Resolve every setting: explicit overrides, then environment, then config.yaml, then default."""
+    environ = os.environ if environ is None else environ
+    overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+    values: dict[str, Any] = {}
+    yaml_section: dict | None = None
+    for setting in SETTINGS:
+        if setting.name in overrides:
+            values[setting.name] = _coerce(setting, overrides[setting.name])
+            continue
+        raw = environ.get(setting.env) if setting.env else None
+        if raw not in (None, ""):
+            values[setting.name] = _coerce(setting, raw)
+            continue
+        if setting.name != "hermes_home":
+            if yaml_section is None:
+                yaml_section = _read_yaml_section(values["hermes_home"])
+            if setting.name in yaml_section:
+                values[setting.name] = _coerce(setting, yaml_section[setting.name])
+                continue
+        default = setting.default
+        values[setting.name] = default(values) if callable(default) else default
+    values["hermes_home"] = str(Path(values["hermes_home"]).expanduser().resolve())
+    values["state_dir"] = str(Path(values["state_dir"]).expanduser().resolve())
+    return values
+
+
+def settings_help() -> str:
+    return "\n".join(f"  {s.env or s.name:<34} {s.help} (default: {s.default if not callable(s.default) else 'derived'})" for s in SETTINGS)
+
+
+SETTINGS_VALUES: dict = load_settings()
+HERMES_HOME = Path(SETTINGS_VALUES["hermes_home"])
+STATE_DIR = Path(SETTINGS_VALUES["state_dir"])
+SESSION_DIR = STATE_DIR / "sessions"
+SESSION_INDEX_FILE = SESSION_DIR / "_index.json"
+STATE_DB_PATH = HERMES_HOME / "state.db"
+
+
+def setting(name: str) -> Any:
+    return SETTINGS_VALUES[name]
+
+
+def apply_settings(values: Mapping[str, Any]) -> None:
+    """Re-point the module's paths after the server parsed its flags (before anything is served)."""
+    global HERMES_HOME, STATE_DIR, SESSION_DIR, SESSION_INDEX_FILE, STATE_DB_PATH
+    SETTINGS_VALUES.update(values)
+    HERMES_HOME = Path(SETTINGS_VALUES["hermes_home"])
+    STATE_DIR = Path(SETTINGS_VALUES["state_dir"])
+    SESSION_DIR = STATE_DIR / "sessions"
+    SESSION_INDEX_FILE = SESSION_DIR / "_index.json"
+    STATE_DB_PATH = HERMES_HOME / "state.db"
+    import api.models as _models  # the models module keeps its own bindings (tests patch those)
+
+    _models.SESSION_DIR = SESSION_DIR
+    _models.SESSION_INDEX_FILE = SESSION_INDEX_FILE
+
+
+def default_workspace() -> str:
+    return SETTINGS_VALUES["default_workspace"] or os.getcwd()
+
+
+# ----------------------------------------------------------------------------------------------
+# Session cache and locks
+# ----------------------------------------------------------------------------------------------
+
+SESSIONS: collections.OrderedDict = collections.OrderedDict()
+LOCK = threading.Lock()
+
+_SESSION_AGENT_LOCKS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_SESSION_AGENT_LOCKS_LOCK = threading.Lock()
+_NEW_SESSION_GRACE_S = 1800.0
+
+
+def _get_session_agent_lock(sid: str):
+    """The per-session lock: held for in-memory mutation plus save, never across network I/O."""
+    with _SESSION_AGENT_LOCKS_LOCK:
+        lock = _SESSION_AGENT_LOCKS.get(sid)
+        if lock is None:
+            lock = threading.RLock()
+            _SESSION_AGENT_LOCKS[sid] = lock
+        return lock
+
+
+def alias_session_agent_lock(old_sid: str, new_sid: str) -> None:
+    """Make two ids share one lock (the agent rotated the session id during a turn)."""
+    with _SESSION_AGENT_LOCKS_LOCK:
+        lock = _SESSION_AGENT_LOCKS.get(old_sid)
+        if lock is not None:
+            _SESSION_AGENT_LOCKS[new_sid] = lock
+
+
+def _evictable(session: Any, now: float) -> bool:
+    if getattr(session, "active_stream_id", None) or getattr(session, "pending_user_message", None):
+        return False
+    if getattr(session, "pending_started_at", None):
+        return False
+    if getattr(session, "_loaded_metadata_only", False):
+        return True
+    saved = getattr(session, "_saved_message_count", None)
+    if saved is None:  # never saved: protect a fresh shell for a while, and always while drafting
+        if getattr(session, "composer_draft", None):
+            return False
+        created = getattr(session, "created_at", None) or 0
+        return bool(not getattr(session, "messages", None) and now - float(created) > _NEW_SESSION_GRACE_S)
+    return saved >= len(getattr(session, "messages", []) or [])
+
+
+def evict_sessions_over_cap(cap: int | None = None, clock: Callable[[], float] = time.time) -> int:
+    """Drop the oldest provably safe entries until the cache fits. Caller holds ``LOCK``."""
+    cap = SETTINGS_VALUES["sessions_cache_max"] if cap is None else cap
+    over = len(SESSIONS) - cap
+    if over <= 0:
+        return 0
+    now = clock()
+    dropped = 0
+    for sid in list(SESSIONS.keys()):
+        if dropped >= over:
+            break
+        if _evictable(SESSIONS[sid], now):
+            del SESSIONS[sid]
+            dropped += 1
+    return dropped
+
+
+# ----------------------------------------------------------------------------------------------
+# Model / provider resolution (the agent's own config.yaml decides)
+# ----------------------------------------------------------------------------------------------
+
+
+def _agent_model_config() -> dict:
+    try:
+        with open(HERMES_HOME / "config.yaml", encoding="utf-8") as fh:
+            data = yaml.safe_load(fh) or {}
+    except (OSError, yaml.YAMLError):
+        return {}
+    model = data.get("model") if isinstance(data, dict) else None
+    if isinstance(model, str):
+        return {"default": model}
+    return model if isinstance(model, dict) else {}
+
+
+def model_with_provider_context(model: str | None, provider: str | None) -> str:
+    """Tag a model with its provider as ``@provider:model`` unless it already carries one."""
+    model = model or ""
+    provider = (provider or "").strip()
+    if not provider or provider.lower() == "default" or model.startswith("@"):
+        return model
+    return f"@{provider}:{model}"
+
+
+def resolve_model_provider(model: str | None) -> tuple[str, str | None, str | None]:
+    """``(model, provider, base_url)`` for a session's model string, from the agent's config."""
+    cfg = _agent_model_config()
+    model = (model or "").strip()
+    provider = None
+    if model.startswith("@") and ":" in model:
+        provider, model = model[1:].split(":", 1)
+    cfg_provider = cfg.get("provider") if isinstance(cfg.get("provider"), str) else None
+    base_url = cfg.get("base_url") if isinstance(cfg.get("base_url"), str) else None
+    if not model:
+        model = str(cfg.get("default") or SETTINGS_VALUES["default_model"] or "")
+    if provider and cfg_provider and provider != cfg_provider:
+        base_url = None
+    return model, provider or cfg_provider, base_url

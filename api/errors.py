@@ -1,0 +1,53 @@
+"""Small error classes that carry an HTTP status; ``http_io`` turns them into ``{"error": ...}``."""
+
+from __future__ import annotations
+
+
+class ApiError(Exception):
+    status = 400
+
+    def __init__(self, message: str, status: int | None = None, **extra):
+        super().__init__(message)
+        self.message = message
+        if status is not None:
+            self.status = status
+        self.extra = extra
+
+    def payload(self) -> dict:
+        return {"error": self.message, **self.extra}
+
+
+class BadRequest(ApiError):
+    status = 400
+
+
+class Unauthorized(ApiError):
+    status = 401
+
+
+class Forbidden(ApiError):
+    status = 403
+
+
+class NotFound(ApiError):
+    status = 404
+
+
+class Conflict(ApiError):
+    status = 409
+
+
+class PayloadTooLarge(ApiError):
+    status = 413
+
+
+class UnsupportedMediaType(ApiError):
+    status = 415
+
+
+class TooManyRequests(ApiError):
+    status = 429
+
+
+class ServiceUnavailable(ApiError):
+    status = 503

@@ -1,0 +1,528 @@
+"""``Session``: fields, the metadata-first JSON layout, durable load/save, the ``.bak`` policy, the cache.
+
+Module globals ``SESSION_DIR``, ``SESSION_INDEX_FILE``, ``SESSIONS`` and ``LOCK`` are read at call time
+(tests and the benchmark patch them). The reconciliation names are re-exported from ``api.reconcile``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from api import atomic, session_index
+from api import config as _config
+from api.session_fields import (
+    BOOL_FIELDS,
+    BULK_FIELDS,
+    DICT_FIELDS,
+    FLOAT_OR_NONE_FIELDS,
+    KNOWN_FIELDS,
+    LIST_FIELDS,
+    METADATA_FIELDS,
+    PATH_OR_NONE_FIELDS,
+    STRIPPED_STR_FIELDS,
+    TALARIA_FIELDS,
+    ZERO_FIELDS,
+    float_or_none,
+    is_safe_session_id,
+    message_text,
+    message_timestamp,
+    new_session_id,
+    non_negative_int_or_none,
+    resolve_path_str,
+)
+
+log = logging.getLogger("talaria.models")
+
+SESSION_DIR: Path = _config.SESSION_DIR
+SESSION_INDEX_FILE: Path = _config.SESSION_INDEX_FILE
+SESSIONS = _config.SESSIONS
+LOCK = _config.LOCK
+
+METADATA_PREFIX_BYTES = 64 * 1024
+_METADATA_REQUIRED = ("session_id", "title", "created_at", "updated_at")
+
+
+class UnsafeSessionId(ValueError):
+    pass
+
+
+def _require_safe(sid: Any) -> str:
+    if not is_safe_session_id(sid):
+        raise UnsafeSessionId("invalid session id")
+    return sid
+
+
+def dumps_session_json(payload: dict) -> bytes:
+    try:
+        return orjson.dumps(payload, option=orjson.OPT_INDENT_2)
+    except (TypeError, orjson.JSONEncodeError):
+        # Lone surrogates, huge ints or odd types: the stdlib escapes what orjson refuses.
+        return json.dumps(payload, indent=2, ensure_ascii=True, default=str).encode("ascii")
+
+
+def loads_json(data: bytes) -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data.decode("utf-8", "surrogatepass"))
+
+
+def _partial_signature(msg: dict) -> tuple:
+    calls = msg.get("tool_calls") or msg.get("_partial_tool_calls") or []
+    call_sig = tuple(json.dumps(c, sort_keys=True, default=str) for c in calls) if isinstance(calls, list) else ()
+    content = msg.get("content")
+    reasoning = msg.get("reasoning")
+    return (
+        content.strip() if isinstance(content, str) else repr(content),
+        reasoning.strip() if isinstance(reasoning, str) else "",
+        call_sig,
+    )
+
+
+def collapse_adjacent_duplicate_partials(messages: list) -> tuple[list, int]:
+    """Drop a ``_partial`` row identical to the ``_partial`` row right before it."""
+    if not any(isinstance(m, dict) and m.get("_partial") for m in messages):
+        return messages, 0
+    out: list = []
+    prev_sig = None
+    dropped = 0
+    for msg in messages:
+        if isinstance(msg, dict) and msg.get("_partial"):
+            sig = _partial_signature(msg)
+            if sig == prev_sig:
+                dropped += 1
+                continue
+            prev_sig = sig
+        else:
+            prev_sig = None
+        out.append(msg)
+    return out, dropped
+
+
+class Session:
+    """One conversation: the visible transcript (``messages``) and the model context (``context_messages``)."""
+
+    def __init__(self, **kw: Any) -> None:
+        sid = kw.get("session_id") or new_session_id()
+        self.session_id = sid
+        self.title = kw.get("title") or "Untitled"
+        workspace = kw.get("workspace")
+        self.workspace = resolve_path_str(_config.default_workspace() if workspace is None else workspace)
+        created_ws = kw.get("created_workspace")
+        self.created_workspace = resolve_path_str(created_ws) if created_ws else self.workspace
+        self.model = kw.get("model") or _config.setting("default_model")
+        provider = kw.get("model_provider")
+        self.model_provider = str(provider).strip().lower() if provider else None
+        self.model_explicit_pick_signature = kw.get("model_explicit_pick_signature") or None
+        now = time.time()
+        self.created_at = kw.get("created_at") or now
+        self.updated_at = kw.get("updated_at") or now
+        messages = kw.get("messages")
+        self.messages = messages if isinstance(messages, list) and messages else []
+        for name in METADATA_FIELDS:
+            if name in self.__dict__:
+                continue
+            setattr(self, name, self._normalise(name, kw.get(name)))
+        self.tool_calls = kw.get("tool_calls") if isinstance(kw.get("tool_calls"), list) else []
+        scenes = kw.get("anchor_activity_scenes")
+        self.anchor_activity_scenes = scenes if isinstance(scenes, dict) else {}
+        ctx = kw.get("context_messages")
+        self.context_messages = ctx if isinstance(ctx, list) else []
+        gen = kw.get("compression_generation")
+        self.compression_generation = gen if isinstance(gen, str) and gen else None
+        previous = kw.get("uncompress_context_messages")
+        self.uncompress_context_messages = previous if isinstance(previous, list) else None
+        ugen = kw.get("uncompress_generation")
+        self.uncompress_generation = ugen if isinstance(ugen, str) and ugen else None
+        self.post_compression_context_tokens_estimate = non_negative_int_or_none(
+            kw.get("post_compression_context_tokens_estimate")
+        )
+        scene_index = kw.get("anchor_scene_index")
+        self._anchor_scene_index = scene_index if isinstance(scene_index, dict) else None
+        count = kw.get("message_count")
+        self._metadata_message_count = count if isinstance(count, int) and not isinstance(count, bool) and count >= 0 else None
+        self._loaded_metadata_only = False
+        self._saved_message_count: int | None = None
+        self._disk_sig: tuple | None = None
+        self._extra: dict = {k: v for k, v in kw.items() if k not in KNOWN_FIELDS and k not in ("message_count", "anchor_scene_index")}
+
+    @staticmethod
+    def _normalise(name: str, value: Any) -> Any:
+        if name in BOOL_FIELDS:
+            return bool(value)
+        if name in ZERO_FIELDS:
+            return value or 0
+        if name in DICT_FIELDS:
+            return value if isinstance(value, dict) else {}
+        if name in LIST_FIELDS:
+            return value if isinstance(value, list) else []
+        if name in STRIPPED_STR_FIELDS:
+            return str(value).strip() if value else None
+        if name in FLOAT_OR_NONE_FIELDS:
+            return float_or_none(value)
+        if name in PATH_OR_NONE_FIELDS:
+            return resolve_path_str(value) if value else None
+        if name == "project_id":
+            return value or None
+        if name == "clear_generation" or name == "intentional_shrink_generation":
+            return value if isinstance(value, str) and value else None
+        if name == "gateway_routing":
+            return value if isinstance(value, dict) else None
+        if name == "worktree_branch":
+            return str(value) if value else None
+        if name == "title":
+            return value or "Untitled"
+        return value
+
+    # ------------------------------------------------------------------ paths and layout
+
+    @property
+    def path(self) -> Path:
+        return Path(SESSION_DIR) / f"{self.session_id}.json"
+
+    @property
+    def backup_path(self) -> Path:
+        return Path(SESSION_DIR) / f"{self.session_id}.json.bak"
+
+    def anchor_scene_index(self) -> dict:
+        out = {}
+        for key, scene in (self.anchor_activity_scenes or {}).items():
+            out[key] = scene.get("updated_at") if isinstance(scene, dict) else None
+        return out
+
+    def to_payload(self) -> dict:
+        payload = {name: getattr(self, name) for name in METADATA_FIELDS}
+        payload["message_count"] = len(self.messages)
+        payload["anchor_scene_index"] = self.anchor_scene_index()
+        for name in BULK_FIELDS:
+            payload[name] = getattr(self, name)
+        payload["context_messages"] = self.context_messages
+        for name in TALARIA_FIELDS[1:]:
+            value = getattr(self, name)
+            if value is not None:
+                payload[name] = value
+        for key, value in self._extra.items():
+            payload.setdefault(key, value)
+        for key, value in self.__dict__.items():  # ad-hoc public attributes survive too
+            if not key.startswith("_") and key not in payload and key not in KNOWN_FIELDS:
+                payload[key] = value
+        return payload
+
+    # ------------------------------------------------------------------ save
+
+    def _disk_state(self, path: Path) -> tuple[int, bytes | None]:
+        """(message count on disk, bytes when they had to be read); -1 = unparsable, -2 = absent."""
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return -2, None
+        sig = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if sig == self._disk_sig and self._saved_message_count is not None:
+            return self._saved_message_count, None
+        data = path.read_bytes()
+        try:
+            parsed = loads_json(data)
+        except (ValueError, UnicodeDecodeError):
+            return -1, data
+        msgs = parsed.get("messages") if isinstance(parsed, dict) else None
+        return (len(msgs) if isinstance(msgs, list) else -1), data
+
+    def save(self, touch_updated_at: bool = True, skip_index: bool = False) -> bool:
+        """Durably write the session; True when written, False when refused as an unsafe empty save."""
+        _require_safe(self.session_id)
+        if self._loaded_metadata_only:
+            raise RuntimeError("refusing to save a metadata-only session stub (its messages are not loaded)")
+        if touch_updated_at:
+            self.updated_at = time.time()
+        path = self.path
+        incoming = len(self.messages)
+        try:
+            existing, existing_bytes = self._disk_state(path)
+        except OSError as exc:
+            log.warning("could not read %s before saving: %s", path.name, exc)
+            existing, existing_bytes = -2, None
+        if existing > 0 and incoming == 0 and (self.active_stream_id or self.pending_user_message):
+            log.warning("refusing to save %s with no messages during a live turn", self.session_id)
+            return False
+        if existing == -1 and path.exists():
+            atomic.keep_aside(path, "corrupt")
+        elif existing > incoming:
+            data = existing_bytes if existing_bytes is not None else path.read_bytes()
+            try:
+                atomic.write_bytes_durable(self.backup_path, data)
+            except OSError as exc:
+                log.warning("backup of %s failed: %s", self.session_id, exc)
+        atomic.write_bytes_durable(path, dumps_session_json(self.to_payload()))
+        st = os.stat(path)
+        self._disk_sig = (st.st_ino, st.st_size, st.st_mtime_ns)
+        self._saved_message_count = incoming
+        if not skip_index:
+            session_index.note_saved(Path(SESSION_DIR), Path(SESSION_INDEX_FILE), self.compact(), (st.st_size, st.st_mtime_ns))
+        if incoming:
+            _clear_tombstone(Path(SESSION_DIR), self.session_id)
+        return True
+
+    # ------------------------------------------------------------------ load
+
+    @classmethod
+    def from_payload(cls, data: dict, *, sig: tuple | None = None) -> Session:
+        messages = data.get("messages")
+        on_disk = len(messages) if isinstance(messages, list) else 0
+        if isinstance(messages, list):
+            collapsed, _ = collapse_adjacent_duplicate_partials(messages)
+            if collapsed is not messages:
+                data = dict(data, messages=collapsed)
+        session = cls(**data)
+        session._saved_message_count = on_disk
+        session._disk_sig = sig
+        return session
+
+    @classmethod
+    def load(cls, sid: str) -> Session | None:
+        if not is_safe_session_id(sid):
+            return None
+        path = Path(SESSION_DIR) / f"{sid}.json"
+        try:
+            with open(path, "rb") as fh:
+                st = os.fstat(fh.fileno())
+                raw = fh.read()
+        except FileNotFoundError:
+            return None
+        data = loads_json(raw)
+        if not isinstance(data, dict):
+            raise ValueError(f"session file {path.name} does not hold a JSON object")
+        data.setdefault("session_id", sid)
+        session = cls.from_payload(data, sig=(st.st_ino, st.st_size, st.st_mtime_ns))
+        if session._saved_message_count != len(session.messages):
+            session.save(touch_updated_at=False, skip_index=True)
+        return session
+
+    @classmethod
+    def load_metadata_only(cls, sid: str) -> Session | None:
+        if not is_safe_session_id(sid):
+            return None
+        path = Path(SESSION_DIR) / f"{sid}.json"
+        data = read_metadata_prefix(path)
+        if data is None or any(k not in data for k in _METADATA_REQUIRED):
+            return cls.load(sid)
+        session = cls(**data)
+        session._loaded_metadata_only = True
+        return session
+
+    # ------------------------------------------------------------------ sidebar row
+
+    def message_count(self) -> int:
+        if self._loaded_metadata_only and self._metadata_message_count is not None:
+            return self._metadata_message_count
+        count = len(self.messages)
+        if not count and self.pending_user_message:
+            count = 1
+        return count
+
+    def last_message_at(self) -> float:
+        if self.pending_user_message and self.pending_started_at:
+            return self.pending_started_at
+        for msg in reversed(self.messages):
+            if not isinstance(msg, dict) or msg.get("role") == "tool":
+                continue
+            if msg.get("_partial") and not message_text(msg).strip():
+                continue
+            ts = message_timestamp(msg)
+            if ts is not None:
+                return ts
+        return self.updated_at
+
+    def compact(self) -> dict:
+        reads = self.cache_read_tokens or 0
+        prompt_total = (self.input_tokens or 0) + reads
+        row = {
+            "session_id": self.session_id,
+            "title": self.title,
+            "workspace": self.workspace,
+            "model": self.model,
+            "model_provider": self.model_provider,
+            "message_count": self.message_count(),
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "last_message_at": self.last_message_at(),
+            "pinned": self.pinned,
+            "archived": self.archived,
+            "project_id": self.project_id,
+            "profile": self.profile,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "estimated_cost": self.estimated_cost,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "cache_hit_percent": round(100.0 * reads / prompt_total, 1) if prompt_total else 0,
+            "personality": self.personality,
+        }
+        for name in (
+            "compression_anchor_visible_idx", "compression_anchor_message_key", "compression_anchor_summary",
+            "pre_compression_snapshot", "context_engine", "compression_anchor_engine", "compression_anchor_mode",
+            "compression_anchor_details", "context_engine_state", "context_length", "threshold_tokens",
+            "last_prompt_tokens", "post_compression_context_tokens_estimate", "compression_recovery",
+            "recommended_recovery_action", "gateway_routing", "gateway_routing_history", "manual_title",
+        ):  # fmt: skip
+            row[name] = getattr(self, name)
+        if self.parent_session_id:
+            row["parent_session_id"] = self.parent_session_id
+        row["created_workspace"] = self.created_workspace
+        if self.compression_recovery_source_session_id or self.compression_recovery_action:
+            row["compression_recovery_source_session_id"] = self.compression_recovery_source_session_id
+            row["compression_recovery_action"] = self.compression_recovery_action
+        if self.worktree_path:
+            for name in ("worktree_path", "worktree_branch", "worktree_repo_root", "worktree_created_at"):
+                row[name] = getattr(self, name)
+        row["user_message_count"] = sum(1 for m in self.messages if isinstance(m, dict) and m.get("role") == "user")
+        for name in ("active_stream_id", "pending_user_message"):
+            row[name] = getattr(self, name)
+        row["has_pending_user_message"] = bool(self.pending_user_message)
+        for name in (
+            "is_cli_session", "source_tag", "raw_source", "session_source", "source_label", "read_only",
+            "enabled_toolsets", "composer_draft", "process_wakeup_pause", "share_token", "share_created_at",
+        ):  # fmt: skip
+            row[name] = getattr(self, name)
+        row["is_streaming"] = bool(self.active_stream_id)
+        return row
+
+    def __repr__(self) -> str:
+        return f"<Session {self.session_id} {len(self.messages)} msgs>"
+
+
+def read_metadata_prefix(path: Path) -> dict | None:
+    """Parse only the metadata ahead of ``"messages"`` (the first 64 KiB); None when that is not possible."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(METADATA_PREFIX_BYTES)
+    except OSError:
+        return None
+    cut = head.find(b'\n  "messages":')
+    if cut < 0:
+        return None
+    prefix = head[:cut].rstrip().rstrip(b",") + b"\n}"
+    try:
+        data = loads_json(prefix)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _load_session_from_path(path: Path) -> Session | None:
+    """Parse one sidecar without saving (index rebuild, recovery); None on any error."""
+    try:
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            data = loads_json(fh.read())
+        if not isinstance(data, dict):
+            return None
+        data.setdefault("session_id", Path(path).name[: -len(".json")])
+        return Session.from_payload(data, sig=(st.st_ino, st.st_size, st.st_mtime_ns))
+    except Exception as exc:  # noqa: BLE001 - a broken file is a logged skip
+        log.warning("skipping unreadable session file %s: %s", Path(path).name, exc)
+        return None
+
+
+def _clear_tombstone(session_dir: Path, sid: str) -> None:
+    try:
+        from api import tombstones
+
+        tombstones.remove_deleted(session_dir, sid)
+    except ImportError:
+        pass
+    except OSError as exc:
+        log.warning("could not clear delete tombstone for %s: %s", sid, exc)
+
+
+# ---------------------------------------------------------------------- cache
+
+
+_LOAD_LOCKS: dict[str, threading.Lock] = {}
+_LOAD_LOCKS_GUARD = threading.Lock()
+
+
+def _disk_sig(path: Path) -> tuple | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _cached_is_stale(session: Session) -> bool:
+    """True when the file changed under a cached object that holds nothing unsaved."""
+    if session._loaded_metadata_only or session.active_stream_id or session.pending_user_message:
+        return False
+    if session._saved_message_count is None or session._saved_message_count != len(session.messages):
+        return False
+    return _disk_sig(session.path) != session._disk_sig
+
+
+def get_session(sid: str, metadata_only: bool = False) -> Session:
+    """The cached session (reloaded when the file changed underneath), else loaded from disk; KeyError if none."""
+    if not is_safe_session_id(sid):
+        raise KeyError(sid)
+    with LOCK:
+        cached = SESSIONS.get(sid)
+        if cached is not None:
+            if cached.session_id != sid:
+                del SESSIONS[sid]
+                cached = None
+            else:
+                SESSIONS.move_to_end(sid)
+    if cached is not None and not (cached._loaded_metadata_only and not metadata_only) and not _cached_is_stale(cached):
+        return cached
+    if metadata_only:
+        session = Session.load_metadata_only(sid)
+        if session is None:
+            raise KeyError(sid)
+        return session
+    with _LOAD_LOCKS_GUARD:
+        load_lock = _LOAD_LOCKS.setdefault(sid, threading.Lock())
+    with load_lock:
+        with LOCK:
+            cached = SESSIONS.get(sid)
+        if cached is not None and not cached._loaded_metadata_only and not _cached_is_stale(cached):
+            return cached
+        session = Session.load(sid)
+        if session is None:
+            raise KeyError(sid)
+        with LOCK:
+            SESSIONS[sid] = session
+            SESSIONS.move_to_end(sid)
+            _config.evict_sessions_over_cap()
+    return session
+
+
+def cache_session(session: Session) -> None:
+    with LOCK:
+        SESSIONS[session.session_id] = session
+        SESSIONS.move_to_end(session.session_id)
+        _config.evict_sessions_over_cap()
+
+
+def all_sessions() -> list[dict]:
+    """Sidebar rows, newest first, from the in-memory index (validated against the files once)."""
+    return session_index.all_rows(Path(SESSION_DIR), Path(SESSION_INDEX_FILE))
+
+
+# ---------------------------------------------------------------------- reconciliation names
+
+try:  # the reconciliation module is optional while it is being built
+    from api.reconcile import (  # noqa: F401
+        _context_messages_include_compression_marker,
+        merge_session_messages_append_only,
+        reconciled_state_db_messages_for_session,
+        state_db_delta_after_context,
+    )
+    from api.state_db import get_state_db_session_messages  # noqa: F401
+except ImportError:  # pragma: no cover
+    pass

@@ -1,0 +1,120 @@
+"""The session file's field table: names, order and normalisation (session-core.md §1.2–1.3).
+
+Pure data and small coercion helpers; ``api.models.Session`` applies them.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from pathlib import Path
+from typing import Any
+
+SAFE_SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
+
+
+def is_safe_session_id(sid: Any) -> bool:
+    return isinstance(sid, str) and SAFE_SESSION_ID.fullmatch(sid) is not None
+
+
+def new_session_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+# Metadata first: a reader of the first 64 KiB (up to "messages") gets every one of these.
+METADATA_FIELDS: tuple[str, ...] = (
+    "session_id", "title", "workspace", "created_workspace", "model", "model_provider",
+    "model_explicit_pick_signature", "created_at", "updated_at", "pinned", "archived", "project_id",
+    "profile", "input_tokens", "output_tokens", "estimated_cost", "cache_read_tokens",
+    "cache_write_tokens", "personality", "active_stream_id", "pending_user_message",
+    "pending_attachments", "pending_started_at", "pending_user_source",
+    "compression_anchor_visible_idx", "compression_anchor_message_key", "compression_anchor_summary",
+    "pre_compression_snapshot", "context_engine", "compression_anchor_engine",
+    "compression_anchor_mode", "compression_anchor_details", "context_engine_state", "context_length",
+    "threshold_tokens", "last_prompt_tokens", "post_compression_context_tokens_estimate",
+    "compression_recovery", "recommended_recovery_action", "compression_recovery_source_session_id",
+    "compression_recovery_action", "truncation_watermark", "truncation_boundary", "clear_generation",
+    "intentional_shrink_generation", "gateway_routing", "gateway_routing_history",
+    "llm_title_generated", "manual_title", "parent_session_id", "worktree_path", "worktree_branch",
+    "worktree_repo_root", "worktree_created_at", "is_cli_session", "source_tag", "raw_source",
+    "session_source", "source_label", "read_only", "enabled_toolsets", "composer_draft",
+    "process_wakeup_pause", "share_token", "share_created_at",
+)  # fmt: skip
+
+BULK_FIELDS: tuple[str, ...] = ("messages", "tool_calls", "anchor_activity_scenes")
+
+# Talaria's own fields, written after the bulky lists. hermes-webui drops keys it does not know;
+# each of these has a safe meaning when absent.
+TALARIA_FIELDS: tuple[str, ...] = (
+    "context_messages",
+    "compression_generation",
+    "uncompress_context_messages",
+    "uncompress_generation",
+)
+
+DERIVED_KEYS: frozenset[str] = frozenset({"message_count", "anchor_scene_index"})
+
+BOOL_FIELDS = frozenset({"pinned", "archived", "pre_compression_snapshot", "llm_title_generated", "manual_title", "read_only", "is_cli_session"})
+ZERO_FIELDS = frozenset({"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"})
+DICT_FIELDS = frozenset(
+    {"compression_anchor_details", "context_engine_state", "compression_recovery", "composer_draft", "anchor_activity_scenes", "process_wakeup_pause"}
+)
+LIST_FIELDS = frozenset({"messages", "tool_calls", "pending_attachments", "gateway_routing_history", "context_messages"})
+STRIPPED_STR_FIELDS = frozenset({"compression_recovery_source_session_id", "compression_recovery_action", "share_token"})
+FLOAT_OR_NONE_FIELDS = frozenset({"truncation_watermark", "truncation_boundary"})
+PATH_OR_NONE_FIELDS = frozenset({"worktree_path", "worktree_repo_root"})
+
+KNOWN_FIELDS: frozenset[str] = frozenset(METADATA_FIELDS) | frozenset(BULK_FIELDS) | frozenset(TALARIA_FIELDS)
+
+
+def resolve_path_str(value: Any) -> str:
+    return str(Path(str(value)).expanduser().resolve())
+
+
+def float_or_none(value: Any) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return None
+    return out if out == out and out not in (float("inf"), float("-inf")) else None
+
+
+def non_negative_int_or_none(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        out = int(value)
+    except (TypeError, ValueError):
+        return None
+    return out if out > 0 else None
+
+
+def message_timestamp(msg: Any) -> float | None:
+    """``timestamp``, else ``_ts``, as a finite float (display and anchor rules read both)."""
+    if not isinstance(msg, dict):
+        return None
+    for key in ("timestamp", "_ts"):
+        ts = float_or_none(msg.get(key))
+        if ts is not None and msg.get(key) not in ("", None):
+            return ts
+    return None
+
+
+def message_text(msg: Any) -> str:
+    """Plain text of a message: string content, or the ``text`` parts of list content."""
+    if not isinstance(msg, dict):
+        return ""
+    content = msg.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+            elif isinstance(part, str):
+                parts.append(part)
+        return "\n".join(parts)
+    return ""

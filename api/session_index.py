@@ -1,0 +1,243 @@
+"""``_index.json``: the sidebar index, a cache that can always be rebuilt from the session files.
+
+The index lives in memory per session folder. A save updates one row (O(1)) and schedules a flush, so
+``_index.json`` is current within ``index_flush_delay`` seconds and at shutdown. Each row carries
+``_stat`` = [size, mtime_ns] of its file, so loading validates the index with one ``stat`` per file
+and re-reads only the files that changed behind it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+
+import orjson
+
+from api import atomic
+from api import config as _config
+from api.session_fields import is_safe_session_id
+
+log = logging.getLogger("talaria.index")
+
+_STALE_TMP_AGE_S = 3600.0
+
+
+class _IndexState:
+    def __init__(self, session_dir: Path, index_file: Path):
+        self.session_dir = session_dir
+        self.index_file = index_file
+        self.rows: dict[str, dict] = {}
+        self.sorted_rows: list[dict] | None = None
+        self.timer: threading.Timer | None = None
+        self.dirty = False
+        self.flush_lock = threading.Lock()
+
+
+_STATES: dict[Path, _IndexState] = {}
+_LOCK = threading.RLock()
+
+
+def _sort_key(row: dict) -> float:
+    try:
+        return float(row.get("updated_at") or 0)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _public(row: dict) -> dict:
+    return {k: v for k, v in row.items() if k != "_stat"} if "_stat" in row else row
+
+
+def _scan_session_files(session_dir: Path) -> dict[str, os.stat_result]:
+    out: dict[str, os.stat_result] = {}
+    try:
+        entries = os.scandir(session_dir)
+    except FileNotFoundError:
+        return out
+    now = time.time()
+    with entries:
+        for entry in entries:
+            name = entry.name
+            if name.endswith(".json") and not name.startswith("_"):
+                sid = name[:-5]
+                if is_safe_session_id(sid) and entry.is_file(follow_symlinks=False):
+                    out[sid] = entry.stat(follow_symlinks=False)
+            elif ".tmp." in name and not name.startswith("_index"):
+                _sweep_stale_tmp(entry, now)
+    return out
+
+
+def _sweep_stale_tmp(entry: os.DirEntry, now: float) -> None:
+    try:
+        if now - entry.stat(follow_symlinks=False).st_mtime > _STALE_TMP_AGE_S:
+            os.unlink(entry.path)
+    except OSError:
+        pass
+
+
+def _row_from_file(path: Path, st: os.stat_result) -> dict | None:
+    from api.models import Session, _load_session_from_path, read_metadata_prefix
+
+    data = read_metadata_prefix(path)
+    if data is not None and all(k in data for k in ("session_id", "title", "created_at", "updated_at")):
+        session = Session(**data)
+        session._loaded_metadata_only = True
+    else:
+        session = _load_session_from_path(path)
+        if session is None:
+            return None
+    row = session.compact()
+    row["session_id"] = path.name[:-5]
+    row["_stat"] = [st.st_size, st.st_mtime_ns]
+    return row
+
+
+def _read_index_file(index_file: Path) -> list:
+    try:
+        data = orjson.loads(index_file.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return []
+    return data if isinstance(data, list) else []
+
+
+def _build_rows(session_dir: Path, index_file: Path, *, trust_index: bool) -> tuple[dict[str, dict], bool]:
+    """Rows for every session file: reuse index rows whose ``_stat`` still matches, re-read the rest."""
+    existing = {}
+    if trust_index:
+        for row in _read_index_file(index_file):
+            if isinstance(row, dict) and isinstance(row.get("session_id"), str):
+                existing[row["session_id"]] = row
+    files = _scan_session_files(session_dir)
+    rows: dict[str, dict] = {}
+    changed = len(existing) != len(files)
+    for sid, st in files.items():
+        row = existing.get(sid)
+        if row is not None and row.get("_stat") == [st.st_size, st.st_mtime_ns]:
+            rows[sid] = row
+            continue
+        fresh = _row_from_file(session_dir / f"{sid}.json", st)
+        changed = True
+        if fresh is not None:
+            rows[sid] = fresh
+    return rows, changed
+
+
+def _state(session_dir: Path, index_file: Path) -> _IndexState:
+    key = Path(index_file)
+    with _LOCK:
+        state = _STATES.get(key)
+        if state is not None and state.session_dir == Path(session_dir):
+            return state
+        state = _IndexState(Path(session_dir), key)
+        state.rows, changed = _build_rows(state.session_dir, key, trust_index=True)
+        _STATES[key] = state
+        if changed or not key.exists():
+            state.dirty = True
+            _flush_state(state)  # the first build is written at once, so the file exists when we return
+        return state
+
+
+def note_saved(session_dir: Path, index_file: Path, row: dict, stat: tuple[int, int]) -> None:
+    """Record a just-saved session's row; ``_index.json`` follows within ``index_flush_delay``."""
+    state = _state(session_dir, index_file)
+    row = dict(row, _stat=[stat[0], stat[1]])
+    with _LOCK:
+        state.rows[row["session_id"]] = row
+        state.sorted_rows = None
+        _schedule(state)
+
+
+def note_removed(session_dir: Path, index_file: Path, sid: str) -> None:
+    state = _state(session_dir, index_file)
+    with _LOCK:
+        if state.rows.pop(sid, None) is not None:
+            state.sorted_rows = None
+            _schedule(state)
+
+
+def _schedule(state: _IndexState) -> None:
+    state.dirty = True
+    if state.timer is None:
+        delay = float(_config.setting("index_flush_delay"))
+        state.timer = threading.Timer(delay, _flush_state, args=(state,))
+        state.timer.daemon = True
+        state.timer.start()
+
+
+def all_rows(session_dir: Path, index_file: Path) -> list[dict]:
+    """Sidebar rows sorted newest first (without the private ``_stat``)."""
+    state = _state(session_dir, index_file)
+    with _LOCK:
+        if state.sorted_rows is None:
+            ordered = sorted(state.rows.values(), key=_sort_key, reverse=True)
+            state.sorted_rows = [_public(r) for r in ordered]
+        return list(state.sorted_rows)
+
+
+def row_for(session_dir: Path, index_file: Path, sid: str) -> dict | None:
+    state = _state(session_dir, index_file)
+    with _LOCK:
+        row = state.rows.get(sid)
+    return _public(row) if row else None
+
+
+def _flush_state(state: _IndexState) -> None:
+    with state.flush_lock:
+        with _LOCK:
+            timer, state.timer = state.timer, None
+            if timer is not None and timer is not threading.current_thread():
+                timer.cancel()
+            if not state.dirty:
+                return
+            state.dirty = False
+            rows = sorted(state.rows.values(), key=_sort_key, reverse=True)
+        if not state.session_dir.is_dir():
+            return  # the folder is gone (a test's tmp dir): nothing to keep current
+        try:
+            atomic.write_bytes_durable(state.index_file, orjson.dumps(rows, default=str))
+        except (OSError, TypeError) as exc:
+            log.warning("could not write %s: %s", state.index_file, exc)
+            with _LOCK:
+                state.dirty = True
+
+
+def flush(index_file: Path | None = None) -> None:
+    """Write pending index changes now (all folders when ``index_file`` is None)."""
+    with _LOCK:
+        states = list(_STATES.values()) if index_file is None else [s for k, s in _STATES.items() if k == Path(index_file)]
+    for state in states:
+        _flush_state(state)
+
+
+def forget(session_dir: Path) -> None:
+    """Drop the in-memory index of a folder (files changed behind it); the next read re-validates."""
+    flush_states = []
+    with _LOCK:
+        for key, state in list(_STATES.items()):
+            if state.session_dir == Path(session_dir):
+                flush_states.append(state)
+                del _STATES[key]
+    for state in flush_states:
+        _flush_state(state)
+
+
+def rebuild_index_file(session_dir: Path, index_file: Path | None = None) -> int:
+    """Rebuild ``_index.json`` from the session files alone; returns the row count."""
+    session_dir = Path(session_dir)
+    index_file = Path(index_file) if index_file else session_dir / "_index.json"
+    forget(session_dir)
+    rows, _ = _build_rows(session_dir, index_file, trust_index=False)
+    state = _IndexState(session_dir, index_file)
+    state.rows = rows
+    state.dirty = True
+    with _LOCK:
+        _STATES[index_file] = state
+    _flush_state(state)
+    return len(rows)
+
+
+atexit.register(flush)

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs everything the suite needs (venv, the project with its dev extra, Debian's Chromium) and runs it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q -e '.[dev]'
+
+if [ ! -x /usr/bin/chromium ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+fi
+
+SEED=../shared/seed/test_manual_compress_recovery.py
+TARGETS=(tests)
+[ -f "$SEED" ] && TARGETS+=("$SEED")
+
+exec .venv/bin/python -m pytest -q "${TARGETS[@]}" "$@"

@@ -1,0 +1,1 @@
+"""Test support for Talaria (a pytest plugin, a fake LLM server, server/process helpers)."""

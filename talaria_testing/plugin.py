@@ -1,0 +1,77 @@
+"""Pytest plugin: isolates HERMES_HOME and the state dir before any ``api`` import.
+
+Registered through the ``pytest11`` entry point, so it also serves tests that live outside the
+repository (the founding acceptance test runs in place from ``../shared/seed``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+_PROVIDER_ENV = re.compile(r".*_API_KEY$|^HERMES_INFERENCE_PROVIDER$|^CUSTOM_BASE_URL$|^OPENROUTER_BASE_URL$")
+
+
+def _isolate_environment() -> Path:
+    root = Path(tempfile.mkdtemp(prefix="talaria-tests-"))
+    home = root / "hermes_home"
+    state = root / "webui_state"
+    workspace = root / "workspace"
+    for folder in (home, state, workspace):
+        folder.mkdir(parents=True)
+    for key in list(os.environ):
+        if _PROVIDER_ENV.match(key) or key.startswith("TALARIA_"):
+            del os.environ[key]
+    os.environ["HERMES_HOME"] = str(home)
+    os.environ["HERMES_WEBUI_STATE_DIR"] = str(state)
+    os.environ["HERMES_WEBUI_DEFAULT_WORKSPACE"] = str(workspace)
+    os.environ["NO_PROXY"] = "127.0.0.1,localhost"
+    os.environ["no_proxy"] = "127.0.0.1,localhost"
+    os.environ["TALARIA_TEST_ROOT"] = str(root)
+    return root
+
+
+TEST_ROOT = _isolate_environment()
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(TEST_ROOT, ignore_errors=True)
+
+
+@pytest.fixture
+def cleanup_test_sessions():
+    """A list a test appends session ids to; their files are removed from the live store afterwards."""
+    created: list[str] = []
+    yield created
+    import api.models as models
+
+    for sid in created:
+        with models.LOCK:
+            models.SESSIONS.pop(sid, None)
+        for folder in {Path(models.SESSION_DIR)}:
+            for path in folder.glob(f"{sid}.json*"):
+                try:
+                    path.unlink()
+                except OSError:
+                    pass
+
+
+@pytest.fixture
+def state_dir(tmp_path, monkeypatch):
+    """A fresh session folder bound to ``api.models`` for one test (module globals patched)."""
+    import api.models as models
+
+    session_dir = tmp_path / "sessions"
+    session_dir.mkdir()
+    monkeypatch.setattr(models, "SESSION_DIR", session_dir)
+    monkeypatch.setattr(models, "SESSION_INDEX_FILE", session_dir / "_index.json")
+    with models.LOCK:
+        models.SESSIONS.clear()
+    yield session_dir
+    with models.LOCK:
+        models.SESSIONS.clear()

@@ -1,0 +1,1 @@
+"""Shared fixtures live in the ``talaria_testing.plugin`` pytest plugin (loaded by entry point)."""

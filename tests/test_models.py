@@ -1,0 +1,217 @@
+"""Session fields, the file layout, save/load and the .bak policy."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import api.models as models
+from api.models import Session, get_session
+
+
+def _msg(role, content, ts):
+    return {"role": role, "content": content, "timestamp": ts}
+
+
+def _session(sid="s1", n=4, **kw):
+    msgs = [_msg("user" if i % 2 == 0 else "assistant", f"m{i}", float(i + 1)) for i in range(n)]
+    return Session(session_id=sid, title="T", workspace="/tmp", model="m", messages=msgs, **kw)
+
+
+def test_defaults_follow_the_reference_normalisation(state_dir):
+    s = Session(session_id="abc", model_provider="  OpenAI ", pinned=1, context_messages="nope", share_token=" t ")
+    assert s.title == "Untitled"
+    assert s.model_provider == "openai"
+    assert s.pinned is True
+    assert s.context_messages == []
+    assert s.share_token == "t"
+    assert s.truncation_watermark is None
+    assert s.compression_anchor_details == {}
+    assert s.input_tokens == 0
+
+
+def test_missing_session_id_gets_a_twelve_hex_id(state_dir):
+    assert len(Session().session_id) == 12
+
+
+def test_zero_watermark_is_kept_as_the_truncate_to_empty_sentinel(state_dir):
+    s = _session(truncation_watermark=0.0, truncation_boundary="0")
+    s.save()
+    loaded = Session.load("s1")
+    assert loaded.truncation_watermark == 0.0
+    assert loaded.truncation_boundary == 0.0
+
+
+def test_file_layout_puts_metadata_before_messages_and_context_last(state_dir):
+    s = _session(context_messages=[_msg("user", "m0", 1.0)])
+    s.save()
+    keys = list(json.loads(s.path.read_text()).keys())
+    assert keys[0] == "session_id"
+    assert keys.index("message_count") < keys.index("messages")
+    assert keys.index("share_created_at") < keys.index("messages")
+    assert keys.index("messages") < keys.index("context_messages")
+
+
+def test_save_then_load_keeps_unknown_keys(state_dir):
+    s = Session(session_id="u1", messages=[_msg("user", "hi", 1.0)], last_usage={"a": 1}, future_field=[1, 2])
+    s.save()
+    raw = json.loads(s.path.read_text())
+    raw["from_the_future"] = {"x": "y"}
+    s.path.write_text(json.dumps(raw))
+    loaded = Session.load("u1")
+    loaded.save()
+    again = json.loads(s.path.read_text())
+    assert again["last_usage"] == {"a": 1}
+    assert again["future_field"] == [1, 2]
+    assert again["from_the_future"] == {"x": "y"}
+
+
+_json_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**53), 2**53), st.floats(allow_nan=False, allow_infinity=False), st.text()
+)
+_json_values = st.recursive(
+    _json_scalars,
+    lambda children: st.one_of(st.lists(children, max_size=4), st.dictionaries(st.text(max_size=8), children, max_size=4)),
+    max_leaves=12,
+)
+_tool_call = st.fixed_dictionaries(
+    {"id": st.text(min_size=1, max_size=12), "type": st.just("function"),
+     "function": st.fixed_dictionaries({"name": st.text(max_size=12), "arguments": st.text()})}
+)  # fmt: skip
+_message = st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "assistant", "tool", "system"]), "content": st.one_of(st.text(), _json_values)},
+    optional={
+        "timestamp": st.floats(min_value=0, max_value=2e9, allow_nan=False),
+        "tool_calls": st.lists(_tool_call, max_size=3),
+        "extra": _json_values,
+        "_partial": st.just(False),
+    },
+)
+_unknown_keys = st.dictionaries(st.text(min_size=1, max_size=10).filter(lambda k: k.startswith("zz_")), _json_values, max_size=3)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(messages=st.lists(_message, max_size=8), extra=_unknown_keys, title=st.text(max_size=40))
+def test_save_load_is_identity_for_any_messages(state_dir, messages, extra, title):
+    s = Session(session_id="prop", title=title or "Untitled", messages=messages, context_messages=messages[:2], **extra)
+    s.save()
+    loaded = Session.load("prop")
+    assert loaded.messages == messages
+    assert loaded.context_messages == messages[:2]
+    assert loaded.title == (title or "Untitled")
+    payload = loaded.to_payload()
+    for key, value in extra.items():
+        assert payload[key] == value
+
+
+@pytest.mark.parametrize("sid", ["../x", "a/b", "a\x00b", "x" * 10_000, "sessión", "", ".", "..", "a.json", " a"])
+def test_hostile_session_ids_never_reach_the_file_system(state_dir, sid):
+    assert Session.load(sid) is None
+    assert Session.load_metadata_only(sid) is None
+    with pytest.raises(KeyError):
+        get_session(sid)
+    s = Session(session_id="ok")
+    s.session_id = sid
+    with pytest.raises(ValueError):
+        s.save()
+    assert list(state_dir.iterdir()) == []
+
+
+def test_shrinking_save_writes_the_previous_file_as_backup(state_dir):
+    s = _session(n=4)
+    s.save()
+    before = s.path.read_bytes()
+    s.messages = s.messages[:2]
+    s.save()
+    assert s.backup_path.read_bytes() == before
+    assert len(Session.load("s1").messages) == 2
+
+
+def test_growing_save_leaves_the_backup_alone(state_dir):
+    s = _session(n=4)
+    s.save()
+    s.messages = s.messages[:2]
+    s.save()
+    bak = s.backup_path.read_bytes()
+    s.messages.append(_msg("user", "new", 9.0))
+    s.save()
+    assert s.backup_path.read_bytes() == bak
+
+
+def test_shrink_written_by_another_writer_is_detected(state_dir):
+    s = _session(n=4)
+    s.save()
+    other = Session.load("s1")
+    other.messages.append(_msg("user", "x", 10.0))
+    other.save()
+    s.save()  # s lags the disk (4 < 5): its save shrinks the file, so the 5-message file is kept
+    assert len(json.loads(s.backup_path.read_text())["messages"]) == 5
+
+
+def test_empty_save_during_a_live_turn_is_refused(state_dir):
+    s = _session(n=4)
+    s.save()
+    before = s.path.read_bytes()
+    s.messages = []
+    s.active_stream_id = "stream1"
+    assert s.save() is False
+    assert s.path.read_bytes() == before
+
+
+def test_metadata_only_stub_refuses_to_save(state_dir):
+    _session(n=4).save()
+    stub = Session.load_metadata_only("s1")
+    assert stub._loaded_metadata_only
+    assert stub.messages == []
+    assert stub.message_count() == 4
+    with pytest.raises(RuntimeError):
+        stub.save()
+
+
+def test_corrupt_existing_file_is_kept_before_it_is_overwritten(state_dir):
+    s = _session(n=2)
+    s.save()
+    s.path.write_bytes(b'{"session_id": "s1", "messages": [tor')
+    s.save()
+    kept = list(state_dir.glob("s1.json.corrupt-*"))
+    assert len(kept) == 1
+    assert kept[0].read_bytes() == b'{"session_id": "s1", "messages": [tor'
+    assert len(Session.load("s1").messages) == 2
+
+
+def test_adjacent_duplicate_partials_collapse_on_load_with_a_backup(state_dir):
+    partial = {"role": "assistant", "content": "", "_partial": True}
+    s = Session(session_id="p1", messages=[_msg("user", "q", 1.0), dict(partial), dict(partial), dict(partial)])
+    s.save()
+    loaded = Session.load("p1")
+    assert len(loaded.messages) == 2
+    assert len(json.loads(loaded.backup_path.read_text())["messages"]) == 4
+
+
+def test_get_session_caches_and_reloads_when_the_file_changes(state_dir):
+    _session(n=2).save()
+    first = get_session("s1")
+    assert get_session("s1") is first
+    other = Session.load("s1")
+    other.messages.append(_msg("user", "later", 5.0))
+    other.save()
+    assert len(get_session("s1").messages) == 3
+
+
+def test_get_session_missing_raises_key_error(state_dir):
+    with pytest.raises(KeyError):
+        get_session("nope")
+
+
+def test_compact_counts_the_messages_it_holds(state_dir):
+    s = _session(n=3)
+    s.save()
+    s.messages.append(_msg("user", "x", 9.0))
+    s.save()
+    row = models.all_sessions()[0]
+    assert row["message_count"] == 4
+    assert row["user_message_count"] == 3
+    assert row["last_message_at"] == 9.0

@@ -1,0 +1,261 @@
+"""Markdown rendering: hostile input stays inert, code is highlighted, tables and messages render."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from api.render import (
+    ALLOWED_TAGS,
+    HIGHLIGHT_MAX_CHARS,
+    pygments_css,
+    render_markdown,
+    render_message,
+)
+
+SAFE_SCHEMES = ("http://", "https://", "mailto:")
+CLASS_TAGS = {"code", "span", "pre", "div"}
+
+
+class _Collector(HTMLParser):
+    """Parses rendered HTML into (tag, attrs) pairs and the visible text."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.elements: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.elements.append((tag, dict(attrs)))
+
+    def handle_startendtag(self, tag, attrs):
+        self.elements.append((tag, dict(attrs)))
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def parse(html: str) -> _Collector:
+    collector = _Collector()
+    collector.feed(html)
+    collector.close()
+    return collector
+
+
+def assert_inert(html: str) -> _Collector:
+    doc = parse(html)
+    for tag, attrs in doc.elements:
+        assert tag in ALLOWED_TAGS, (tag, html)
+        for name, value in attrs.items():
+            assert not name.lower().startswith("on"), (tag, name, html)
+            assert name.lower() != "style", (tag, html)
+            if name == "href":
+                assert (value or "").lower().startswith(SAFE_SCHEMES), (value, html)
+            if name == "class":
+                assert tag in CLASS_TAGS, (tag, html)
+            if name == "rel":
+                assert value == "noopener noreferrer nofollow"
+    assert "<script" not in html.lower()
+    return doc
+
+
+HOSTILE = [
+    "<script>alert(1)</script>",
+    "before <script>alert(1)</script> after",
+    "<SCRIPT SRC=//evil.example/x.js></SCRIPT>",
+    "[click](javascript:alert(1))",
+    "[click](JaVaScRiPt:alert(1))",
+    "[click](&#106;avascript:alert(1))",
+    "[click](&#x6A;&#x61;vascript:alert(1))",
+    "[click](java&#x09;script:alert(1))",
+    "[click](%6Aavascript:alert(1))",
+    "[click]( javascript:alert(1) )",
+    "<javascript:alert(1)>",
+    "[click][ref]\n\n[ref]: javascript:alert(1)",
+    "[click](vbscript:msgbox(1))",
+    "[click](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==)",
+    "[click](data:image/svg+xml;base64,PHN2ZyBvbmxvYWQ9YWxlcnQoMSk+)",
+    "[click](file:///etc/passwd)",
+    "![x](javascript:alert(1))",
+    "![x](data:image/svg+xml;base64,PHN2ZyBvbmxvYWQ9YWxlcnQoMSk+)",
+    '![<img src=x onerror=alert(1)>](https://example.com/a.png "t\\" onload=\\"x")',
+    '[a](https://example.com "title\\" onclick=\\"alert(1)")',
+    "<img src=x onerror=alert(1)>",
+    "<a href='#' onclick='alert(1)'>x</a>",
+    "<div onmouseover=alert(1)>hover</div>",
+    "<div>\n<script>alert(1)</script>\n</div>",
+    "inline <b onclick=alert(1)>bold</b> html",
+    "<iframe src='https://evil.example'></iframe>",
+    "<style>body { display: none }</style>",
+    "<svg><script>alert(1)</script></svg>",
+    "<svg onload=alert(1)>",
+    "<math><mtext><table><mglyph><style><img src=x onerror=alert(1)>",
+    "<form action='https://evil.example'><input name=x><button>go</button></form>",
+    "<object data='x.swf'></object><embed src='x.swf'>",
+    "<meta http-equiv=refresh content='0;url=https://evil.example'>",
+    "<base href='https://evil.example/'>",
+    "<!-- <script>alert(1)</script> -->",
+    "```\"><script>alert(1)</script>\nx\n```",
+    "```python onclick=alert(1)\nprint(1)\n```",
+    "```html\n<script>alert(1)</script>\n```",
+    "    <script>alert(1)</script>",
+    "`<script>alert(1)</script>`",
+    "| a | b |\n|---|---|\n| <script>alert(1)</script> | [x](javascript:alert(1)) |",
+    "> <iframe src=x>\n> [q](JAVASCRIPT:alert(1))",
+]
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_hostile_markdown_renders_inert(text):
+    assert_inert(render_markdown(text))
+
+
+def test_raw_html_is_shown_as_text_not_markup():
+    doc = assert_inert(render_markdown("hello <script>alert(1)</script> <b>x</b>"))
+    shown = "".join(doc.text)
+    assert "<script>alert(1)</script>" in shown
+    assert "<b>x</b>" in shown
+    assert [tag for tag, _ in doc.elements] == ["p"]
+
+
+def test_scripted_link_keeps_no_href():
+    for text in ("[click](javascript:alert(1))", "[click](JaVaScRiPt:alert(1))", "[c](data:text/html,x)"):
+        doc = assert_inert(render_markdown(text))
+        assert all("href" not in attrs for _, attrs in doc.elements), text
+
+
+def test_safe_links_are_kept_with_rel_and_new_tab():
+    doc = assert_inert(render_markdown("[site](https://example.com/a?b=1) and [mail](mailto:a@b.example)"))
+    links = [attrs for tag, attrs in doc.elements if tag == "a"]
+    assert [link["href"] for link in links] == ["https://example.com/a?b=1", "mailto:a@b.example"]
+    assert all(link["rel"] == "noopener noreferrer nofollow" and link["target"] == "_blank" for link in links)
+
+
+def test_relative_links_lose_their_href():
+    doc = assert_inert(render_markdown("[a](/api/session/delete) [b](../x) [c](#top)"))
+    assert all("href" not in attrs for _, attrs in doc.elements)
+
+
+def test_images_become_links_and_never_load():
+    doc = assert_inert(render_markdown('![a cat](https://example.com/cat.png "Cat")'))
+    assert [tag for tag, _ in doc.elements] == ["p", "a"]
+    link = doc.elements[1][1]
+    assert link["href"] == "https://example.com/cat.png"
+    assert link["title"] == "Cat"
+    assert "a cat" in "".join(doc.text)
+
+
+def test_fenced_code_is_highlighted_with_pygments_spans():
+    html = render_markdown("```python\ndef f(x):\n    return x + 1\n```")
+    doc = assert_inert(html)
+    assert doc.elements[0] == ("pre", {"class": "highlight"})
+    assert doc.elements[1] == ("code", {"class": "language-python"})
+    span_classes = {attrs.get("class") for tag, attrs in doc.elements if tag == "span"}
+    assert "k" in span_classes  # keyword
+    assert "nf" in span_classes  # function name
+    assert "def f(x):\n    return x + 1" in "".join(doc.text)
+
+
+def test_unknown_language_is_escaped_plain_text():
+    doc = assert_inert(render_markdown("```no-such-lang\n<b>bold?</b> & more\n```"))
+    assert [tag for tag, _ in doc.elements] == ["pre", "code"]
+    assert "<b>bold?</b> & more" in "".join(doc.text)
+
+
+def test_oversized_code_block_is_not_highlighted():
+    body = "x = 1\n" * (HIGHLIGHT_MAX_CHARS // 6 + 10)
+    doc = assert_inert(render_markdown(f"```python\n{body}```"))
+    assert [tag for tag, _ in doc.elements] == ["pre", "code"]
+    assert "".join(doc.text).count("x = 1") == body.count("x = 1")
+
+
+def test_megabyte_inputs_render():
+    shapes = [
+        "word " * 250_000,
+        "[" * 1_100_000,
+        ">" * 1_100_000,
+        "* " * 550_000,
+        "<script>" * 140_000,
+        "`" * 1_100_000,
+        "| a |\n|---|\n" + "| x |\n" * 200_000,
+    ]
+    for text in shapes:
+        assert len(text) >= 1_000_000
+        html = render_markdown(text)
+        assert "<script" not in html.lower()
+
+
+def test_tables_render_with_alignment_but_no_style():
+    doc = assert_inert(render_markdown("| left | mid | right |\n|:--|:-:|--:|\n| 1 | 2 | 3 |"))
+    tags = [tag for tag, _ in doc.elements]
+    assert tags[:3] == ["table", "thead", "tr"]
+    assert tags.count("th") == 3 and tags.count("td") == 3
+    aligns = [attrs.get("align") for tag, attrs in doc.elements if tag == "td"]
+    assert aligns == ["left", "center", "right"]
+
+
+def test_strikethrough_and_emphasis_render():
+    doc = assert_inert(render_markdown("~~gone~~ **bold** *it*"))
+    assert [tag for tag, _ in doc.elements] == ["p", "s", "strong", "em"]
+
+
+def test_repeated_text_comes_from_the_cache():
+    text = "cache me: **please**"
+    assert render_markdown(text) is render_markdown(text)
+
+
+def test_render_message_handles_string_and_text_parts():
+    assert render_message({"role": "user", "content": "*hi*"}) == {"html": "<p><em>hi</em></p>\n"}
+    parts = {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "first"},
+            {"type": "image_url", "image_url": {"url": "https://example.com/x.png"}},
+            {"type": "input_text", "text": "second"},
+        ],
+    }
+    assert render_message(parts) == {"html": "<p>first</p>\n<p>second</p>\n"}
+
+
+def test_render_message_returns_none_without_text():
+    assert render_message({"role": "assistant", "content": None, "tool_calls": [{"id": "c"}]}) is None
+    assert render_message({"role": "user", "content": [{"type": "image_url", "image_url": {}}]}) is None
+    assert render_message({"role": "user"}) is None
+    assert render_message({"role": "user", "content": {"text": "not a list"}}) is None
+    assert render_message("not a dict") is None
+
+
+def test_pygments_css_has_light_rules_and_dark_media_block():
+    css = pygments_css()
+    light, _, dark = css.partition("@media (prefers-color-scheme: dark)")
+    assert ".highlight .k " in light
+    assert ".highlight .k " in dark
+    assert "#272822" in dark  # monokai background
+    assert "#272822" not in light
+
+
+_FRAGMENTS = st.sampled_from(
+    [
+        "<script>", "</script>", "<img src=x onerror=alert(1)>", "javascript:", "JaVaScRiPt:", "&#106;",
+        "[", "]", "(", ")", "![", "<", ">", "`", "```", "\n", " onclick=", '"', "'", "<svg onload=x>",
+        "<iframe>", "<style>", "data:text/html,", "|", "---", "*", "_", "~~", "&", "#", "\\",
+        "https://example.com", "<a href=", "```python\n", "```x\" onload=\"y\n",
+    ]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_FRAGMENTS, st.text(max_size=20)), max_size=40).map("".join))
+def test_arbitrary_text_never_renders_script_or_handlers(text):
+    html = render_markdown(text)
+    assert isinstance(html, str)
+    assert_inert(html)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+def test_any_unicode_text_renders_without_raising(text):
+    assert_inert(render_markdown(text))

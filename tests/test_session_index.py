@@ -1,0 +1,93 @@
+"""The sidebar index: O(1) per save, flushed soon after, validated against the files."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from api import session_index
+from api.models import Session, all_sessions
+
+
+def _save(sid, n=2, **kw):
+    s = Session(session_id=sid, messages=[{"role": "user", "content": f"{sid}-{i}", "timestamp": float(i)} for i in range(n)], **kw)
+    s.save()
+    return s
+
+
+def _index_rows(state_dir):
+    return {r["session_id"]: r for r in json.loads((state_dir / "_index.json").read_text())}
+
+
+def test_index_file_is_a_json_array_of_compact_rows_after_flush(state_dir):
+    _save("a")
+    _save("b", n=3)
+    session_index.flush()
+    rows = _index_rows(state_dir)
+    assert rows["b"]["message_count"] == 3
+    assert rows["a"]["title"] == "Untitled"
+
+
+def test_index_becomes_current_within_the_flush_delay(state_dir):
+    _save("a")
+    session_index.flush()
+    _save("late", n=5)
+    deadline = time.time() + 2.0
+    while time.time() < deadline and "late" not in _index_rows(state_dir):
+        time.sleep(0.05)
+    assert _index_rows(state_dir)["late"]["message_count"] == 5
+
+
+def test_listing_is_newest_first(state_dir):
+    _save("old", updated_at=1.0).save(touch_updated_at=False)
+    _save("new")
+    assert [r["session_id"] for r in all_sessions()][:2] == ["new", "old"]
+
+
+def test_index_rebuilds_rows_whose_files_changed_behind_it(state_dir):
+    s = _save("a", n=2)
+    session_index.flush()
+    raw = json.loads(s.path.read_text())
+    raw["messages"].append({"role": "user", "content": "added elsewhere", "timestamp": 9.0})
+    raw["title"] = "edited elsewhere"
+    s.path.write_text(json.dumps(raw, indent=2))
+    session_index.forget(state_dir)
+    row = next(r for r in all_sessions() if r["session_id"] == "a")
+    assert row["title"] == "edited elsewhere"
+
+
+def test_index_drops_rows_of_deleted_files_and_adds_unknown_files(state_dir):
+    _save("a")
+    _save("b")
+    session_index.flush()
+    (state_dir / "a.json").unlink()
+    Session(session_id="c", messages=[{"role": "user", "content": "x"}]).save(skip_index=True)
+    session_index.forget(state_dir)
+    assert sorted(r["session_id"] for r in all_sessions()) == ["b", "c"]
+    assert sorted(_index_rows(state_dir)) == ["b", "c"]
+
+
+def test_unparsable_index_file_is_rebuilt_from_the_files(state_dir):
+    _save("a")
+    session_index.flush()
+    session_index.forget(state_dir)
+    (state_dir / "_index.json").write_text("{not json")
+    assert [r["session_id"] for r in all_sessions()] == ["a"]
+    assert list(_index_rows(state_dir)) == ["a"]
+
+
+def test_rebuild_index_file_counts_every_session(state_dir):
+    for i in range(5):
+        Session(session_id=f"s{i}", messages=[{"role": "user", "content": "x"}] * i).save(skip_index=True)
+    assert session_index.rebuild_index_file(state_dir) == 5
+    rows = _index_rows(state_dir)
+    assert {sid: r["message_count"] for sid, r in rows.items()} == {f"s{i}": i for i in range(5)}
+
+
+def test_index_counts_match_files_after_many_saves(state_dir):
+    s = _save("grow", n=1)
+    for i in range(20):
+        s.messages.append({"role": "assistant", "content": str(i), "timestamp": 100.0 + i})
+        s.save()
+    session_index.flush()
+    assert _index_rows(state_dir)["grow"]["message_count"] == len(json.loads(s.path.read_text())["messages"]) == 21
