@@ -68,7 +68,9 @@ def _import(module: str):
     try:
         return importlib.import_module(module)
     except Exception as exc:  # ImportError, or the agent's own import-time failures
-        raise AgentUnavailable(f"cannot import {module} ({type(exc).__name__}: {exc}); install hermes-agent==0.19.0") from exc
+        raise AgentUnavailable(
+            f"cannot import {module} ({type(exc).__name__}: {exc}); install hermes-agent==0.19.0"
+        ) from exc
 
 
 # ----------------------------------------------------------------------------------------------
@@ -92,10 +94,17 @@ def resolve_runtime(model: str | None, provider: str | None = None) -> dict:
     """Provider, base_url, api_key, api_mode (and extras) for a model, from the agent's own config."""
     runtime_provider = _import("hermes_cli.runtime_provider")
     try:
-        runtime = runtime_provider.resolve_runtime_provider(requested=provider or None, target_model=model or None)
+        resolve = runtime_provider.resolve_runtime_provider
+        runtime = resolve(
+            **_accepted_kwargs(resolve, {"requested": provider or None, "target_model": model or None})
+        )
     except Exception as exc:
         # AuthError ("No inference provider configured…"), unknown providers, unreadable config:
         # all are configuration problems the person fixes the same way.
+        if (
+            type(exc).__name__ == "AuthError"
+        ):  # "No inference provider configured…" (its hints name ~/.hermes)
+            raise ProviderNotConfigured() from exc
         raise ProviderNotConfigured(f"Could not resolve an LLM provider: {exc}") from exc
     if not isinstance(runtime, dict) or not (runtime.get("base_url") or runtime.get("command")):
         raise ProviderNotConfigured()
@@ -119,7 +128,7 @@ def build_agent(
     provider: str | None = None,
     *,
     callbacks: AgentCallbacks | None = None,
-    state_db_path: str | Path,
+    state_db_path: str | Path | None,
     runtime: dict | None = None,
     enabled_toolsets: list[str] | None = None,
     disabled_toolsets: list[str] | None = None,
@@ -132,7 +141,8 @@ def build_agent(
 ):
     """A ready ``AIAgent`` for one session, persisting to ``state_db_path`` and reporting to ``callbacks``.
 
-    ``state_db_path`` is required because ``hermes_state.DEFAULT_DB_PATH`` is frozen at import.
+    ``state_db_path`` is explicit because ``hermes_state.DEFAULT_DB_PATH`` is frozen at import;
+    ``None`` means the agent persists nothing (a throwaway agent for a manual compression).
     ``end_session_on_close=False`` keeps ``agent.close()`` from marking the state.db session ended
     (``end_reason='agent_close'``): Talaria closes cached agents on eviction while the conversation
     goes on. ``extra`` passes further constructor kwargs (dropped if this agent does not take them).
@@ -142,8 +152,10 @@ def build_agent(
         raise ProviderNotConfigured("No model is configured for the Hermes agent.")
     runtime = runtime if runtime is not None else resolve_runtime(model, provider)
     run_agent = _import("run_agent")
-    hermes_state = _import("hermes_state")
     callbacks = callbacks or AgentCallbacks()
+    session_db = (
+        None if state_db_path is None else _import("hermes_state").SessionDB(db_path=Path(state_db_path))
+    )
     kwargs: dict[str, Any] = {
         "model": model,
         "provider": runtime.get("provider"),
@@ -157,7 +169,7 @@ def build_agent(
         "quiet_mode": True,
         "session_id": session_id,
         "gateway_session_key": session_id,
-        "session_db": hermes_state.SessionDB(db_path=Path(state_db_path)),
+        "session_db": session_db,
         "enabled_toolsets": enabled_toolsets,
         "disabled_toolsets": disabled_toolsets,
         "skip_context_files": skip_context_files,
@@ -171,10 +183,14 @@ def build_agent(
     kwargs = {k: v for k, v in kwargs.items() if v is not None}  # [] (no tools) is kept
     try:
         agent = run_agent.AIAgent(**_accepted_kwargs(run_agent.AIAgent.__init__, kwargs))
-    except (RuntimeError, ValueError) as exc:
-        if "provider" in str(exc).lower():
+    except Exception as exc:
+        if session_db is not None:
+            session_db.close()
+        if not isinstance(exc, (RuntimeError, ValueError)):
+            raise
+        if "provider" in str(exc).lower():  # "No LLM provider configured…"
             raise ProviderNotConfigured(str(exc)) from exc
-        raise AgentUnavailable(str(exc)) from exc
+        raise AgentUnavailable(str(exc)) from exc  # e.g. a context window below hermes' 64K floor
     agent.suppress_status_output = True  # lifecycle notices go to status_callback, not our stdout
     agent._end_session_on_close = end_session_on_close
     agent._talaria_callbacks = callbacks
@@ -198,6 +214,41 @@ def close_agent(agent) -> None:
 def interrupt(agent, message: str | None = None) -> None:
     """Ask a running turn to stop (safe from any thread; the turn returns ``interrupted=True``)."""
     agent.interrupt(message)
+
+
+def estimate_tokens(messages: list[dict]) -> int:
+    """The agent's rough token estimate of a message list (chars / 4 if unavailable)."""
+    try:
+        return int(_import("agent.model_metadata").estimate_messages_tokens_rough(messages))
+    except Exception:
+        return sum(len(str(m.get("content") or "")) for m in messages) // 4
+
+
+@dataclass
+class CompressOutcome:
+    messages: list[dict]  # the compressed list (the input list itself when nothing changed)
+    changed: bool
+    aborted: bool  # the summary call failed hard (auth, quota, network): messages unchanged
+    fallback_summary: bool  # the summary is hermes' deterministic fallback, not the model's
+
+
+def compress_messages(
+    agent, messages: list[dict], *, focus_topic: str | None = None, current_tokens: int | None = None
+) -> CompressOutcome:
+    """Manual compaction through the agent's own compressor (its summary call goes to the provider).
+
+    The input list and its dicts are not mutated. The summary row carries ``SUMMARY_PREFIX``
+    (``[CONTEXT COMPACTION — REFERENCE ONLY] …``), standalone or merged into the first tail message.
+    """
+    compressor = agent.context_compressor
+    tokens = current_tokens if current_tokens is not None else estimate_tokens(messages)
+    out = compressor.compress(messages, current_tokens=tokens, focus_topic=focus_topic or None)
+    return CompressOutcome(
+        messages=list(out),
+        changed=out is not messages,
+        aborted=bool(getattr(compressor, "_last_compress_aborted", False)),
+        fallback_summary=bool(getattr(compressor, "_last_summary_fallback_used", False)),
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -231,7 +282,8 @@ class AgentCallbacks:
         self._streamed: list[str] = []
         self._compressing_sent = False
         self._compress_events: list[dict] = []
-        self._tool_outcome = threading.local()  # tool.completed carries is_error; the id-tagged callback follows
+        # tool.completed carries is_error; the id-tagged tool_complete callback follows on the same thread
+        self._tool_outcome = threading.local()
 
     # -- turn lifecycle ----------------------------------------------------------------------
     def begin_turn(self, on_event: OnEvent) -> None:
@@ -289,7 +341,9 @@ class AgentCallbacks:
         if text:
             self.emit("reasoning", {"text": text})
 
-    def on_tool_progress(self, event_type: str, name: str = "", preview: Any = None, args: Any = None, **kw: Any) -> None:
+    def on_tool_progress(
+        self, event_type: str, name: str = "", preview: Any = None, args: Any = None, **kw: Any
+    ) -> None:
         if event_type == "tool.completed":
             self._tool_outcome.last = (name, bool(kw.get("is_error")))
         elif event_type == "reasoning.available" and isinstance(preview, str) and preview.strip():
@@ -306,7 +360,13 @@ class AgentCallbacks:
         self._tool_outcome.last = None
         is_error = last[1] if last and last[0] == name else _tool_failed(name, result)
         text = result if isinstance(result, str) else repr(result)
-        data = {"id": tool_call_id, "name": name, "result": text[:TOOL_RESULT_CAP], "is_error": is_error, "truncated": len(text) > TOOL_RESULT_CAP}
+        data = {
+            "id": tool_call_id,
+            "name": name,
+            "result": text[:TOOL_RESULT_CAP],
+            "is_error": is_error,
+            "truncated": len(text) > TOOL_RESULT_CAP,
+        }
         self.emit("tool_complete", data)
 
     def on_status(self, kind: str, message: str = "") -> None:
@@ -341,18 +401,10 @@ def callbacks_for(agent) -> AgentCallbacks:
 # One turn
 # ----------------------------------------------------------------------------------------------
 
-_USAGE_KEYS = (
-    "input_tokens",
-    "output_tokens",
-    "prompt_tokens",
-    "completion_tokens",
-    "total_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "reasoning_tokens",
-    "estimated_cost_usd",
-    "api_calls",
-)
+# fmt: off
+_USAGE_KEYS = ("input_tokens", "output_tokens", "prompt_tokens", "completion_tokens", "total_tokens",
+               "cache_read_tokens", "cache_write_tokens", "reasoning_tokens", "estimated_cost_usd", "api_calls")
+# fmt: on
 
 
 @dataclass
@@ -363,6 +415,7 @@ class TurnResult:
     failed: bool = False
     interrupted: bool = False
     error: str | None = None
+    interrupt_message: str | None = None
     turn_exit_reason: str = ""
     session_id: str = ""  # agent.session_id after the turn
     previous_session_id: str = ""  # before the turn; differs when compaction rotated the session
@@ -378,7 +431,9 @@ class TurnResult:
 
     @property
     def rotated(self) -> bool:
-        return bool(self.previous_session_id and self.session_id and self.session_id != self.previous_session_id)
+        return bool(
+            self.previous_session_id and self.session_id and self.session_id != self.previous_session_id
+        )
 
     def to_dict(self) -> dict:
         """JSON-able summary (without ``raw``)."""
@@ -401,7 +456,9 @@ def _int_or_none(value: Any) -> int | None:
         return None
 
 
-def summarize_result(raw: dict, agent, *, before_sid: str, before_count: int, compress_events: list[dict]) -> TurnResult:
+def summarize_result(
+    raw: dict, agent, *, before_sid: str, before_count: int, compress_events: list[dict]
+) -> TurnResult:
     """Pure-ish: the agent's result dict plus its post-turn attributes → ``TurnResult``."""
     compressor = getattr(agent, "context_compressor", None)
     after_sid = str(getattr(agent, "session_id", "") or raw.get("session_id") or "")
@@ -417,6 +474,7 @@ def summarize_result(raw: dict, agent, *, before_sid: str, before_count: int, co
         failed=bool(raw.get("failed")),
         interrupted=bool(raw.get("interrupted")),
         error=str(error) if error else None,
+        interrupt_message=raw.get("interrupt_message") or None,
         turn_exit_reason=str(raw.get("turn_exit_reason") or ""),
         session_id=after_sid,
         previous_session_id=before_sid,
@@ -450,7 +508,9 @@ class TurnRunner:
         self.user_text = user_text
         self.history = list(history or [])
         self.on_event = on_event
-        self.persist_text = persist_text if persist_text is not None else (user_text if isinstance(user_text, str) else None)
+        self.persist_text = (
+            persist_text if persist_text is not None else (user_text if isinstance(user_text, str) else None)
+        )
         self.persist_timestamp = persist_timestamp
         self.system_message = system_message
         self.result: TurnResult | None = None
@@ -459,6 +519,9 @@ class TurnRunner:
 
     def start(self) -> TurnRunner:
         callbacks_for(self.agent).begin_turn(self.on_event)
+        clear = getattr(self.agent, "clear_interrupt", None)
+        if callable(clear):  # a cancel that arrived after the previous turn ended must not kill this one
+            clear()
         self._thread = threading.Thread(target=self._run, name=f"turn-{self.agent.session_id}", daemon=True)
         self._thread.start()
         return self
@@ -468,7 +531,9 @@ class TurnRunner:
         return self.result
 
     def interrupt(self, message: str | None = None) -> None:
-        interrupt(self.agent, message)
+        """Stop the turn; a no-op once it has finished (a pending interrupt would hit the next turn)."""
+        if not self.done.is_set():
+            interrupt(self.agent, message)
 
     def _call_kwargs(self) -> dict:
         sid = self.agent.session_id
@@ -499,7 +564,13 @@ class TurnRunner:
         finally:
             compress_events = callbacks.end_turn()
         try:
-            self.result = summarize_result(raw, self.agent, before_sid=before_sid, before_count=before_count, compress_events=compress_events)
+            self.result = summarize_result(
+                raw,
+                self.agent,
+                before_sid=before_sid,
+                before_count=before_count,
+                compress_events=compress_events,
+            )
         except Exception as exc:
             log.exception("summarizing the turn failed")
             self.result = TurnResult(failed=True, error=f"{type(exc).__name__}: {exc}", raw=raw)

@@ -35,12 +35,15 @@ def fsync_dir(directory: Path) -> None:
     _step("dir_fsynced", directory)
 
 
-def write_bytes_durable(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
-    """Atomically replace ``path`` with ``data``; on return both file and directory entry are on disk."""
+def write_bytes_durable(path: Path, data: bytes, *, sync_dir: bool = True, mode: int = 0o644) -> None:
+    """Atomically replace ``path`` with ``data``; on return both file and directory entry are on disk.
+
+    ``mode`` applies from the temp file's creation on, so a secret is never readable by others.
+    """
     path = Path(path)
     tmp = temp_path_for(path)
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
         try:
             _step("tmp_created", tmp)
             view = memoryview(data)
@@ -64,10 +67,10 @@ def write_bytes_durable(path: Path, data: bytes, *, sync_dir: bool = True) -> No
         fsync_dir(path.parent)
 
 
-def copy_durable(src: Path, dst: Path) -> bytes:
+def copy_durable(src: Path, dst: Path, *, sync_dir: bool = True) -> bytes:
     """Durably make ``dst`` a copy of ``src``; returns the bytes copied."""
     data = Path(src).read_bytes()
-    write_bytes_durable(Path(dst), data)
+    write_bytes_durable(Path(dst), data, sync_dir=sync_dir)
     return data
 
 
@@ -75,12 +78,15 @@ def unix_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def keep_aside(path: Path, tag: str) -> Path | None:
+def keep_aside(path: Path, tag: str, *, sync_dir: bool = True, link: bool = False) -> Path | None:
     """Durably keep a copy of ``path`` as ``<name>.<tag>-<unix_ms>``.
 
     A copy, not a hard link: an in-place write by another program must not change what was kept.
+    ``link=True`` keeps the current inode by hard link instead (its data synced, nothing copied); only
+    for a caller that replaces ``path`` right away, so later writes through the name reach a new file.
 
-    Returns the kept path, or ``None`` when ``path`` does not exist.
+    Returns the kept path, or ``None`` when ``path`` does not exist. With ``sync_dir=False`` the
+    caller syncs the folder (once for several keeps) before it replaces ``path``.
     """
     path = Path(path)
     if not path.exists():
@@ -91,7 +97,21 @@ def keep_aside(path: Path, tag: str) -> Path | None:
         if not aside.exists():
             break
         stamp += 1
-    copy_durable(path, aside)
+    if link and not path.is_symlink():
+        try:
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.link(path, aside)
+            _step("linked_aside", aside)
+            if sync_dir:
+                fsync_dir(path.parent)
+            return aside
+        except OSError:
+            pass  # e.g. a file system without hard links: copy instead
+    copy_durable(path, aside, sync_dir=sync_dir)
     return aside
 
 

@@ -38,20 +38,92 @@ def _default_state_dir(values: Mapping[str, Any]) -> str:
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("hermes_home", str, _default_hermes_home, "HERMES_HOME", "The Hermes agent's home folder (config.yaml, .env, state.db)."),
-    Setting("state_dir", str, _default_state_dir, "HERMES_WEBUI_STATE_DIR", "Talaria's state folder; sessions live in <state_dir>/sessions."),
-    Setting("host", str, "127.0.0.1", "TALARIA_HOST", "Address to listen on. Anything but loopback requires a password."),
+    Setting(
+        "hermes_home",
+        str,
+        _default_hermes_home,
+        "HERMES_HOME",
+        "The Hermes agent's home folder (config.yaml, .env, state.db).",
+    ),
+    Setting(
+        "state_dir",
+        str,
+        _default_state_dir,
+        "HERMES_WEBUI_STATE_DIR",
+        "Talaria's state folder; sessions live in <state_dir>/sessions.",
+    ),
+    Setting(
+        "host",
+        str,
+        "127.0.0.1",
+        "TALARIA_HOST",
+        "Address to listen on. Anything but loopback requires a password.",
+    ),
     Setting("port", int, 8787, "TALARIA_PORT", "TCP port to listen on."),
-    Setting("default_model", str, "", "HERMES_WEBUI_DEFAULT_MODEL", "Model for new sessions; empty means the agent's configured default."),
-    Setting("default_workspace", str, "", "HERMES_WEBUI_DEFAULT_WORKSPACE", "Workspace folder for new sessions; empty means the current directory."),
-    Setting("sessions_cache_max", int, 100, "HERMES_WEBUI_SESSIONS_MAX", "How many sessions the in-memory cache holds before evicting idle ones."),
-    Setting("index_flush_delay", float, 0.25, "TALARIA_INDEX_FLUSH_DELAY", "Seconds a sidebar index update may wait before _index.json is rewritten."),
-    Setting("max_body_bytes", int, 20 * 1024 * 1024, "TALARIA_MAX_BODY_BYTES", "Largest request body accepted (413 above)."),
+    Setting(
+        "default_model",
+        str,
+        "",
+        "HERMES_WEBUI_DEFAULT_MODEL",
+        "Model for new sessions; empty means the agent's configured default.",
+    ),
+    Setting(
+        "default_workspace",
+        str,
+        "",
+        "HERMES_WEBUI_DEFAULT_WORKSPACE",
+        "Workspace folder for new sessions; empty means the current directory.",
+    ),
+    Setting(
+        "sessions_cache_max",
+        int,
+        100,
+        "HERMES_WEBUI_SESSIONS_MAX",
+        "How many sessions the in-memory cache holds before evicting idle ones.",
+    ),
+    Setting(
+        "index_flush_delay",
+        float,
+        0.25,
+        "TALARIA_INDEX_FLUSH_DELAY",
+        "Seconds a sidebar index update may wait before _index.json is rewritten.",
+    ),
+    Setting(
+        "max_body_bytes",
+        int,
+        20 * 1024 * 1024,
+        "TALARIA_MAX_BODY_BYTES",
+        "Largest request body accepted (413 above).",
+    ),
     Setting("server_threads", int, 32, "TALARIA_SERVER_THREADS", "Most requests served at once."),
-    Setting("checkpoint_interval", float, 3.0, "TALARIA_CHECKPOINT_INTERVAL", "Seconds between checkpoints of a streaming answer."),
-    Setting("password", str, "", "TALARIA_PASSWORD", "Login password; empty disables auth (only allowed on loopback)."),
-    Setting("secret_key", str, "", "TALARIA_SECRET_KEY", "Key that signs session cookies; empty means one is generated in the state dir."),
-    Setting("agent_toolsets", str, "", "TALARIA_AGENT_TOOLSETS", "Comma-separated agent toolsets; empty means the agent's defaults, 'none' means no tools."),
+    Setting(
+        "checkpoint_interval",
+        float,
+        3.0,
+        "TALARIA_CHECKPOINT_INTERVAL",
+        "Seconds between checkpoints of a streaming answer.",
+    ),
+    Setting(
+        "password",
+        str,
+        "",
+        "TALARIA_PASSWORD",
+        "Login password; empty disables auth (only allowed on loopback).",
+    ),
+    Setting(
+        "secret_key",
+        str,
+        "",
+        "TALARIA_SECRET_KEY",
+        "Key that signs session cookies; empty means one is generated in the state dir.",
+    ),
+    Setting(
+        "agent_toolsets",
+        str,
+        "",
+        "TALARIA_AGENT_TOOLSETS",
+        "Comma-separated agent toolsets; empty means the agent's defaults, 'none' means no tools.",
+    ),
 )
 
 
@@ -71,7 +143,9 @@ def _read_yaml_section(hermes_home: str) -> dict:
     return section if isinstance(section, dict) else {}
 
 
-def load_settings(environ: Mapping[str, str] | None = None, overrides: Mapping[str, Any] | None = None) -> dict:
+def load_settings(
+    environ: Mapping[str, str] | None = None, overrides: Mapping[str, Any] | None = None
+) -> dict:
     """Resolve every setting: explicit overrides, then environment, then config.yaml, then default."""
     environ = os.environ if environ is None else environ
     overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
@@ -99,7 +173,10 @@ def load_settings(environ: Mapping[str, str] | None = None, overrides: Mapping[s
 
 
 def settings_help() -> str:
-    return "\n".join(f"  {s.env or s.name:<34} {s.help} (default: {s.default if not callable(s.default) else 'derived'})" for s in SETTINGS)
+    return "\n".join(
+        f"  {s.env or s.name:<34} {s.help} (default: {s.default if not callable(s.default) else 'derived'})"
+        for s in SETTINGS
+    )
 
 
 SETTINGS_VALUES: dict = load_settings()

@@ -77,7 +77,9 @@ def loads_json(data: bytes) -> Any:
 
 def _partial_signature(msg: dict) -> tuple:
     calls = msg.get("tool_calls") or msg.get("_partial_tool_calls") or []
-    call_sig = tuple(json.dumps(c, sort_keys=True, default=str) for c in calls) if isinstance(calls, list) else ()
+    call_sig = (
+        tuple(json.dumps(c, sort_keys=True, default=str) for c in calls) if isinstance(calls, list) else ()
+    )
     content = msg.get("content")
     reasoning = msg.get("reasoning")
     return (
@@ -138,21 +140,25 @@ class Session:
         self.context_messages = ctx if isinstance(ctx, list) else []
         gen = kw.get("compression_generation")
         self.compression_generation = gen if isinstance(gen, str) and gen else None
-        previous = kw.get("uncompress_context_messages")
-        self.uncompress_context_messages = previous if isinstance(previous, list) else None
-        ugen = kw.get("uncompress_generation")
-        self.uncompress_generation = ugen if isinstance(ugen, str) and ugen else None
+        undo = kw.get("compression_undo")
+        self.compression_undo = undo if isinstance(undo, dict) else None
         self.post_compression_context_tokens_estimate = non_negative_int_or_none(
             kw.get("post_compression_context_tokens_estimate")
         )
         scene_index = kw.get("anchor_scene_index")
         self._anchor_scene_index = scene_index if isinstance(scene_index, dict) else None
         count = kw.get("message_count")
-        self._metadata_message_count = count if isinstance(count, int) and not isinstance(count, bool) and count >= 0 else None
+        self._metadata_message_count = (
+            count if isinstance(count, int) and not isinstance(count, bool) and count >= 0 else None
+        )
         self._loaded_metadata_only = False
         self._saved_message_count: int | None = None
         self._disk_sig: tuple | None = None
-        self._extra: dict = {k: v for k, v in kw.items() if k not in KNOWN_FIELDS and k not in ("message_count", "anchor_scene_index")}
+        self._extra: dict = {
+            k: v
+            for k, v in kw.items()
+            if k not in KNOWN_FIELDS and k not in ("message_count", "anchor_scene_index")
+        }
 
     @staticmethod
     def _normalise(name: str, value: Any) -> Any:
@@ -265,7 +271,9 @@ class Session:
         self._disk_sig = (st.st_ino, st.st_size, st.st_mtime_ns)
         self._saved_message_count = incoming
         if not skip_index:
-            session_index.note_saved(Path(SESSION_DIR), Path(SESSION_INDEX_FILE), self.compact(), (st.st_size, st.st_mtime_ns))
+            session_index.note_saved(
+                Path(SESSION_DIR), Path(SESSION_INDEX_FILE), self.compact(), (st.st_size, st.st_mtime_ns)
+            )
         if incoming:
             _clear_tombstone(Path(SESSION_DIR), self.session_id)
         return True
@@ -382,7 +390,9 @@ class Session:
         if self.worktree_path:
             for name in ("worktree_path", "worktree_branch", "worktree_repo_root", "worktree_created_at"):
                 row[name] = getattr(self, name)
-        row["user_message_count"] = sum(1 for m in self.messages if isinstance(m, dict) and m.get("role") == "user")
+        row["user_message_count"] = sum(
+            1 for m in self.messages if isinstance(m, dict) and m.get("role") == "user"
+        )
         for name in ("active_stream_id", "pending_user_message"):
             row[name] = getattr(self, name)
         row["has_pending_user_message"] = bool(self.pending_user_message)
@@ -478,7 +488,11 @@ def get_session(sid: str, metadata_only: bool = False) -> Session:
                 cached = None
             else:
                 SESSIONS.move_to_end(sid)
-    if cached is not None and not (cached._loaded_metadata_only and not metadata_only) and not _cached_is_stale(cached):
+    if (
+        cached is not None
+        and not (cached._loaded_metadata_only and not metadata_only)
+        and not _cached_is_stale(cached)
+    ):
         return cached
     if metadata_only:
         session = Session.load_metadata_only(sid)

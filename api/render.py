@@ -15,6 +15,11 @@ Decisions:
   ``language-x``); table alignment becomes ``align="left|center|right"`` instead of a ``style``.
 - Fenced code is highlighted by Pygments into ``<pre class="highlight"><code class="language-x">``;
   an unknown language, or a block over ``HIGHLIGHT_MAX_CHARS``, is escaped plain text in the same wrapper.
+- A text over ``MARKDOWN_MAX_CHARS``, or with more than ``MARKDOWN_MAX_BRACKETS`` ``[``, is shown whole
+  as escaped ``<pre class="plain-text"><code>``: markdown-it-py is linear but costs up to ~22 µs per
+  ``[`` (~7 µs per character of dense emphasis), so a hostile megabyte would otherwise hold a server
+  thread for ~20 s; with both caps the worst case is 2-4 s, once (then cached).
+- Results are kept in an LRU cache bounded by entry count and by total characters held.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from __future__ import annotations
 import functools
 import importlib.util
 import re
+import threading
+from collections import OrderedDict
 
 import nh3
 from markdown_it import MarkdownIt
@@ -33,10 +40,12 @@ from pygments.util import ClassNotFound
 
 # Highlighting cost grows with the block; past this size a block is shown as escaped text.
 HIGHLIGHT_MAX_CHARS = 200_000
-# Enough entries to keep a few thousand-message sessions warm.
-CACHE_SIZE = 8192
-# Texts larger than this are rendered each time rather than pinned in the cache.
-CACHE_MAX_CHARS = 256_000
+# Past these a whole text is shown as escaped preformatted text (worst-case parse 2-4 s below them).
+MARKDOWN_MAX_CHARS = 256_000
+MARKDOWN_MAX_BRACKETS = 50_000
+# Enough entries to keep a few thousand-message sessions warm, and a bound on what they hold.
+CACHE_MAX_ENTRIES = 8192
+CACHE_MAX_CHARS = 48_000_000
 
 HAS_LINKIFY = importlib.util.find_spec("linkify_it") is not None
 
@@ -137,24 +146,100 @@ def _build_markdown() -> MarkdownIt:
 _MD = _build_markdown()
 
 
+class _RenderCache:
+    """Thread-safe LRU of text → html, bounded by entries and by the characters of keys plus values."""
+
+    def __init__(self, max_entries: int, max_chars: int):
+        self.max_entries = max_entries
+        self.max_chars = max_chars
+        self._items: OrderedDict[str, str] = OrderedDict()
+        self._chars = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: str) -> str | None:
+        with self._lock:
+            value = self._items.get(key)
+            if value is None:
+                self.misses += 1
+                return None
+            self._items.move_to_end(key)
+            self.hits += 1
+            return value
+
+    def put(self, key: str, value: str) -> None:
+        size = len(key) + len(value)
+        if size > self.max_chars:
+            return
+        with self._lock:
+            if key in self._items:
+                return
+            self._items[key] = value
+            self._chars += size
+            while len(self._items) > self.max_entries or self._chars > self.max_chars:
+                old_key, old_value = self._items.popitem(last=False)
+                self._chars -= len(old_key) + len(old_value)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._chars = 0
+            self.hits = self.misses = 0
+
+    def info(self) -> dict:
+        with self._lock:
+            return {
+                "entries": len(self._items),
+                "chars": self._chars,
+                "hits": self.hits,
+                "misses": self.misses,
+            }
+
+
+_CACHE = _RenderCache(CACHE_MAX_ENTRIES, CACHE_MAX_CHARS)
+
+
+def _too_costly_for_markdown(text: str) -> bool:
+    return len(text) > MARKDOWN_MAX_CHARS or text.count("[") > MARKDOWN_MAX_BRACKETS
+
+
+def sanitize_html(html: str) -> str:
+    """Clean an HTML fragment against the render allow-list (the second of the two layers)."""
+    return _CLEANER.clean(html)
+
+
 def _render_uncached(text: str) -> str:
-    return _CLEANER.clean(_MD.render(text))
-
-
-_render_cached = functools.lru_cache(maxsize=CACHE_SIZE)(_render_uncached)
+    if _too_costly_for_markdown(text):
+        text = text.encode("utf-8", "replace").decode("utf-8")
+        return f'<pre class="plain-text"><code>{escapeHtml(text)}</code></pre>\n'
+    try:
+        return sanitize_html(_MD.render(text))
+    except UnicodeEncodeError:
+        # Lone surrogates (valid in Python and JSON, not in UTF-8) cannot cross into nh3.
+        return _render_uncached(text.encode("utf-8", "replace").decode("utf-8"))
 
 
 def render_markdown(text: str) -> str:
     """Markdown text → sanitized HTML fragment; repeated texts come from an LRU cache."""
     if not isinstance(text, str):
         text = "" if text is None else str(text)
-    if len(text) > CACHE_MAX_CHARS:
-        return _render_uncached(text)
-    return _render_cached(text)
+    if len(text) > MARKDOWN_MAX_CHARS:
+        return _render_uncached(text)  # cheap plain text; not worth a cache slot
+    html = _CACHE.get(text)
+    if html is None:
+        html = _render_uncached(text)
+        _CACHE.put(text, html)
+    return html
 
 
 def render_cache_clear() -> None:
-    _render_cached.cache_clear()
+    _CACHE.clear()
+
+
+def render_cache_info() -> dict:
+    """``{"entries", "chars", "hits", "misses"}`` of the render cache."""
+    return _CACHE.info()
 
 
 def message_text(content) -> str | None:
@@ -167,7 +252,11 @@ def message_text(content) -> str | None:
     for part in content:
         if isinstance(part, str):
             texts.append(part)
-        elif isinstance(part, dict) and part.get("type") in _TEXT_PART_TYPES and isinstance(part.get("text"), str):
+        elif (
+            isinstance(part, dict)
+            and part.get("type") in _TEXT_PART_TYPES
+            and isinstance(part.get("text"), str)
+        ):
             texts.append(part["text"])
     return "\n\n".join(texts) if texts else None
 
@@ -187,7 +276,9 @@ def pygments_css(style_light: str = "default", style_dark: str = "monokai") -> s
     """Token CSS for ``.highlight`` blocks; the dark style applies under ``prefers-color-scheme: dark``."""
     light = HtmlFormatter(style=style_light)
     dark = HtmlFormatter(style=style_dark)
-    light_css = "\n".join(light.get_background_style_defs(".highlight") + light.get_token_style_defs(".highlight"))
+    light_css = "\n".join(
+        light.get_background_style_defs(".highlight") + light.get_token_style_defs(".highlight")
+    )
     dark_rules = dark.get_background_style_defs(".highlight") + dark.get_token_style_defs(".highlight")
     dark_css = "\n".join("  " + rule for rule in dark_rules)
     return f"{light_css}\n@media (prefers-color-scheme: dark) {{\n{dark_css}\n}}\n"

@@ -48,19 +48,39 @@ BULK_FIELDS: tuple[str, ...] = ("messages", "tool_calls", "anchor_activity_scene
 TALARIA_FIELDS: tuple[str, ...] = (
     "context_messages",
     "compression_generation",
-    "uncompress_context_messages",
-    "uncompress_generation",
+    "compression_undo",
 )
 
 DERIVED_KEYS: frozenset[str] = frozenset({"message_count", "anchor_scene_index"})
 
-BOOL_FIELDS = frozenset({"pinned", "archived", "pre_compression_snapshot", "llm_title_generated", "manual_title", "read_only", "is_cli_session"})
+BOOL_FIELDS = frozenset(
+    {
+        "pinned",
+        "archived",
+        "pre_compression_snapshot",
+        "llm_title_generated",
+        "manual_title",
+        "read_only",
+        "is_cli_session",
+    }
+)
 ZERO_FIELDS = frozenset({"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"})
 DICT_FIELDS = frozenset(
-    {"compression_anchor_details", "context_engine_state", "compression_recovery", "composer_draft", "anchor_activity_scenes", "process_wakeup_pause"}
+    {
+        "compression_anchor_details",
+        "context_engine_state",
+        "compression_recovery",
+        "composer_draft",
+        "anchor_activity_scenes",
+        "process_wakeup_pause",
+    }
 )
-LIST_FIELDS = frozenset({"messages", "tool_calls", "pending_attachments", "gateway_routing_history", "context_messages"})
-STRIPPED_STR_FIELDS = frozenset({"compression_recovery_source_session_id", "compression_recovery_action", "share_token"})
+LIST_FIELDS = frozenset(
+    {"messages", "tool_calls", "pending_attachments", "gateway_routing_history", "context_messages"}
+)
+STRIPPED_STR_FIELDS = frozenset(
+    {"compression_recovery_source_session_id", "compression_recovery_action", "share_token"}
+)
 FLOAT_OR_NONE_FIELDS = frozenset({"truncation_watermark", "truncation_boundary"})
 PATH_OR_NONE_FIELDS = frozenset({"worktree_path", "worktree_repo_root"})
 

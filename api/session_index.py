@@ -208,7 +208,11 @@ def _flush_state(state: _IndexState) -> None:
 def flush(index_file: Path | None = None) -> None:
     """Write pending index changes now (all folders when ``index_file`` is None)."""
     with _LOCK:
-        states = list(_STATES.values()) if index_file is None else [s for k, s in _STATES.items() if k == Path(index_file)]
+        states = (
+            list(_STATES.values())
+            if index_file is None
+            else [s for k, s in _STATES.items() if k == Path(index_file)]
+        )
     for state in states:
         _flush_state(state)
 

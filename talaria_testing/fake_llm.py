@@ -116,7 +116,10 @@ def _tool_call_list(reply: Reply) -> list[dict]:
             {
                 "id": call.get("id") or f"call_{i}",
                 "type": "function",
-                "function": {"name": call["name"], "arguments": args if isinstance(args, str) else json.dumps(args)},
+                "function": {
+                    "name": call["name"],
+                    "arguments": args if isinstance(args, str) else json.dumps(args),
+                },
             }
         )
     return calls
@@ -155,8 +158,7 @@ class FakeLLM:
         self._release_generation = 0
         self._hanging = 0
         self._seq = 0
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", port), _Handler)
         self._server.fake = self  # type: ignore[attr-defined]
         self._thread: threading.Thread | None = None
 
@@ -174,7 +176,9 @@ class FakeLLM:
         return f"{self.url}/v1"
 
     def start(self) -> FakeLLM:
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-llm", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), name="fake-llm", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -226,7 +230,11 @@ class FakeLLM:
     # -- the request log ---------------------------------------------------------------------
     def requests(self, path: str | None = None, kind: str | None = None) -> list[dict]:
         with self._lock:
-            return [dict(r) for r in self._log if (path is None or r["path"] == path) and (kind is None or r["kind"] == kind)]
+            return [
+                dict(r)
+                for r in self._log
+                if (path is None or r["path"] == path) and (kind is None or r["kind"] == kind)
+            ]
 
     def chat_requests(self) -> list[dict]:
         return self.requests(kind="chat")
@@ -251,7 +259,14 @@ class FakeLLM:
             kind = "models"
         else:
             kind = "other"
-        entry = {"method": method, "path": path, "headers": headers, "body": body, "kind": kind, "time": time.time()}
+        entry = {
+            "method": method,
+            "path": path,
+            "headers": headers,
+            "body": body,
+            "kind": kind,
+            "time": time.time(),
+        }
         with self._lock:
             self._log.append(entry)
         return entry
@@ -311,6 +326,11 @@ class FakeLLM:
         return 404, {"error": "unknown control path"}
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # the default 5 makes bursts of connections wait for SYN retries
+
+
 class _Handler(BaseHTTPRequestHandler):
     server_version = "FakeLLM/1"
 
@@ -345,7 +365,12 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send_json(200, self.fake.state())
         self.fake._record("GET", path, dict(self.headers.items()), None)
         fake = self.fake
-        card = {"id": fake.model, "object": "model", "owned_by": "fake", "context_length": fake.context_length}
+        card = {
+            "id": fake.model,
+            "object": "model",
+            "owned_by": "fake",
+            "context_length": fake.context_length,
+        }
         if path == "/v1/models":
             return self._send_json(200, {"object": "list", "data": [card]})
         if path.startswith("/v1/models/"):
@@ -365,7 +390,9 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.delay:
             time.sleep(reply.delay)
         if reply.status:
-            kind = _ERROR_TYPES.get(reply.status, "server_error" if reply.status >= 500 else "invalid_request_error")
+            kind = _ERROR_TYPES.get(
+                reply.status, "server_error" if reply.status >= 500 else "invalid_request_error"
+            )
             err = {"message": reply.error, "type": kind, "code": reply.status}
             return self._send_json(reply.status, {"error": err})
         with contextlib.suppress(OSError):  # the client went away (an interrupted turn)
@@ -395,11 +422,21 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.end_headers()
-        chunk_id, created, model = self.fake._next_id(), int(time.time()), body.get("model") or self.fake.model
+        chunk_id, created, model = (
+            self.fake._next_id(),
+            int(time.time()),
+            body.get("model") or self.fake.model,
+        )
 
         def emit(delta: dict | None, finish: str | None = None, usage: dict | None = None) -> None:
             choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
-            chunk = {"id": chunk_id, "object": "chat.completion.chunk", "created": created, "model": model, "choices": choices}
+            chunk = {
+                "id": chunk_id,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": choices,
+            }
             if usage is not None:
                 chunk["usage"] = usage
             self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
@@ -418,7 +455,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.fake._hang(self._still_connected)
         for index, call in enumerate(_tool_call_list(reply)):
             name = call["function"]["name"]
-            head = {"index": index, "id": call["id"], "type": "function", "function": {"name": name, "arguments": ""}}
+            head = {
+                "index": index,
+                "id": call["id"],
+                "type": "function",
+                "function": {"name": name, "arguments": ""},
+            }
             emit({"tool_calls": [head]})
             args = call["function"]["arguments"]
             for start in range(0, len(args), 16):
@@ -465,7 +507,13 @@ def hermes_config(
     """The config.yaml content that points hermes-agent at a fake server, offline and quiet."""
     config = {
         # The key must pass hermes' "usable secret" check (≥4 chars, not a placeholder like "dummy").
-        "model": {"provider": "custom", "base_url": base_url, "default": model, "api_key": api_key, "context_length": context_length},
+        "model": {
+            "provider": "custom",
+            "base_url": base_url,
+            "default": model,
+            "api_key": api_key,
+            "context_length": context_length,
+        },
         "agent": {"api_max_retries": 1, "environment_probe": False},
         "compression": {"in_place": in_place},
         "skills": {"creation_nudge_interval": 0},
@@ -492,7 +540,13 @@ def write_hermes_config(hermes_home: str | os.PathLike, base_url: str, **options
 class FakeLLMProcess:
     """The fake as a child process, scripted through its control API (for tests of a subprocess server)."""
 
-    def __init__(self, port_file: str | os.PathLike, *, context_length: int = DEFAULT_CONTEXT_LENGTH, script: Iterable | None = None):
+    def __init__(
+        self,
+        port_file: str | os.PathLike,
+        *,
+        context_length: int = DEFAULT_CONTEXT_LENGTH,
+        script: Iterable | None = None,
+    ):
         self.port_file = Path(port_file)
         args = [sys.executable, "-m", "talaria_testing.fake_llm", "--port-file", str(self.port_file)]
         args += ["--context-length", str(context_length)]
@@ -512,7 +566,9 @@ class FakeLLMProcess:
 
     def _call(self, method: str, path: str, payload: Any = None) -> Any:
         data = None if payload is None else json.dumps(payload).encode()
-        req = urllib.request.Request(self.url + path, data=data, method=method, headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(
+            self.url + path, data=data, method=method, headers={"Content-Type": "application/json"}
+        )
         with urllib.request.urlopen(req, timeout=10) as resp:
             return json.loads(resp.read())
 
@@ -520,7 +576,11 @@ class FakeLLMProcess:
         def plain(i):
             return Reply.coerce(i).to_dict()
 
-        return self._call("POST", "/_control/script", {"replies": [plain(i) for i in items], "summaries": [plain(i) for i in summaries]})
+        return self._call(
+            "POST",
+            "/_control/script",
+            {"replies": [plain(i) for i in items], "summaries": [plain(i) for i in summaries]},
+        )
 
     def requests(self) -> list[dict]:
         return self._call("GET", "/_control/requests")["requests"]
@@ -554,7 +614,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Scriptable OpenAI-compatible fake LLM server (tests only).")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--port-file", required=True, help="the bound port is written here once serving")
-    parser.add_argument("--script", default=None, help='JSON list of replies, or {"replies": [...], "summaries": [...]}')
+    parser.add_argument(
+        "--script", default=None, help='JSON list of replies, or {"replies": [...], "summaries": [...]}'
+    )
     parser.add_argument("--context-length", type=int, default=DEFAULT_CONTEXT_LENGTH)
     parser.add_argument("--model", default=DEFAULT_MODEL)
     opts = parser.parse_args(argv)

@@ -26,7 +26,9 @@ def test_environment_overrides_yaml_and_default(tmp_path):
 
 
 def test_state_dir_comes_from_hermes_webui_state_dir(tmp_path):
-    values = config.load_settings({"HERMES_HOME": str(tmp_path), "HERMES_WEBUI_STATE_DIR": str(tmp_path / "st")})
+    values = config.load_settings(
+        {"HERMES_HOME": str(tmp_path), "HERMES_WEBUI_STATE_DIR": str(tmp_path / "st")}
+    )
     assert values["state_dir"] == str(tmp_path / "st")
 
 
@@ -75,14 +77,21 @@ def test_session_agent_lock_is_shared_per_id():
 
 @pytest.mark.parametrize(
     "model,provider,expected",
-    [("gpt", "openai", "@openai:gpt"), ("gpt", "", "gpt"), ("gpt", "default", "gpt"), ("@x:gpt", "openai", "@x:gpt")],
+    [
+        ("gpt", "openai", "@openai:gpt"),
+        ("gpt", "", "gpt"),
+        ("gpt", "default", "gpt"),
+        ("@x:gpt", "openai", "@x:gpt"),
+    ],
 )
 def test_model_with_provider_context(model, provider, expected):
     assert config.model_with_provider_context(model, provider) == expected
 
 
 def test_resolve_model_provider_reads_the_agent_config(monkeypatch, tmp_path):
-    (tmp_path / "config.yaml").write_text("model:\n  provider: custom\n  base_url: http://127.0.0.1:1/v1\n  default: fake\n")
+    (tmp_path / "config.yaml").write_text(
+        "model:\n  provider: custom\n  base_url: http://127.0.0.1:1/v1\n  default: fake\n"
+    )
     monkeypatch.setattr(config, "HERMES_HOME", tmp_path)
     assert config.resolve_model_provider("") == ("fake", "custom", "http://127.0.0.1:1/v1")
     assert config.resolve_model_provider("@openrouter:m") == ("m", "openrouter", None)

@@ -22,7 +22,9 @@ def _session(sid="s1", n=4, **kw):
 
 
 def test_defaults_follow_the_reference_normalisation(state_dir):
-    s = Session(session_id="abc", model_provider="  OpenAI ", pinned=1, context_messages="nope", share_token=" t ")
+    s = Session(
+        session_id="abc", model_provider="  OpenAI ", pinned=1, context_messages="nope", share_token=" t "
+    )
     assert s.title == "Untitled"
     assert s.model_provider == "openai"
     assert s.pinned is True
@@ -70,11 +72,17 @@ def test_save_then_load_keeps_unknown_keys(state_dir):
 
 
 _json_scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-(2**53), 2**53), st.floats(allow_nan=False, allow_infinity=False), st.text()
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**53), 2**53),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(),
 )
 _json_values = st.recursive(
     _json_scalars,
-    lambda children: st.one_of(st.lists(children, max_size=4), st.dictionaries(st.text(max_size=8), children, max_size=4)),
+    lambda children: st.one_of(
+        st.lists(children, max_size=4), st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
     max_leaves=12,
 )
 _tool_call = st.fixed_dictionaries(
@@ -82,7 +90,10 @@ _tool_call = st.fixed_dictionaries(
      "function": st.fixed_dictionaries({"name": st.text(max_size=12), "arguments": st.text()})}
 )  # fmt: skip
 _message = st.fixed_dictionaries(
-    {"role": st.sampled_from(["user", "assistant", "tool", "system"]), "content": st.one_of(st.text(), _json_values)},
+    {
+        "role": st.sampled_from(["user", "assistant", "tool", "system"]),
+        "content": st.one_of(st.text(), _json_values),
+    },
     optional={
         "timestamp": st.floats(min_value=0, max_value=2e9, allow_nan=False),
         "tool_calls": st.lists(_tool_call, max_size=3),
@@ -90,13 +101,21 @@ _message = st.fixed_dictionaries(
         "_partial": st.just(False),
     },
 )
-_unknown_keys = st.dictionaries(st.text(min_size=1, max_size=10).filter(lambda k: k.startswith("zz_")), _json_values, max_size=3)
+_unknown_keys = st.dictionaries(
+    st.text(min_size=1, max_size=10).filter(lambda k: k.startswith("zz_")), _json_values, max_size=3
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(messages=st.lists(_message, max_size=8), extra=_unknown_keys, title=st.text(max_size=40))
 def test_save_load_is_identity_for_any_messages(state_dir, messages, extra, title):
-    s = Session(session_id="prop", title=title or "Untitled", messages=messages, context_messages=messages[:2], **extra)
+    s = Session(
+        session_id="prop",
+        title=title or "Untitled",
+        messages=messages,
+        context_messages=messages[:2],
+        **extra,
+    )
     s.save()
     loaded = Session.load("prop")
     assert loaded.messages == messages
@@ -107,7 +126,9 @@ def test_save_load_is_identity_for_any_messages(state_dir, messages, extra, titl
         assert payload[key] == value
 
 
-@pytest.mark.parametrize("sid", ["../x", "a/b", "a\x00b", "x" * 10_000, "sessión", "", ".", "..", "a.json", " a"])
+@pytest.mark.parametrize(
+    "sid", ["../x", "a/b", "a\x00b", "x" * 10_000, "sessión", "", ".", "..", "a.json", " a"]
+)
 def test_hostile_session_ids_never_reach_the_file_system(state_dir, sid):
     assert Session.load(sid) is None
     assert Session.load_metadata_only(sid) is None
@@ -184,7 +205,9 @@ def test_corrupt_existing_file_is_kept_before_it_is_overwritten(state_dir):
 
 def test_adjacent_duplicate_partials_collapse_on_load_with_a_backup(state_dir):
     partial = {"role": "assistant", "content": "", "_partial": True}
-    s = Session(session_id="p1", messages=[_msg("user", "q", 1.0), dict(partial), dict(partial), dict(partial)])
+    s = Session(
+        session_id="p1", messages=[_msg("user", "q", 1.0), dict(partial), dict(partial), dict(partial)]
+    )
     s.save()
     loaded = Session.load("p1")
     assert len(loaded.messages) == 2

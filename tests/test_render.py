@@ -11,13 +11,24 @@ from hypothesis import strategies as st
 from api.render import (
     ALLOWED_TAGS,
     HIGHLIGHT_MAX_CHARS,
+    MARKDOWN_MAX_BRACKETS,
+    MARKDOWN_MAX_CHARS,
     pygments_css,
+    render_cache_info,
     render_markdown,
     render_message,
+    sanitize_html,
 )
 
 SAFE_SCHEMES = ("http://", "https://", "mailto:")
 CLASS_TAGS = {"code", "span", "pre", "div"}
+EXPECTED_ATTRIBUTES = {
+    "a": {"href", "title", "rel", "target"},
+    "ol": {"start"},
+    "th": {"align"},
+    "td": {"align"},
+    **{tag: {"class"} for tag in CLASS_TAGS},
+}
 
 
 class _Collector(HTMLParser):
@@ -49,6 +60,7 @@ def assert_inert(html: str) -> _Collector:
     doc = parse(html)
     for tag, attrs in doc.elements:
         assert tag in ALLOWED_TAGS, (tag, html)
+        assert set(attrs) <= EXPECTED_ATTRIBUTES.get(tag, set()), (tag, attrs, html)
         for name, value in attrs.items():
             assert not name.lower().startswith("on"), (tag, name, html)
             assert name.lower() != "style", (tag, html)
@@ -58,6 +70,8 @@ def assert_inert(html: str) -> _Collector:
                 assert tag in CLASS_TAGS, (tag, html)
             if name == "rel":
                 assert value == "noopener noreferrer nofollow"
+            if name == "target":
+                assert value == "_blank"
     assert "<script" not in html.lower()
     return doc
 
@@ -79,6 +93,8 @@ HOSTILE = [
     "[click](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==)",
     "[click](data:image/svg+xml;base64,PHN2ZyBvbmxvYWQ9YWxlcnQoMSk+)",
     "[click](file:///etc/passwd)",
+    "[click](data:image/png;base64,iVBORw0KGgo=)",
+    "![x](data:image/png;base64,iVBORw0KGgo=)",
     "![x](javascript:alert(1))",
     "![x](data:image/svg+xml;base64,PHN2ZyBvbmxvYWQ9YWxlcnQoMSk+)",
     '![<img src=x onerror=alert(1)>](https://example.com/a.png "t\\" onload=\\"x")',
@@ -98,7 +114,7 @@ HOSTILE = [
     "<meta http-equiv=refresh content='0;url=https://evil.example'>",
     "<base href='https://evil.example/'>",
     "<!-- <script>alert(1)</script> -->",
-    "```\"><script>alert(1)</script>\nx\n```",
+    '```"><script>alert(1)</script>\nx\n```',
     "```python onclick=alert(1)\nprint(1)\n```",
     "```html\n<script>alert(1)</script>\n```",
     "    <script>alert(1)</script>",
@@ -111,6 +127,41 @@ HOSTILE = [
 @pytest.mark.parametrize("text", HOSTILE)
 def test_hostile_markdown_renders_inert(text):
     assert_inert(render_markdown(text))
+
+
+RAW_HTML = [
+    '<p onclick="alert(1)" style="color:red">x</p><img src="https://example.com/x.png" onerror="alert(1)">',
+    '<a href="javascript:alert(1)" onmouseover="x">a</a><a href="data:image/png;base64,AA">b</a>',
+    '<a href="vbscript:x">a</a><a href="/relative">b</a><a href="https://ok.example" target="_top" rel="opener">c</a>',
+    "<iframe src=https://evil.example></iframe><frame><object data=x><embed src=x><form><input><button>",
+    "<style>*{}</style><script>alert(1)</script><svg><script>alert(1)</script><circle onload=x /></svg>",
+    "<math><mi xlink:href=javascript:alert(1)>x</mi></math><base href=//evil.example><meta charset=x><link rel=stylesheet href=x>",
+    '<span class="k" id="x" data-x="1">k</span><table class="t"><tr><td style="x" align="left">1</td></tr></table>',
+]
+
+
+@pytest.mark.parametrize("html", RAW_HTML)
+def test_sanitizer_alone_strips_what_the_allow_list_does_not_name(html):
+    assert_inert(sanitize_html(html))
+
+
+@pytest.mark.parametrize("tag", sorted(ALLOWED_TAGS))
+def test_every_allowed_tag_loses_attributes_it_does_not_need(tag):
+    attrs = 'id="i" onclick="x" onerror="x" style="color:red" class="c" href="javascript:x" src="x" name="n" data-x="1"'
+    assert_inert(sanitize_html(f"<{tag} {attrs}>x</{tag}>"))
+
+
+def test_sanitizer_keeps_allowed_markup():
+    doc = assert_inert(
+        sanitize_html(
+            '<pre class="highlight"><code class="language-py"><span class="k">x</span></code></pre>'
+        )
+    )
+    assert doc.elements == [
+        ("pre", {"class": "highlight"}),
+        ("code", {"class": "language-py"}),
+        ("span", {"class": "k"}),
+    ]
 
 
 def test_raw_html_is_shown_as_text_not_markup():
@@ -172,20 +223,44 @@ def test_oversized_code_block_is_not_highlighted():
     assert "".join(doc.text).count("x = 1") == body.count("x = 1")
 
 
-def test_megabyte_inputs_render():
-    shapes = [
+@pytest.mark.parametrize(
+    "text",
+    [
         "word " * 250_000,
         "[" * 1_100_000,
+        "![" * 550_000,
         ">" * 1_100_000,
-        "* " * 550_000,
         "<script>" * 140_000,
-        "`" * 1_100_000,
         "| a |\n|---|\n" + "| x |\n" * 200_000,
-    ]
-    for text in shapes:
-        assert len(text) >= 1_000_000
-        html = render_markdown(text)
-        assert "<script" not in html.lower()
+    ],
+    ids=["words", "brackets", "images", "quotes", "scripts", "table-rows"],
+)
+def test_megabyte_input_is_shown_whole_as_escaped_plain_text(text):
+    assert len(text) > MARKDOWN_MAX_CHARS
+    doc = assert_inert(render_markdown(text))
+    assert doc.elements == [("pre", {"class": "plain-text"}), ("code", {})]
+    assert "".join(doc.text) == text + "\n"  # the newline after </pre>
+
+
+def test_text_at_the_markdown_limit_still_renders_markdown():
+    text = "**bold** " + "a" * (MARKDOWN_MAX_CHARS - 9)
+    assert len(text) == MARKDOWN_MAX_CHARS
+    doc = assert_inert(render_markdown(text))
+    assert [tag for tag, _ in doc.elements] == ["p", "strong"]
+
+
+def test_bracket_flood_is_shown_as_plain_text():
+    text = "[" * (MARKDOWN_MAX_BRACKETS + 1)
+    assert len(text) < MARKDOWN_MAX_CHARS
+    doc = assert_inert(render_markdown(text))
+    assert doc.elements == [("pre", {"class": "plain-text"}), ("code", {})]
+
+
+def test_lone_surrogates_do_not_break_rendering():
+    doc = assert_inert(render_markdown("a \ud800 **b**"))
+    assert [tag for tag, _ in doc.elements] == ["p", "strong"]
+    big = assert_inert(render_markdown("\udfff" * (MARKDOWN_MAX_CHARS + 1)))
+    assert big.elements[0] == ("pre", {"class": "plain-text"})
 
 
 def test_tables_render_with_alignment_but_no_style():
@@ -204,7 +279,25 @@ def test_strikethrough_and_emphasis_render():
 
 def test_repeated_text_comes_from_the_cache():
     text = "cache me: **please**"
-    assert render_markdown(text) is render_markdown(text)
+    before = render_cache_info()["hits"]
+    first = render_markdown(text)
+    assert render_markdown(text) is first
+    assert render_cache_info()["hits"] == before + 1
+
+
+def test_cache_stays_within_its_entry_and_character_bounds(monkeypatch):
+    import api.render as render
+
+    small = render._RenderCache(max_entries=3, max_chars=1_000)
+    monkeypatch.setattr(render, "_CACHE", small)
+    for i in range(10):
+        render_markdown(f"entry {i}")
+    assert render_cache_info()["entries"] == 3
+    render_markdown("y" * 600)
+    info = render_cache_info()
+    assert info["chars"] <= 1_000
+    render_markdown("z" * 2_000)  # larger than the whole budget: rendered, not kept
+    assert render_cache_info()["chars"] == info["chars"]
 
 
 def test_render_message_handles_string_and_text_parts():

@@ -10,7 +10,11 @@ from api.models import Session, all_sessions
 
 
 def _save(sid, n=2, **kw):
-    s = Session(session_id=sid, messages=[{"role": "user", "content": f"{sid}-{i}", "timestamp": float(i)} for i in range(n)], **kw)
+    s = Session(
+        session_id=sid,
+        messages=[{"role": "user", "content": f"{sid}-{i}", "timestamp": float(i)} for i in range(n)],
+        **kw,
+    )
     s.save()
     return s
 
@@ -90,4 +94,8 @@ def test_index_counts_match_files_after_many_saves(state_dir):
         s.messages.append({"role": "assistant", "content": str(i), "timestamp": 100.0 + i})
         s.save()
     session_index.flush()
-    assert _index_rows(state_dir)["grow"]["message_count"] == len(json.loads(s.path.read_text())["messages"]) == 21
+    assert (
+        _index_rows(state_dir)["grow"]["message_count"]
+        == len(json.loads(s.path.read_text())["messages"])
+        == 21
+    )

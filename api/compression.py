@@ -1,0 +1,449 @@
+"""Manual compression of the model context, uncompress, the async job form, and anchor bookkeeping.
+
+Compression rewrites only ``context_messages`` and the anchor fields; ``messages`` (the transcript the
+person reads) is never touched. The compressor runs outside the session lock; the result is applied
+under it only if the session did not change meanwhile.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import re
+import threading
+import time
+import uuid
+from typing import Any
+
+from api import config as _config
+from api import models
+from api.errors import ApiError, BadRequest, Conflict, NotFound
+from api.sanitize import sanitize_messages_for_api
+from api.session_fields import message_timestamp
+from api.session_ops import _truncation_watermark_for
+
+log = logging.getLogger("talaria.compression")
+
+MIN_MESSAGES = 4
+FOCUS_MAX_CHARS = 500
+_PATHS = re.compile(r"(?:[A-Za-z]:)?(?:/[^\s/:'\"]+){2,}/?")
+_WS = re.compile(r"\s+")
+
+
+def redact_paths(text: str) -> str:
+    return _PATHS.sub("<path>", text)
+
+
+def normalise_focus(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return None
+    value = value.strip()[:FOCUS_MAX_CHARS]
+    return value or None
+
+
+# ---------------------------------------------------------------------- anchors
+
+
+def _collapse(text: str) -> str:
+    return _WS.sub(" ", text).strip()
+
+
+def _anchor_text(msg: dict) -> str:
+    content = msg.get("content")
+    if isinstance(content, str):
+        return _collapse(content)
+    if isinstance(content, list):
+        parts = [
+            p.get("text", "") for p in content if isinstance(p, dict) and p.get("type", "text") == "text"
+        ]
+        return _collapse(" ".join(p for p in parts if isinstance(p, str)))
+    return ""
+
+
+def is_compaction_marker(msg: Any) -> bool:
+    from api.reconcile import is_context_compression_marker
+
+    return is_context_compression_marker(msg)
+
+
+def visible_messages_for_anchor(messages: list, auto_compression: bool = False) -> list[dict]:
+    """Rows a person sees as turns (manual rules of session-core.md §2.3 step 12)."""
+    out = []
+    for m in messages:
+        if not isinstance(m, dict) or not m.get("role") or m.get("role") == "tool":
+            continue
+        if is_compaction_marker(m):
+            continue
+        attachments = m.get("attachments")
+        has_attachments = isinstance(attachments, list) and bool(attachments)
+        text = _anchor_text(m)
+        if m["role"] in ("user", "system"):
+            if text or has_attachments:
+                out.append(m)
+        elif m["role"] == "assistant":
+            content = m.get("content")
+            tool_use = isinstance(content, list) and any(
+                isinstance(p, dict) and p.get("type") == "tool_use" for p in content
+            )
+            if text or has_attachments or m.get("tool_calls") or tool_use or m.get("reasoning"):
+                out.append(m)
+        elif text:
+            out.append(m)
+    return out
+
+
+def anchor_message_key(msg: dict) -> dict | None:
+    attachments = msg.get("attachments")
+    count = len(attachments) if isinstance(attachments, list) else 0
+    ts = msg.get("_ts") if msg.get("_ts") is not None else msg.get("timestamp")
+    text = _anchor_text(msg)[:160]
+    if not text and not count and ts is None:
+        return None
+    return {"role": msg.get("role"), "ts": ts, "text": text, "attachments": count}
+
+
+def set_anchor(session: models.Session, visible_upto: list) -> None:
+    visible = visible_messages_for_anchor(visible_upto)
+    session.compression_anchor_visible_idx = len(visible) - 1 if visible else None
+    session.compression_anchor_message_key = anchor_message_key(visible[-1]) if visible else None
+
+
+def _stamp_missing_message_timestamps(rows: list) -> None:
+    base = time.time()
+    k = 0
+    for row in rows:
+        if isinstance(row, dict) and not row.get("timestamp") and not row.get("_ts"):
+            row["timestamp"] = base + k * 1e-6
+            k += 1
+
+
+# ---------------------------------------------------------------------- the agent side
+
+
+def estimate_tokens(messages: list) -> int:
+    try:
+        from agent.model_metadata import estimate_messages_tokens_rough
+
+        return int(estimate_messages_tokens_rough(messages))
+    except Exception:  # noqa: BLE001 - the agent's estimator is optional
+        words = 0
+        for m in messages:
+            content = m.get("content") if isinstance(m, dict) else None
+            if isinstance(content, list):
+                content = " ".join(
+                    p.get("text", "")
+                    for p in content
+                    if isinstance(p, dict) and isinstance(p.get("text"), str)
+                )
+            if isinstance(content, str):
+                words += len(content.split())
+        return max(words, 1)
+
+
+def _resolve_provider(session: models.Session) -> tuple[str, str | None, str | None, str | None]:
+    model, provider, base_url = _config.resolve_model_provider(
+        _config.model_with_provider_context(session.model, session.model_provider)
+    )
+    api_key = None
+    try:
+        import hermes_cli.runtime_provider as runtime_provider
+
+        runtime = runtime_provider.resolve_runtime_provider(requested=provider)
+        if isinstance(runtime, dict):
+            api_key = runtime.get("api_key")
+            provider = provider or runtime.get("provider")
+            base_url = base_url or runtime.get("base_url")
+    except Exception as exc:  # noqa: BLE001 - a missing provider is reported below
+        log.info("runtime provider resolution failed: %s", redact_paths(str(exc)))
+    if not api_key:
+        raise BadRequest("No provider configured -- cannot compress.")
+    return model, provider, base_url, api_key
+
+
+def _toolsets() -> list | None:
+    raw = str(_config.setting("agent_toolsets") or "").strip()
+    if not raw:
+        return None
+    if raw.lower() == "none":
+        return []
+    return [t.strip() for t in raw.split(",") if t.strip()]
+
+
+def _summary(original: list, compressed: list, before: int, after: int, focus: str | None) -> dict:
+    try:
+        from agent.manual_compression_feedback import summarize_manual_compression
+
+        summary = summarize_manual_compression(original, compressed, before, after)
+        if isinstance(summary, dict):
+            return summary
+    except Exception:  # noqa: BLE001 - fall back to our own wording
+        pass
+    headline = f"Compressed: {len(original)} → {len(compressed)} messages"
+    token_line = f"Rough transcript estimate: ~{before} → ~{after} tokens"
+    note = f"Focus: {focus}" if focus else None
+    reference = (
+        f"[CONTEXT COMPACTION — REFERENCE ONLY] {headline}\n{token_line}\n"
+        + (f"{note}\n" if note else "")
+        + "Compression completed."
+    )
+    return {"headline": headline, "token_line": token_line, "note": note, "reference_message": reference}
+
+
+def _anchor_summary(summary: dict, compressed: list) -> str | None:
+    for key in ("reference_message", "token_line", "headline"):
+        value = summary.get(key)
+        if isinstance(value, str) and value.strip():
+            return _collapse(value)
+    for m in reversed(compressed):
+        content = m.get("content") if isinstance(m, dict) else None
+        if m.get("role") == "assistant" and isinstance(content, str):
+            low = content.lower()
+            if "context compaction" in low or "context compression" in low:
+                return _collapse(content)
+    return None
+
+
+def _validate_compressed(compressed: Any) -> list[dict]:
+    if not isinstance(compressed, list) or not compressed:
+        raise BadRequest("Compression failed: the compressor returned no messages")
+    for row in compressed:
+        if not isinstance(row, dict) or not isinstance(row.get("role"), str) or not row["role"]:
+            raise BadRequest("Compression failed: the compressor returned a message without a role")
+    return compressed
+
+
+def _stream_state(session: models.Session) -> tuple:
+    return (
+        session.active_stream_id,
+        session.pending_user_message,
+        copy.deepcopy(session.pending_attachments),
+        session.pending_started_at,
+    )
+
+
+# ---------------------------------------------------------------------- manual compress
+
+
+def manual_compress(session_id: str, focus_topic: str | None = None) -> dict:
+    """Compress one session's model context; returns the route's answer (session-core.md §2.3)."""
+    try:
+        session = models.get_session(session_id)
+    except KeyError:
+        raise NotFound("Session not found") from None
+    if session.active_stream_id:
+        raise Conflict("Session is still streaming; wait for the current turn to finish.")
+    focus_topic = normalise_focus(focus_topic)
+    try:
+        return _compress(session, focus_topic)
+    except ApiError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the agent's failures become a clear 400
+        log.exception("compression of %s failed", session_id)
+        raise BadRequest(f"Compression failed: {redact_paths(str(exc))}") from None
+
+
+def _compress(session: models.Session, focus_topic: str | None) -> dict:
+    sid = session.session_id
+    original = sanitize_messages_for_api(session.messages)
+    if len(original) < MIN_MESSAGES:
+        raise BadRequest(f"Not enough conversation to compress (need at least {MIN_MESSAGES} messages).")
+    model, provider, base_url, api_key = _resolve_provider(session)
+    from run_agent import AIAgent
+
+    snapshot = list(original)
+    stream_before = _stream_state(session)
+    before_tokens = estimate_tokens(snapshot)
+    agent = AIAgent(
+        model=model, provider=provider, base_url=base_url, api_key=api_key, platform="webui",
+        quiet_mode=True, enabled_toolsets=_toolsets(), session_id=sid,
+    )  # fmt: skip
+    compressed = agent.context_compressor.compress(
+        snapshot, current_tokens=before_tokens, focus_topic=focus_topic
+    )
+    compressed = _validate_compressed(compressed)
+    unchanged = compressed is snapshot or compressed == original
+    after_tokens = estimate_tokens(compressed)
+    summary = _summary(original, compressed, before_tokens, after_tokens, focus_topic)
+
+    with _config._get_session_agent_lock(sid):
+        if _stream_state(session) != stream_before:
+            raise Conflict("Session stream state changed during compression; please retry.")
+        if sanitize_messages_for_api(session.messages) != original:
+            raise Conflict("Session was modified during compression; please retry.")
+        if not unchanged:
+            _apply_manual_compression(session, compressed, summary, after_tokens)
+            session.save()
+    return {
+        "ok": True,
+        "changed": not unchanged,
+        "session": _response_session(session),
+        "summary": summary,
+        "focus_topic": focus_topic,
+    }
+
+
+def _apply_manual_compression(
+    session: models.Session, compressed: list, summary: dict, after_tokens: int
+) -> None:
+    rows = copy.deepcopy(compressed)
+    _stamp_missing_message_timestamps(rows)
+    session.compression_undo = {
+        "context_messages": session.context_messages,
+        "compressed_len": len(rows),
+        "truncation_watermark": session.truncation_watermark,
+        "truncation_boundary": session.truncation_boundary,
+        "last_prompt_tokens": session.last_prompt_tokens,
+        "compression_anchor_visible_idx": session.compression_anchor_visible_idx,
+        "compression_anchor_message_key": session.compression_anchor_message_key,
+        "compression_anchor_summary": session.compression_anchor_summary,
+        "compression_anchor_mode": session.compression_anchor_mode,
+        "compression_generation": session.compression_generation,
+    }
+    session.context_messages = rows
+    session.active_stream_id = None
+    session.pending_user_message = None
+    session.pending_attachments = []
+    session.pending_started_at = None
+    session.pending_user_source = None
+    set_anchor(session, session.messages)
+    session.compression_anchor_summary = _anchor_summary(summary, compressed)
+    session.truncation_watermark = session.truncation_boundary = _truncation_watermark_for(rows)
+    session.compression_anchor_mode = "manual"
+    session.compression_generation = uuid.uuid4().hex
+    session.last_prompt_tokens = after_tokens
+
+
+def _response_session(session: models.Session) -> dict:
+    out = session.compact()
+    for name in (
+        "messages",
+        "tool_calls",
+        "active_stream_id",
+        "pending_user_message",
+        "pending_attachments",
+        "pending_started_at",
+    ):
+        out[name] = getattr(session, name)
+    out["compression_anchor_visible_idx"] = session.compression_anchor_visible_idx
+    out["compression_anchor_message_key"] = session.compression_anchor_message_key
+    return out
+
+
+# ---------------------------------------------------------------------- uncompress
+
+
+def uncompress(session_id: str) -> dict:
+    """Give the model its pre-compression context back (plus every turn since)."""
+    with _config._get_session_agent_lock(session_id):
+        try:
+            session = models.get_session(session_id)
+        except KeyError:
+            raise NotFound("Session not found") from None
+        if session.active_stream_id:
+            raise Conflict("Session is still streaming; wait for the current turn to finish.")
+        undo = session.compression_undo
+        if not isinstance(undo, dict) or not isinstance(undo.get("context_messages"), list):
+            raise Conflict("Nothing to uncompress: the context is not compressed.")
+        previous = undo["context_messages"]
+        compressed_len = (
+            undo.get("compressed_len")
+            if isinstance(undo.get("compressed_len"), int)
+            else len(session.context_messages)
+        )
+        since = session.context_messages[compressed_len:]
+        session.context_messages = previous + since if previous else []
+        for name in (
+            "truncation_watermark", "truncation_boundary", "last_prompt_tokens", "compression_anchor_visible_idx",
+            "compression_anchor_message_key", "compression_anchor_summary", "compression_anchor_mode", "compression_generation",
+        ):  # fmt: skip
+            setattr(session, name, undo.get(name))
+        if since and session.truncation_watermark:
+            session.truncation_watermark = message_timestamp(since[-1]) or session.truncation_watermark
+        session.compression_undo = None
+        session.save()
+    return {"ok": True, "session": _response_session(session)}
+
+
+# ---------------------------------------------------------------------- async jobs
+
+_JOB_TTL_S = 600.0
+_JOBS: dict[str, dict] = {}
+_JOBS_LOCK = threading.Lock()
+
+
+def _expire_jobs(now: float) -> None:
+    for sid, job in list(_JOBS.items()):
+        if job["status"] != "running" and now - job["finished_at"] > _JOB_TTL_S:
+            del _JOBS[sid]
+
+
+def start_compress_job(session_id: str, focus_topic: str | None = None) -> dict:
+    """Run ``manual_compress`` in the background; poll ``compress_job_status``."""
+    try:
+        models.get_session(session_id)
+    except KeyError:
+        raise NotFound("Session not found") from None
+    with _JOBS_LOCK:
+        _expire_jobs(time.time())
+        job = _JOBS.get(session_id)
+        if job and job["status"] == "running":
+            return {"ok": True, "status": "running", "session_id": session_id}
+        job = {"status": "running", "started_at": time.time(), "finished_at": None}
+        _JOBS[session_id] = job
+
+    def run() -> None:
+        try:
+            result = manual_compress(session_id, focus_topic)
+            update = {"status": "done", "result": result}
+        except ApiError as exc:
+            update = {"status": "error", "error": exc.message, "http_status": exc.status}
+        except Exception as exc:  # noqa: BLE001
+            update = {
+                "status": "error",
+                "error": f"Compression failed: {redact_paths(str(exc))}",
+                "http_status": 400,
+            }
+        with _JOBS_LOCK:
+            job.update(update, finished_at=time.time())
+
+    threading.Thread(target=run, name=f"compress-{session_id}", daemon=True).start()
+    return {"ok": True, "status": "running", "session_id": session_id}
+
+
+def compress_job_status(session_id: str) -> dict:
+    with _JOBS_LOCK:
+        _expire_jobs(time.time())
+        job = _JOBS.get(session_id)
+        if job is None:
+            return {"status": "idle", "session_id": session_id}
+        return {k: v for k, v in job.items() if k != "finished_at"} | {"session_id": session_id}
+
+
+# ---------------------------------------------------------------------- auto-compression bookkeeping
+
+
+def record_auto_compression(
+    session: models.Session, new_context: list, visible_count_before_turn: int
+) -> dict:
+    """The agent compacted its context inside a turn: store the new context and the anchor, never touch messages."""
+    marker_idx = None
+    for i in range(len(session.messages) - 1, -1, -1):
+        if is_compaction_marker(session.messages[i]):
+            marker_idx = i
+            break
+    upto = (
+        session.messages[:marker_idx]
+        if marker_idx is not None
+        else session.messages[:visible_count_before_turn]
+    )
+    session.context_messages = list(new_context)
+    set_anchor(session, upto)
+    summary_row = next((m for m in new_context if is_compaction_marker(m)), None)
+    if summary_row is not None:
+        session.compression_anchor_summary = _collapse(str(summary_row.get("content") or ""))[:2000]
+    session.post_compression_context_tokens_estimate = estimate_tokens(session.context_messages) or None
+    return {
+        "anchor_idx": session.compression_anchor_visible_idx,
+        "summary": session.compression_anchor_summary,
+        "tokens_after": session.post_compression_context_tokens_estimate,
+    }

@@ -1,0 +1,286 @@
+"""HTTP plumbing: request parsing, JSON responses, security headers, the one error shape.
+
+A ``handler`` is anything ``BaseHTTPRequestHandler``-shaped: ``send_response``, ``send_header``,
+``end_headers``, ``wfile``; ``headers``, ``rfile`` and ``command`` are optional (tests pass fakes).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import orjson
+
+from api import config as _config
+from api.errors import (  # noqa: F401 - re-exported: routes and tests import them from here
+    ApiError,
+    BadRequest,
+    Conflict,
+    Forbidden,
+    NotFound,
+    PayloadTooLarge,
+    ServiceUnavailable,
+    TooManyRequests,
+    Unauthorized,
+    UnsupportedMediaType,
+)
+from api.session_fields import is_safe_session_id
+
+log = logging.getLogger("talaria.http")
+
+JSON_TYPE = "application/json; charset=utf-8"
+SECURITY_HEADERS: tuple[tuple[str, str], ...] = (
+    ("X-Content-Type-Options", "nosniff"),
+    ("Referrer-Policy", "no-referrer"),
+    ("X-Frame-Options", "DENY"),
+)
+# The page is same-origin modules and stylesheets only; message HTML is sanitized server-side, and this
+# policy makes any markup that slipped through inert (no inline script, no foreign fetches, no framing).
+HTML_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+# Non-HTML answers (JSON, downloads) are never meant to render anything.
+DATA_CSP = "default-src 'none'; frame-ancestors 'none'; sandbox"
+
+DRAIN_MAX_BYTES = 64 * 1024 * 1024
+
+_PATH_LIKE = re.compile(r"(?<![\w/.~-])(?:~|[A-Za-z]:)?(?:[\\/][^\s'\"<>|,;:()\[\]{}\\/]+)+[\\/]?")
+
+
+# ---------------------------------------------------------------------- responses
+
+
+def dumps(payload: Any) -> bytes:
+    try:
+        return orjson.dumps(payload, option=orjson.OPT_NON_STR_KEYS)
+    except (TypeError, orjson.JSONEncodeError):
+        # Lone surrogates or odd types: the stdlib escapes what orjson refuses.
+        return json.dumps(payload, ensure_ascii=True, default=str).encode("ascii")
+
+
+def _mark_started(handler) -> None:
+    try:
+        handler._talaria_response_started = True
+    except AttributeError:  # a handler with __slots__: nothing to remember
+        pass
+
+
+def response_started(handler) -> bool:
+    return bool(getattr(handler, "_talaria_response_started", False))
+
+
+def send_bytes(
+    handler,
+    body: bytes,
+    content_type: str,
+    status: int = 200,
+    headers: Mapping[str, str] | list[tuple[str, str]] | None = None,
+    *,
+    csp: str = DATA_CSP,
+    cache: str = "no-store",
+) -> None:
+    """Send a complete response: status, content headers, security headers, body (omitted for HEAD)."""
+    _mark_started(handler)
+    handler.send_response(status)
+    handler.send_header("Content-Type", content_type)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.send_header("Cache-Control", cache)
+    for key, value in SECURITY_HEADERS:
+        handler.send_header(key, value)
+    handler.send_header("Content-Security-Policy", csp)
+    items = headers.items() if isinstance(headers, Mapping) else (headers or ())
+    for key, value in items:
+        handler.send_header(key, value)
+    handler.end_headers()
+    if getattr(handler, "command", None) != "HEAD":
+        handler.wfile.write(body)
+
+
+def j(handler, payload: Any, status: int = 200, headers: Mapping[str, str] | list[tuple[str, str]] | None = None) -> None:
+    """A JSON response."""
+    send_bytes(handler, dumps(payload), JSON_TYPE, status, headers)
+
+
+def bad(handler, msg: str, status: int = 400) -> None:
+    j(handler, {"error": msg}, status)
+
+
+def respond_error(handler, exc: BaseException) -> None:
+    """The one place an exception becomes a response: ``ApiError`` → its JSON, anything else → a logged 500."""
+    if isinstance(exc, (BrokenPipeError, ConnectionResetError)):
+        _close(handler)
+        return
+    if isinstance(exc, ApiError):
+        status, payload = exc.status, exc.payload()
+    else:
+        log.error("unexpected error serving %s %s", getattr(handler, "command", "?"), _safe_path(handler), exc_info=exc)
+        status, payload = 500, {"error": "Internal error"}
+    if response_started(handler):
+        _close(handler)  # the status line is gone already: all we can do is end the connection
+        return
+    try:
+        j(handler, payload, status)
+    except OSError:
+        _close(handler)
+
+
+def _close(handler) -> None:
+    try:
+        handler.close_connection = True
+    except AttributeError:
+        pass
+
+
+def _safe_path(handler) -> str:
+    path = getattr(handler, "path", "") or ""
+    return path.split("?", 1)[0][:200]
+
+
+def redact_paths(text: str) -> str:
+    """Replace filesystem paths in an error message with ``<path>``."""
+    return _PATH_LIKE.sub("<path>", text)
+
+
+# ---------------------------------------------------------------------- requests
+
+
+def split_target(target: str) -> tuple[str, dict[str, str]]:
+    """``/api/x?a=1&a=2&b`` → (``/api/x``, {"a": "1", "b": ""}); the first value of a key wins."""
+    parts = urlsplit(target or "/")
+    query = {}
+    for key, values in parse_qs(parts.query, keep_blank_values=True, errors="replace").items():
+        query[key] = values[0]
+    return parts.path or "/", query
+
+
+def header(handler, name: str) -> str | None:
+    headers = getattr(handler, "headers", None)
+    if headers is None:
+        return None
+    try:
+        value = headers.get(name)
+    except Exception:  # noqa: BLE001 - a fake handler's odd headers object
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _is_json_type(content_type: str | None) -> bool:
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
+def parse_json_body(raw: bytes, content_type: str | None) -> dict:
+    """Bytes of a POST body → a dict; empty → ``{}``; otherwise 415 / 400 as the API contract says."""
+    if not raw.strip():
+        return {}
+    if not _is_json_type(content_type):
+        raise UnsupportedMediaType("Request body must be application/json")
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise BadRequest("Malformed JSON body") from None
+    if not isinstance(data, dict):
+        raise BadRequest("JSON body must be an object")
+    return data
+
+
+def read_body(handler, max_bytes: int | None = None) -> dict:
+    """Read and parse the request body (Content-Length framed), enforcing ``max_body_bytes``."""
+    limit = int(_config.setting("max_body_bytes")) if max_bytes is None else max_bytes
+    if "chunked" in (header(handler, "Transfer-Encoding") or "").lower():
+        _close(handler)
+        raise ApiError("Chunked request bodies are not supported; send Content-Length", status=411)
+    raw_length = header(handler, "Content-Length")
+    if raw_length is None or not raw_length.strip():
+        return {}
+    try:
+        length = int(raw_length.strip())
+    except ValueError:
+        _close(handler)
+        raise BadRequest("Invalid Content-Length") from None
+    if length < 0:
+        _close(handler)
+        raise BadRequest("Invalid Content-Length")
+    if length > limit:
+        # Read and drop a moderately large body so the client sees the 413 instead of a reset
+        # connection; past DRAIN_MAX_BYTES the connection is simply closed after the answer.
+        if length <= DRAIN_MAX_BYTES:
+            _discard(handler.rfile, length)
+        _close(handler)
+        raise PayloadTooLarge(f"Request body too large (limit {limit} bytes)", limit=limit)
+    raw = _read_exactly(handler.rfile, length) if length else b""
+    return parse_json_body(raw, header(handler, "Content-Type"))
+
+
+def _discard(rfile, length: int) -> None:
+    remaining = length
+    while remaining:
+        chunk = rfile.read(min(remaining, 1 << 20))
+        if not chunk:
+            return
+        remaining -= len(chunk)
+
+
+def _read_exactly(rfile, length: int) -> bytes:
+    chunks = []
+    remaining = length
+    while remaining:
+        chunk = rfile.read(min(remaining, 1 << 20))
+        if not chunk:
+            raise BadRequest("Request body shorter than Content-Length")
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+# ---------------------------------------------------------------------- field checks
+
+
+def require_session_id(value: Any, field: str = "session_id") -> str:
+    """A safe session id, or 400 (missing, blank, or anything outside ``[A-Za-z0-9_-]{1,200}``)."""
+    if not value and value != 0:  # the reference's require(): falsy but not 0
+        raise BadRequest(f"Missing required field(s): {field}")
+    if isinstance(value, str):
+        value = value.strip()
+        if not value:
+            raise BadRequest(f"{field} is required")
+    if not is_safe_session_id(value):
+        raise BadRequest(f"Invalid {field}")
+    return value
+
+
+def optional_str(body: Mapping, name: str, max_len: int) -> str | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise BadRequest(f"{name} must be a string")
+    if len(value) > max_len:
+        raise BadRequest(f"{name} is too long (at most {max_len} characters)")
+    return value
+
+
+def require_bool(body: Mapping, name: str) -> bool:
+    value = body.get(name)
+    if not isinstance(value, bool):
+        raise BadRequest(f"{name} must be true or false")
+    return value
+
+
+def query_int(query: Mapping, name: str, minimum: int = 0) -> int | None:
+    """An optional non-negative integer query parameter; 400 when present and not one."""
+    raw = query.get(name)
+    if raw is None or raw == "":
+        return None
+    raw = raw.strip()
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 12:
+        raise BadRequest(f"{name} must be an integer >= {minimum}")
+    value = int(raw)
+    if value < minimum:
+        raise BadRequest(f"{name} must be an integer >= {minimum}")
+    return value

@@ -1,0 +1,397 @@
+"""The route table and its thin handlers: parse → call one domain function → ``j(...)``.
+
+Every handler is ``_handle_<name>(handler, body_or_query)`` with a ``BaseHTTPRequestHandler``-shaped
+``handler``. Modules owned by others (compression, session_ops, streaming, sse, recovery, auth) are
+imported inside the handlers, so this module imports cleanly on its own and tests can swap them.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import logging
+import time
+from collections.abc import Callable
+from importlib import metadata
+from typing import Any
+
+from api import http_io, models, session_admin, session_export
+from api.http_io import (
+    ApiError,
+    BadRequest,
+    NotFound,
+    ServiceUnavailable,
+    bad,
+    header,
+    j,
+    optional_str,
+    query_int,
+    redact_paths,
+    require_session_id,
+    respond_error,
+)
+
+log = logging.getLogger("talaria.routes")
+
+MESSAGE_MAX_BYTES = 200 * 1024
+FOCUS_MAX_CHARS = 500
+
+# Server-wide state the server sets once at startup (configure()).
+_STATE: dict[str, Any] = {"auth": None, "startup_recovery": None, "started_at": time.time()}
+
+
+def configure(*, auth: Any = None, startup_recovery: dict | None = None) -> None:
+    """Install the auth manager (None = auth off) and the startup recovery summary."""
+    _STATE["auth"] = auth
+    _STATE["startup_recovery"] = startup_recovery
+
+
+def startup_recovery() -> dict:
+    summary = _STATE["startup_recovery"]
+    if summary is None:
+        return {"scanned": 0, "restored": 0, "details": [], "interrupted_turns": [], "ran": False}
+    return summary
+
+
+@functools.cache
+def _version() -> str:
+    try:
+        return metadata.version("talaria-webui")
+    except metadata.PackageNotFoundError:
+        return "0.0.0"
+
+
+def _module(name: str):
+    """``api.<name>``, imported at call time; 503 while that module is not part of the build."""
+    full = f"api.{name}"
+    try:
+        return importlib.import_module(full)
+    except ModuleNotFoundError as exc:
+        if exc.name != full:
+            raise
+        raise ServiceUnavailable(f"{name} is not available in this build") from None
+
+
+# ---------------------------------------------------------------------- small parsing helpers
+
+
+def _sid(source: dict, field: str = "session_id") -> str:
+    return require_session_id(source.get(field), field)
+
+
+def _msg_limit(query: dict) -> int | None:
+    return query_int(query, "msg_limit", minimum=1)
+
+
+def _focus(body: dict) -> str | None:
+    value = body.get("focus_topic", body.get("topic"))
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise BadRequest("focus_topic must be a string")
+    return value.strip()[:FOCUS_MAX_CHARS] or None
+
+
+def _with_full_session(result: dict, sid: str) -> dict:
+    """``{"ok": true, **result, "session": full session}`` for the history edits."""
+    return {"ok": True, **{k: v for k, v in result.items() if k != "session"}, "session": session_admin.full_session_by_id(sid)}
+
+
+# ---------------------------------------------------------------------- health, sessions
+
+
+def _handle_health(handler, query: dict) -> None:
+    j(handler, {"ok": True, "version": _version(), "sessions": len(models.all_sessions()), "recovery": startup_recovery()})
+
+
+def _handle_sessions(handler, query: dict) -> None:
+    j(handler, session_admin.list_sessions())
+
+
+def _handle_sessions_search(handler, query: dict) -> None:
+    content = query.get("content", "") in ("1", "true", "yes", "on")
+    j(handler, session_admin.search_sessions(query.get("q", ""), content=content))
+
+
+def _handle_session_get(handler, query: dict) -> None:
+    sid = _sid(query)
+    j(handler, session_admin.get_session_payload(sid, _msg_limit(query), query_int(query, "msg_before")))
+
+
+def _handle_session_new(handler, body: dict) -> None:
+    session = session_admin.create_session(body.get("model"), body.get("workspace"), body.get("title"))
+    j(handler, {"session": session})
+
+
+def _handle_session_rename(handler, body: dict) -> None:
+    j(handler, {"session": session_admin.rename_session(_sid(body), body.get("title"))})
+
+
+def _handle_session_pin(handler, body: dict) -> None:
+    j(handler, {"session": session_admin.set_flag(_sid(body), "pinned", body.get("pinned"))})
+
+
+def _handle_session_archive(handler, body: dict) -> None:
+    j(handler, {"session": session_admin.set_flag(_sid(body), "archived", body.get("archived"))})
+
+
+def _handle_session_delete(handler, body: dict) -> None:
+    j(handler, session_admin.delete_session(_sid(body)))
+
+
+def _handle_session_restore_deleted(handler, body: dict) -> None:
+    j(handler, {"session": session_admin.restore_deleted(body.get("undo_token"))})
+
+
+def _handle_session_export(handler, query: dict) -> None:
+    body, content_type, filename = session_export.export_session(_sid(query), query.get("format", "json"))
+    http_io.send_bytes(handler, body, content_type, headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+
+
+def _handle_session_import(handler, body: dict) -> None:
+    j(handler, {"session": session_admin.import_session(body)})
+
+
+# ---------------------------------------------------------------------- history edits (api.session_ops)
+
+
+def _session_op(handler, body: dict, op: Callable[[str], dict]) -> None:
+    sid = _sid(body)
+    try:
+        result = op(sid)
+    except ValueError as exc:  # "nothing to retry/undo": the reference answers 200 with an error
+        j(handler, {"error": str(exc)})
+        return
+    except KeyError:
+        raise NotFound("Session not found") from None
+    j(handler, _with_full_session(result, sid))
+
+
+def _handle_session_retry(handler, body: dict) -> None:
+    session_ops = _module("session_ops")
+
+    _session_op(handler, body, session_ops.retry_last)
+
+
+def _handle_session_undo(handler, body: dict) -> None:
+    session_ops = _module("session_ops")
+
+    _session_op(handler, body, session_ops.undo_last)
+
+
+def _handle_session_truncate(handler, body: dict) -> None:
+    session_ops = _module("session_ops")
+
+    keep = body.get("keep_count")
+    if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
+        raise BadRequest("keep_count must be a non-negative integer")
+    _session_op(handler, body, lambda sid: session_ops.truncate_session(sid, keep))
+
+
+def _handle_session_clear(handler, body: dict) -> None:
+    session_ops = _module("session_ops")
+
+    _session_op(handler, body, session_ops.clear_session)
+
+
+# ---------------------------------------------------------------------- compression (api.compression)
+
+
+def _handle_session_compress(handler, body: dict) -> None:
+    """Manual compression (session-core.md §2.3); any failure that is not an ApiError is a 400."""
+    try:
+        sid = require_session_id(body.get("session_id") if isinstance(body, dict) else None)
+        focus = _focus(body)
+    except ApiError as exc:
+        return respond_error(handler, exc)
+    try:
+        compression = _module("compression")
+
+        result = compression.manual_compress(sid, focus)
+    except ApiError as exc:
+        return respond_error(handler, exc)
+    except Exception as exc:  # noqa: BLE001 - the reference answers 400 with the (path-scrubbed) reason
+        log.exception("compression of %s failed", sid)
+        return bad(handler, f"Compression failed: {redact_paths(str(exc))}")
+    return j(handler, result)
+
+
+def _handle_session_compress_start(handler, body: dict) -> None:
+    compression = _module("compression")
+
+    j(handler, compression.start_compress_job(_sid(body), _focus(body)))
+
+
+def _handle_session_compress_status(handler, query: dict) -> None:
+    compression = _module("compression")
+
+    j(handler, compression.compress_job_status(_sid(query)))
+
+
+def _handle_session_uncompress(handler, body: dict) -> None:
+    compression = _module("compression")
+
+    sid = _sid(body)
+    j(handler, _with_full_session(compression.uncompress(sid), sid))
+
+
+# ---------------------------------------------------------------------- recovery
+
+
+def _handle_recovery_audit(handler, query: dict) -> None:
+    j(handler, session_admin.recovery_audit())
+
+
+def _handle_recovery_repair_safe(handler, body: dict) -> None:
+    j(handler, session_admin.recovery_repair_safe())
+
+
+def _handle_recovery_startup(handler, query: dict) -> None:
+    j(handler, startup_recovery())
+
+
+# ---------------------------------------------------------------------- chat (api.streaming, api.sse)
+
+
+def _handle_chat_start(handler, body: dict) -> None:
+    streaming = _module("streaming")
+
+    sid = _sid(body)
+    message = body.get("message")
+    if not isinstance(message, str) or not message.strip():
+        raise BadRequest("message must be a non-empty string")
+    if len(message.encode("utf-8", "surrogatepass")) > MESSAGE_MAX_BYTES:
+        raise http_io.PayloadTooLarge(f"message is too long (at most {MESSAGE_MAX_BYTES // 1024} KB)")
+    model = optional_str(body, "model", 200)
+    j(handler, streaming.start_turn(sid, message, model=model or None))
+
+
+def _last_event_id(handler, query: dict) -> int | None:
+    raw = header(handler, "Last-Event-ID")
+    if raw is not None and raw.strip():
+        return query_int({"Last-Event-ID": raw}, "Last-Event-ID")
+    return query_int(query, "after")
+
+
+def _handle_chat_stream(handler, query: dict) -> None:
+    sse, streaming = _module("sse"), _module("streaming")
+
+    stream_id = require_session_id(query.get("stream_id"), "stream_id")
+    after = _last_event_id(handler, query)
+    turn = streaming.get_turn(stream_id)
+    if turn is None:
+        raise NotFound("Stream not found")
+    sse.serve_turn_events(handler, turn, after)
+
+
+def _handle_chat_cancel(handler, body: dict) -> None:
+    streaming = _module("streaming")
+
+    stream_id = body.get("stream_id")
+    if stream_id is not None:
+        j(handler, streaming.cancel_turn(stream_id=require_session_id(stream_id, "stream_id")))
+        return
+    j(handler, streaming.cancel_turn(session_id=_sid(body)))
+
+
+# ---------------------------------------------------------------------- auth (api.auth)
+
+
+def _handle_auth_login(handler, body: dict) -> None:
+    auth = _STATE["auth"]
+    if auth is None or not auth.enabled:
+        j(handler, {"ok": True, "csrf_token": None, "enabled": False})
+        return
+    password = body.get("password")
+    if not isinstance(password, str) or len(password) > 4096:
+        raise BadRequest("password must be a string")
+    client = getattr(handler, "client_address", None) or ("", 0)
+    cookie, csrf = auth.login(password, str(client[0]))
+    j(handler, {"ok": True, "csrf_token": csrf}, headers={"Set-Cookie": auth.set_cookie_header(cookie)})
+
+
+def _handle_auth_logout(handler, body: dict) -> None:
+    auth = _STATE["auth"]
+    if auth is None or not auth.enabled:
+        j(handler, {"ok": True})
+        return
+    auth.logout(auth.session_from_cookie(header(handler, "Cookie")))
+    j(handler, {"ok": True}, headers={"Set-Cookie": auth.clear_cookie_header()})
+
+
+def _handle_auth_status(handler, query: dict) -> None:
+    auth = _STATE["auth"]
+    if auth is None or not auth.enabled:
+        j(handler, {"enabled": False, "logged_in": True})
+        return
+    j(handler, auth.status(header(handler, "Cookie")))
+
+
+# ---------------------------------------------------------------------- the table and dispatch
+
+ROUTES: dict[tuple[str, str], Callable[[Any, dict], None]] = {
+    ("GET", "/health"): _handle_health,
+    ("GET", "/api/sessions"): _handle_sessions,
+    ("GET", "/api/sessions/search"): _handle_sessions_search,
+    ("GET", "/api/session"): _handle_session_get,
+    ("POST", "/api/session/new"): _handle_session_new,
+    ("POST", "/api/session/rename"): _handle_session_rename,
+    ("POST", "/api/session/pin"): _handle_session_pin,
+    ("POST", "/api/session/archive"): _handle_session_archive,
+    ("POST", "/api/session/delete"): _handle_session_delete,
+    ("POST", "/api/session/restore-deleted"): _handle_session_restore_deleted,
+    ("POST", "/api/session/retry"): _handle_session_retry,
+    ("POST", "/api/session/undo"): _handle_session_undo,
+    ("POST", "/api/session/truncate"): _handle_session_truncate,
+    ("POST", "/api/session/clear"): _handle_session_clear,
+    ("POST", "/api/session/compress"): _handle_session_compress,
+    ("POST", "/api/session/compress/start"): _handle_session_compress_start,
+    ("GET", "/api/session/compress/status"): _handle_session_compress_status,
+    ("POST", "/api/session/uncompress"): _handle_session_uncompress,
+    ("GET", "/api/session/export"): _handle_session_export,
+    ("POST", "/api/session/import"): _handle_session_import,
+    ("GET", "/api/session/recovery/audit"): _handle_recovery_audit,
+    ("POST", "/api/session/recovery/repair-safe"): _handle_recovery_repair_safe,
+    ("GET", "/api/recovery/startup"): _handle_recovery_startup,
+    ("POST", "/api/chat/start"): _handle_chat_start,
+    ("GET", "/api/chat/stream"): _handle_chat_stream,
+    ("POST", "/api/chat/cancel"): _handle_chat_cancel,
+    ("POST", "/api/auth/login"): _handle_auth_login,
+    ("POST", "/api/auth/logout"): _handle_auth_logout,
+    ("GET", "/api/auth/status"): _handle_auth_status,
+}
+PATHS: frozenset[str] = frozenset(path for _, path in ROUTES)
+# Reachable without a login cookie (the page itself is static and always served).
+PUBLIC_PATHS: frozenset[str] = frozenset({"/health"} | {p for p in PATHS if p.startswith("/api/auth/")})
+
+
+def is_api_path(path: str) -> bool:
+    return path in PATHS or path == "/api" or path.startswith("/api/")
+
+
+def _check_auth(handler, method: str, path: str) -> None:
+    auth = _STATE["auth"]
+    if auth is None or not auth.enabled or path in PUBLIC_PATHS:
+        return
+    auth.authorize(header(handler, "Cookie"), header(handler, "X-CSRF-Token"), state_changing=method != "GET")
+
+
+def dispatch(handler, method: str, path: str, query: dict, body: dict | None = None) -> None:
+    """Answer one API request. ``body`` None on a POST means: read it from ``handler`` after the auth check."""
+    try:
+        route = ROUTES.get((method, path))
+        if route is None:
+            allowed = sorted(m for m, p in ROUTES if p == path)
+            if allowed:
+                j(handler, {"error": f"Method {method} not allowed"}, 405, headers={"Allow": ", ".join(allowed)})
+            else:
+                j(handler, {"error": "Not found"}, 404)
+            return
+        _check_auth(handler, method, path)
+        if method == "POST":
+            payload = http_io.read_body(handler) if body is None else body
+        else:
+            payload = query
+        route(handler, payload)
+    except Exception as exc:  # noqa: BLE001 - one place turns every failure into the JSON error shape
+        respond_error(handler, exc)

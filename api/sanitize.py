@@ -1,0 +1,101 @@
+"""The model-facing projection of a transcript: only the keys and rows a provider may be sent."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+API_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name", "refusal", "reasoning_content")
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+        )
+    return ""
+
+
+def _only_thinking_parts(content: Any) -> bool:
+    return (
+        isinstance(content, list)
+        and bool(content)
+        and all(
+            isinstance(p, dict) and p.get("type") in ("thinking", "reasoning", "redacted_thinking")
+            for p in content
+        )
+    )
+
+
+def _is_reasoning_only(msg: dict) -> bool:
+    if msg.get("role") != "assistant" or msg.get("tool_calls"):
+        return False
+    if _text_of(msg.get("content")).strip():
+        return False
+    return bool(
+        msg.get("reasoning") or msg.get("reasoning_content") or _only_thinking_parts(msg.get("content"))
+    )
+
+
+def _call_ids(msg: dict) -> list[str]:
+    calls = msg.get("tool_calls")
+    if not isinstance(calls, list):
+        return []
+    return [c["id"] for c in calls if isinstance(c, dict) and isinstance(c.get("id"), str)]
+
+
+def sanitize_messages_for_api(messages: list) -> list[dict]:
+    """A deep-copied list of provider-safe rows (session-core.md §2.3 step 5)."""
+    rows = [m for m in messages if isinstance(m, dict) and isinstance(m.get("role"), str) and m.get("role")]
+    rows = [m for m in rows if not m.get("_error")]
+    rows = [
+        m
+        for m in rows
+        if not (m.get("_partial") and not _text_of(m.get("content")).strip() and not m.get("tool_calls"))
+    ]
+    rows = [m for m in rows if not _is_reasoning_only(m)]
+    rows = _drop_stray_recovered_users(rows)
+
+    declared: set[str] = set()
+    answered: set[str] = set()
+    for m in rows:
+        if m["role"] == "assistant":
+            declared.update(_call_ids(m))
+        elif m["role"] == "tool" and isinstance(m.get("tool_call_id"), str):
+            answered.add(m["tool_call_id"])
+
+    out: list[dict] = []
+    for m in rows:
+        if m["role"] == "tool" and m.get("tool_call_id") not in declared:
+            continue
+        clean = {k: copy.deepcopy(m[k]) for k in API_KEYS if k in m}
+        if clean["role"] == "assistant" and "tool_calls" in clean:
+            calls = clean["tool_calls"]
+            kept = (
+                [c for c in calls if isinstance(c, dict) and c.get("id") in answered]
+                if isinstance(calls, list)
+                else []
+            )
+            if kept:
+                clean["tool_calls"] = kept
+            else:
+                del clean["tool_calls"]
+                if not _text_of(clean.get("content")).strip():
+                    continue
+        out.append(clean)
+    return out
+
+
+def _drop_stray_recovered_users(rows: list[dict]) -> list[dict]:
+    """Keep a ``_recovered`` user row only where it separates two assistant rows."""
+    out = []
+    for i, m in enumerate(rows):
+        if m.get("role") == "user" and m.get("_recovered"):
+            prev_role = rows[i - 1].get("role") if i > 0 else None
+            next_role = rows[i + 1].get("role") if i + 1 < len(rows) else None
+            if not (prev_role == "assistant" and next_role == "assistant"):
+                continue
+        out.append(m)
+    return out

@@ -1,0 +1,221 @@
+"""History edits: retry, undo, truncate (edit), clear, and the watermark helpers they stamp.
+
+Each edit that shrinks ``messages`` stamps its provenance (``intentional_shrink_generation`` or
+``clear_generation``) and a truncation watermark, so neither reconciliation nor recovery revives
+what the person removed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any
+
+from api import config as _config
+from api import models
+from api.errors import BadRequest, Conflict, NotFound
+from api.session_fields import float_or_none
+
+
+def _truncation_watermark_for(messages: list) -> float:
+    """The newest kept row's timestamp (``timestamp``, else ``_ts``); 0.0 for none or unreadable."""
+    if not messages:
+        return 0.0
+    last = messages[-1]
+    if not isinstance(last, dict):
+        return 0.0
+    for key in ("timestamp", "_ts"):
+        value = float_or_none(last.get(key))
+        if value:
+            return value
+    return 0.0
+
+
+def _stamp_intentional_shrink_generation(session: models.Session, old_n: int, new_n: int) -> None:
+    if new_n < old_n:
+        session.intentional_shrink_generation = uuid.uuid4().hex
+
+
+def _session_or_404(sid: str) -> models.Session:
+    try:
+        return models.get_session(sid)
+    except KeyError:
+        raise NotFound("Session not found") from None
+
+
+def _refuse_while_streaming(session: models.Session) -> None:
+    if session.active_stream_id:
+        raise Conflict("Session is still streaming; wait for the current turn to finish.")
+
+
+# ---------------------------------------------------------------------- context alignment
+
+
+def _row_signature(msg: Any) -> tuple:
+    if not isinstance(msg, dict):
+        return ("non_dict", repr(msg))
+    calls = msg.get("tool_calls")
+    return (
+        msg.get("role"),
+        json.dumps(msg.get("content"), sort_keys=True, default=str),
+        msg.get("tool_call_id"),
+        msg.get("name") or msg.get("tool_name"),
+        json.dumps(calls, sort_keys=True, default=str) if calls else "",
+    )
+
+
+def truncate_context_for_display_keep(display: list, context: list, keep: int) -> list:
+    """Cut the model context where the visible transcript is cut at ``keep`` (prefer keeping less)."""
+    if not context:
+        return []
+    if len(display) == len(context):
+        return context[:keep]
+    kept_sigs = [_row_signature(m) for m in display[:keep]]
+    dropped_sigs = {_row_signature(m) for m in display[keep:]}
+    ctx_sigs = [_row_signature(m) for m in context]
+    # First context row that matches a dropped display row (and not a kept one) is the cut.
+    kept_set = set(kept_sigs)
+    for i, sig in enumerate(ctx_sigs):
+        if sig in dropped_sigs and sig not in kept_set:
+            return context[:i]
+    if kept_sigs:
+        last_kept = kept_sigs[-1]
+        for i in range(len(ctx_sigs) - 1, -1, -1):
+            if ctx_sigs[i] == last_kept:
+                return context[: i + 1]
+    # Fallback: a context-only leading prefix (a compaction summary) plus ``keep`` rows.
+    display_sigs = {_row_signature(m) for m in display}
+    lead = 0
+    while lead < len(ctx_sigs) and ctx_sigs[lead] not in display_sigs:
+        lead += 1
+    return context[: lead + keep] if keep else context[:lead]
+
+
+def truncate_session_at_keep(session: models.Session, keep: int) -> tuple[int, int]:
+    """Keep the first ``keep`` visible rows; align the context; stamp provenance. Caller holds the lock and saves."""
+    old_msgs = session.messages
+    old_n, old_ctx = len(old_msgs), len(session.context_messages)
+    kept = old_msgs[:keep]
+    session.context_messages = truncate_context_for_display_keep(old_msgs, session.context_messages, keep)
+    session.messages = kept
+    _stamp_intentional_shrink_generation(session, old_n, len(kept))
+    session.truncation_watermark = session.truncation_boundary = _truncation_watermark_for(kept)
+    return old_n, old_ctx
+
+
+def _last_user_index(messages: list) -> int | None:
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if isinstance(m, dict) and m.get("role") == "user":
+            return i
+    return None
+
+
+def _cut_to_last_user(session: models.Session, empty_message: str) -> tuple[dict, list]:
+    idx = _last_user_index(session.messages)
+    if idx is None:
+        raise ValueError(empty_message)
+    removed = session.messages[idx:]
+    last_user = session.messages[idx]
+    old_n = len(session.messages)
+    session.messages = session.messages[:idx]
+    _stamp_intentional_shrink_generation(session, old_n, idx)
+    session.truncation_watermark = session.truncation_boundary = _truncation_watermark_for(session.messages)
+    if session.context_messages:
+        cidx = _last_user_index(session.context_messages)
+        if cidx is not None:
+            session.context_messages = session.context_messages[:cidx]
+    return last_user, removed
+
+
+def _text(msg: dict) -> str:
+    from api.session_fields import message_text
+
+    return message_text(msg)
+
+
+def retry_last(sid: str) -> dict:
+    """Remove the last user turn and what followed, returning its text for the composer to resend."""
+    with _config._get_session_agent_lock(sid):
+        session = _session_or_404(sid)
+        _refuse_while_streaming(session)
+        last_user, removed = _cut_to_last_user(session, "No previous message to retry.")
+        session.save()
+    return {"last_user_text": _text(last_user), "removed_count": len(removed)}
+
+
+def undo_last(sid: str) -> dict:
+    """Remove the last user turn and its answer."""
+    with _config._get_session_agent_lock(sid):
+        session = _session_or_404(sid)
+        _refuse_while_streaming(session)
+        last_user, removed = _cut_to_last_user(session, "Nothing to undo.")
+        session.save()
+    preview = _text(last_user)
+    return {
+        "removed_count": len(removed),
+        "removed_preview": preview[:40] + ("..." if len(preview) > 40 else ""),
+    }
+
+
+def truncate_session(sid: str, keep_count: Any) -> dict:
+    """Edit: keep the first ``keep_count`` visible messages."""
+    if isinstance(keep_count, bool) or not isinstance(keep_count, int) or keep_count < 0:
+        raise BadRequest("keep_count must be a non-negative integer")
+    with _config._get_session_agent_lock(sid):
+        session = _session_or_404(sid)
+        _refuse_while_streaming(session)
+        if keep_count > len(session.messages):
+            raise BadRequest("keep_count is larger than the conversation")
+        old_n, _ = truncate_session_at_keep(session, keep_count)
+        session.save()
+    return {"removed_count": old_n - keep_count}
+
+
+def clear_session(sid: str) -> dict:
+    """Empty the conversation; the 0.0 watermark and a ``clear_generation`` keep it empty."""
+    with _config._get_session_agent_lock(sid):
+        session = _session_or_404(sid)
+        _refuse_while_streaming(session)
+        had_messages = bool(session.messages)
+        old_n, _ = truncate_session_at_keep(session, 0)
+        session.context_messages = []
+        session.tool_calls = []
+        if session.parent_session_id and _is_snapshot_parent(session.parent_session_id):
+            session.parent_session_id = None
+        session.active_stream_id = None
+        session.pending_user_message = None
+        session.pending_attachments = []
+        session.pending_started_at = None
+        session.pending_user_source = None
+        session.compression_anchor_visible_idx = None
+        session.compression_anchor_message_key = None
+        session.compression_anchor_summary = None
+        session.compression_undo = None
+        if had_messages:
+            session.clear_generation = uuid.uuid4().hex
+        if not session.manual_title:
+            session.title = "Untitled"
+        session.save()
+    return {"removed_count": old_n}
+
+
+def _is_snapshot_parent(parent_sid: str) -> bool:
+    try:
+        parent = models.Session.load_metadata_only(parent_sid)
+    except (ValueError, OSError):
+        return False
+    return bool(parent and parent.pre_compression_snapshot)
+
+
+def advance_watermark_after_turn(session: models.Session, user_ts: float | None = None) -> None:
+    """After a new user turn is durably committed, move a truthy watermark up to it (0.0 stays)."""
+    if not session.truncation_watermark:
+        return
+    if user_ts is None:
+        for m in reversed(session.messages):
+            if isinstance(m, dict) and m.get("role") == "user":
+                user_ts = float_or_none(m.get("timestamp"))
+                break
+    session.truncation_watermark = user_ts if user_ts and user_ts > 0 else time.time()

@@ -1,0 +1,291 @@
+"""Read-only reader of the agent's SQLite ``state.db`` (session-core.md §3.1).
+
+This is the only module that opens the agent's database, and it never writes to it: every connection
+is a ``mode=ro`` URI and nothing here writes, checkpoints, vacuums or unlinks ``state.db``, ``-wal`` or
+``-shm``. A database that is absent or cannot be read counts as empty.
+
+How a connection is opened depends on what is on disk, so that reading leaves every file as it was:
+
+* WAL database with no ``-wal`` file (the agent closed cleanly): everything is in the main file, so it is
+  read with ``immutable=1`` (no locks, no ``-wal``/``-shm`` created). If the main file or ``-wal``
+  changed while we read, the read is repeated the ordinary way.
+* WAL database with ``-wal`` and ``-shm``: ``readonly_shm=1`` maps the index read-only, which works
+  beside a live writer and after a crash; if SQLite refuses, a plain ``mode=ro`` read follows.
+* rollback-journal database (the agent's NFS fallback): plain ``mode=ro`` with SQLite's locking.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import api.config
+
+_SAFE_SID = re.compile(r"[A-Za-z0-9_-]+")
+_MESSAGE_REQUIRED = ("role", "content", "timestamp")
+# Optional message columns copied onto each row when not NULL/"" (id/active/session_id only steer the query).
+_MESSAGE_OPTIONAL = (
+    "tool_call_id",
+    "tool_calls",
+    "tool_name",
+    "reasoning",
+    "reasoning_details",
+    "codex_reasoning_items",
+    "reasoning_content",
+    "codex_message_items",
+    "api_content",
+)
+_JSON_COLUMNS = frozenset({"tool_calls", "reasoning_details", "codex_reasoning_items", "codex_message_items"})
+_SESSION_COLUMNS = (
+    "id",
+    "source",
+    "title",
+    "model",
+    "started_at",
+    "parent_session_id",
+    "message_count",
+    "ended_at",
+    "end_reason",
+    "archived",
+)
+_TIMEOUT_S = 1.0
+# (path, schema_version) -> {table: frozenset(columns)}; schema_version changes with any schema change.
+_COLUMNS_CACHE: dict[tuple[str, int], dict[str, frozenset[str]]] = {}
+
+
+def default_state_db_path() -> Path:
+    """The agent's database as configured now (``api.config.STATE_DB_PATH`` read at call time)."""
+    return Path(api.config.STATE_DB_PATH)
+
+
+def is_safe_session_id(sid: Any) -> bool:
+    return isinstance(sid, str) and _SAFE_SID.fullmatch(sid) is not None
+
+
+# ----------------------------------------------------------------------------------------------
+# Opening without side effects
+# ----------------------------------------------------------------------------------------------
+
+
+def _uri(path: Path, params: str) -> str:
+    return f"file:{quote(str(path), safe='/')}?mode=ro{params}"
+
+
+def _is_wal_database(path: Path) -> bool:
+    # Bytes 18/19 of the SQLite header are the write/read format versions: 2 means WAL.
+    with open(path, "rb") as fh:
+        header = fh.read(20)
+    return len(header) == 20 and header[18] == 2
+
+
+def _stat_key(path: Path) -> tuple:
+    out = []
+    for p in (path, Path(f"{path}-wal")):
+        try:
+            st = os.stat(p)
+            out.append((st.st_mtime_ns, st.st_size, st.st_ino))
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
+def _connect(path: Path, params: str) -> sqlite3.Connection:
+    return sqlite3.connect(_uri(path, params), uri=True, timeout=_TIMEOUT_S, check_same_thread=False)
+
+
+def _with_connection(path: Path, read: Callable[[sqlite3.Connection, str], Any]) -> Any:
+    """Run ``read(conn, path_key)`` on a read-only connection chosen so the read changes no file.
+
+    Raises ``OSError``/``sqlite3.Error`` when the database cannot be read; callers map that to empty.
+    """
+    if not path.is_file():
+        raise FileNotFoundError(str(path))
+    key = str(path)
+    wal = Path(f"{path}-wal")
+    shm = Path(f"{path}-shm")
+    if _is_wal_database(path) and not wal.exists() and not shm.exists():
+        before = _stat_key(path)
+        conn = _connect(path, "&immutable=1")
+        try:
+            result = read(conn, key)
+        finally:
+            conn.close()
+        if _stat_key(path) == before:
+            return result
+        # A writer appeared while we read: fall through to a read that honours its locks.
+    if wal.exists() and shm.exists():
+        try:
+            conn = _connect(path, "&readonly_shm=1")
+            try:
+                return read(conn, key)
+            finally:
+                conn.close()
+        except sqlite3.OperationalError:
+            pass
+    conn = _connect(path, "")
+    try:
+        return read(conn, key)
+    finally:
+        conn.close()
+
+
+def _columns(conn: sqlite3.Connection, key: str, table: str) -> frozenset[str]:
+    version = conn.execute("PRAGMA schema_version").fetchone()[0]
+    tables = _COLUMNS_CACHE.get((key, version))
+    if tables is None:
+        if len(_COLUMNS_CACHE) > 64:
+            _COLUMNS_CACHE.clear()
+        tables = _COLUMNS_CACHE[(key, version)] = {}
+    cols = tables.get(table)
+    if cols is None:
+        # PRAGMA arguments cannot be bound; ``table`` is always one of our literals.
+        cols = frozenset(row[1] for row in conn.execute(f"PRAGMA table_info({table})"))
+        tables[table] = cols
+    return cols
+
+
+# ----------------------------------------------------------------------------------------------
+# Messages of one session
+# ----------------------------------------------------------------------------------------------
+
+
+def _decode_json(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _row_to_message(names: tuple[str, ...], row: tuple) -> dict:
+    values = dict(zip(names, row, strict=True))
+    msg = {"role": values["role"], "content": values["content"], "timestamp": values["timestamp"]}
+    for col in _MESSAGE_OPTIONAL:
+        value = values.get(col)
+        if value is None or value == "":
+            continue
+        msg[col] = _decode_json(value) if col in _JSON_COLUMNS else value
+    if msg.get("role") == "tool" and msg.get("tool_name") and not msg.get("name"):
+        msg["name"] = msg["tool_name"]
+    if isinstance(msg.get("api_content"), str) and values.get("id") is not None:
+        msg["_state_db_row_id"] = values["id"]
+    return msg
+
+
+def _read_messages(
+    conn: sqlite3.Connection,
+    key: str,
+    sid: str,
+    include_inactive: bool,
+    since_timestamp: float | None,
+    limit: int | None,
+) -> list[dict]:
+    cols = _columns(conn, key, "messages")
+    if not cols or any(c not in cols for c in _MESSAGE_REQUIRED) or "session_id" not in cols:
+        return []
+    names = tuple(c for c in ("id", *_MESSAGE_REQUIRED, *_MESSAGE_OPTIONAL) if c in cols)
+    where = ["session_id = ?"]
+    params: list[Any] = [sid]
+    if not include_inactive and "active" in cols:
+        where.append("(active IS NULL OR active != 0)")
+    if since_timestamp is not None:
+        where.append("(timestamp IS NULL OR timestamp >= ?)")
+        params.append(float(since_timestamp))
+    order = "id" if "id" in cols else "timestamp"
+    sql = f"SELECT {', '.join(names)} FROM messages WHERE {' AND '.join(where)}"
+    if limit is not None:
+        sql += f" ORDER BY {order} DESC LIMIT ?"
+        params.append(max(0, int(limit)))
+        rows = conn.execute(sql, params).fetchall()
+        rows.reverse()
+    else:
+        rows = conn.execute(f"{sql} ORDER BY {order}", params).fetchall()
+    return [_row_to_message(names, row) for row in rows]
+
+
+def get_state_db_session_messages(
+    sid: str,
+    *,
+    include_inactive: bool = False,
+    since_timestamp: float | None = None,
+    limit: int | None = None,
+    db_path: Path | str | None = None,
+) -> list[dict]:
+    """The agent's stored messages of one session, oldest first (§3.1); ``[]`` when unavailable.
+
+    Rows archived by the agent's compaction (``active = 0``) are left out unless ``include_inactive``;
+    ``limit`` keeps the newest N rows. Optional columns missing from older schemas are simply absent.
+    """
+    if not is_safe_session_id(sid):
+        return []
+    path = Path(db_path) if db_path is not None else default_state_db_path()
+    try:
+        return _with_connection(
+            path,
+            lambda conn, key: _read_messages(conn, key, sid, include_inactive, since_timestamp, limit),
+        )
+    except (OSError, sqlite3.Error, ValueError, TypeError):
+        return []
+
+
+# ----------------------------------------------------------------------------------------------
+# The agent's session list
+# ----------------------------------------------------------------------------------------------
+
+
+def _read_sessions(conn: sqlite3.Connection, key: str, limit: int) -> list[dict]:
+    cols = _columns(conn, key, "sessions")
+    if "id" not in cols:
+        raise sqlite3.OperationalError("no sessions table")
+    names = [c for c in _SESSION_COLUMNS if c in cols]
+    order = "started_at DESC, id" if "started_at" in cols else "id"
+    rows = conn.execute(f"SELECT {', '.join(names)} FROM sessions ORDER BY {order} LIMIT ?", (int(limit),))
+    return [dict(zip(names, row, strict=True)) for row in rows]
+
+
+def list_agent_sessions(db_path: Path | str | None = None, *, limit: int = 500) -> list[dict]:
+    """Rows of the agent's ``sessions`` table, newest first; ``[]`` when unavailable."""
+    path = Path(db_path) if db_path is not None else default_state_db_path()
+    try:
+        return _with_connection(path, lambda conn, key: _read_sessions(conn, key, max(0, limit)))
+    except (OSError, sqlite3.Error, ValueError, TypeError):
+        return []
+
+
+def _read_session_ids(conn: sqlite3.Connection, key: str) -> set[str]:
+    if "id" not in _columns(conn, key, "sessions"):
+        raise sqlite3.OperationalError("no sessions table")
+    return {row[0] for row in conn.execute("SELECT id FROM sessions") if isinstance(row[0], str)}
+
+
+def session_ids(db_path: Path | str | None = None) -> set[str] | None:
+    """Every session id the agent knows, or ``None`` when that cannot be read (callers fail open)."""
+    path = Path(db_path) if db_path is not None else default_state_db_path()
+    try:
+        return _with_connection(path, _read_session_ids)
+    except (OSError, sqlite3.Error, ValueError, TypeError):
+        return None
+
+
+def _read_has_session(conn: sqlite3.Connection, key: str, sid: str) -> bool:
+    if "id" not in _columns(conn, key, "sessions"):
+        raise sqlite3.OperationalError("no sessions table")
+    return conn.execute("SELECT 1 FROM sessions WHERE id = ? LIMIT 1", (sid,)).fetchone() is not None
+
+
+def has_session(sid: str, db_path: Path | str | None = None) -> bool | None:
+    """Whether the agent has a ``sessions`` row for ``sid``; ``None`` when that cannot be read."""
+    path = Path(db_path) if db_path is not None else default_state_db_path()
+    if not is_safe_session_id(sid):
+        return False
+    try:
+        return _with_connection(path, lambda conn, key: _read_has_session(conn, key, sid))
+    except (OSError, sqlite3.Error, ValueError, TypeError):
+        return None

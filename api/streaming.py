@@ -1,0 +1,465 @@
+"""A chat turn end to end: write-ahead user message, event journal, checkpoints, one final merge.
+
+1. ``start_turn`` appends the user message under the session lock, marks the turn pending and saves
+   durably before the agent starts.
+2. The agent runs in a worker thread (``api.agent_runtime``); every event lands in the turn's journal
+   with an increasing sequence number, which ``api.sse`` relays and resumes from.
+3. The partial answer is checkpointed into ``messages`` as a ``_partial`` row every few seconds.
+4. On completion the result replaces the partial row, pending fields clear, and the session is saved once.
+5. After a crash, ``recover_interrupted_turns`` finds pending turns at startup and adds a visible
+   "interrupted" marker; it never invents an answer.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from api import agent_runtime, compression, models, session_ops
+from api import config as _config
+from api.errors import ApiError, BadRequest, Conflict, NotFound
+from api.sanitize import sanitize_messages_for_api
+from api.session_fields import message_text
+
+log = logging.getLogger("talaria.streaming")
+
+INTERRUPTED_TEXT = "⚠ This answer was interrupted (the server stopped before it finished)."
+_FINISHED_TTL_S = 600.0
+_AGENT_CACHE_MAX = 8
+_TITLE_CHARS = 60
+
+
+class Turn:
+    """One chat turn's journal: ``(seq, name, data)`` events; readers wait on ``cond``."""
+
+    def __init__(self, stream_id: str, session_id: str):
+        self.stream_id = stream_id
+        self.session_id = session_id
+        self.started_at = time.time()
+        self.finished_at: float | None = None
+        self.events: list[tuple[int, str, dict]] = []
+        self.cond = threading.Condition()
+        self.runner: agent_runtime.TurnRunner | None = None
+        self.cancel_requested = False
+        self.partial_text: list[str] = []
+        self.partial_reasoning: list[str] = []
+        self.tool_events: list[dict] = []
+
+    @property
+    def finished(self) -> bool:
+        return self.finished_at is not None
+
+    def append(self, name: str, data: dict) -> int:
+        with self.cond:
+            seq = len(self.events) + 1
+            self.events.append((seq, name, data))
+            if name == "token":
+                self.partial_text.append(data.get("text") or "")
+            elif name == "reasoning":
+                self.partial_reasoning.append(data.get("text") or "")
+            elif name in ("tool", "tool_complete"):
+                self.tool_events.append({"event": name, **data})
+            self.cond.notify_all()
+            return seq
+
+    def finish(self) -> None:
+        with self.cond:
+            self.finished_at = time.time()
+            self.cond.notify_all()
+
+    def events_after(self, seq: int, timeout: float) -> tuple[list[tuple[int, str, dict]], bool]:
+        """Events with a sequence number above ``seq`` (waiting up to ``timeout``), and whether the turn ended."""
+        with self.cond:
+            if len(self.events) <= seq and not self.finished:
+                self.cond.wait(timeout)
+            return self.events[max(seq, 0) :], self.finished
+
+
+_TURNS: dict[str, Turn] = {}
+_LIVE_BY_SESSION: dict[str, Turn] = {}
+_TURNS_LOCK = threading.Lock()
+_AGENTS: OrderedDict[str, Any] = OrderedDict()
+_AGENTS_LOCK = threading.Lock()
+_SHUTTING_DOWN = threading.Event()
+
+
+def get_turn(stream_id: str) -> Turn | None:
+    with _TURNS_LOCK:
+        _expire_finished(time.time())
+        return _TURNS.get(stream_id)
+
+
+def _expire_finished(now: float) -> None:
+    for sid, turn in list(_TURNS.items()):
+        if turn.finished_at and now - turn.finished_at > _FINISHED_TTL_S:
+            del _TURNS[sid]
+
+
+def live_turn_for(session_id: str) -> Turn | None:
+    with _TURNS_LOCK:
+        return _LIVE_BY_SESSION.get(session_id)
+
+
+# ---------------------------------------------------------------------- start
+
+
+def _history_for(session: models.Session) -> list[dict]:
+    """The reconciled model context before this turn, in the provider-safe shape."""
+    try:
+        merged = models.reconciled_state_db_messages_for_session(session, prefer_context=True)
+    except Exception:  # noqa: BLE001 - an unreadable state.db must not block a turn
+        log.exception("reconciling %s with state.db failed; using the session file alone", session.session_id)
+        merged = session.context_messages or session.messages
+    return sanitize_messages_for_api(merged)
+
+
+def start_turn(session_id: str, message: str, model: str | None = None) -> dict:
+    """Commit the user message durably, then run the agent in the background; answers ``{stream_id}``."""
+    if _SHUTTING_DOWN.is_set():
+        raise ApiError("Talaria is shutting down", status=503)
+    if not isinstance(message, str) or not message.strip():
+        raise BadRequest("message must be a non-empty string")
+    stream_id = uuid.uuid4().hex
+    turn = Turn(stream_id, session_id)
+    with _config._get_session_agent_lock(session_id):
+        try:
+            session = models.get_session(session_id)
+        except KeyError:
+            raise NotFound("Session not found") from None
+        if session.read_only:
+            raise Conflict("This session is read-only.")
+        if live_turn_for(session_id) is not None:
+            raise Conflict("A reply is still streaming in this session; stop it or wait for it to finish.")
+        if session.active_stream_id or session.pending_user_message:
+            _mark_interrupted(session)  # a stale pending turn from a process that is gone
+        history = _history_for(session)
+        now = time.time()
+        user_msg = {"role": "user", "content": message, "timestamp": now}
+        session.messages.append(user_msg)
+        if session.context_messages:
+            session.context_messages.append(dict(user_msg))
+        if model:
+            session.model = model
+        session.active_stream_id = stream_id
+        session.pending_user_message = message
+        session.pending_started_at = now
+        session_ops.advance_watermark_after_turn(session, now)
+        session.save()
+        models.cache_session(session)
+        with _TURNS_LOCK:
+            _TURNS[stream_id] = turn
+            _LIVE_BY_SESSION[session_id] = turn
+    threading.Thread(
+        target=_run_turn,
+        args=(turn, session, message, history, now),
+        name=f"turn-{stream_id[:8]}",
+        daemon=True,
+    ).start()
+    return {"stream_id": stream_id, "session_id": session_id}
+
+
+# ---------------------------------------------------------------------- the worker
+
+
+def _agent_for(session: models.Session):
+    key = f"{session.session_id}\x00{session.model}\x00{session.model_provider}"
+    with _AGENTS_LOCK:
+        agent = _AGENTS.pop(key, None)
+    if agent is None:
+        agent = agent_runtime.build_agent(
+            session.session_id,
+            session.model,
+            session.model_provider,
+            state_db_path=_config.STATE_DB_PATH,
+            enabled_toolsets=compression._toolsets(),
+        )
+    return key, agent
+
+
+def _return_agent(key: str, agent) -> None:
+    with _AGENTS_LOCK:
+        _AGENTS[key] = agent
+        while len(_AGENTS) > _AGENT_CACHE_MAX:
+            _, old = _AGENTS.popitem(last=False)
+            agent_runtime.close_agent(old)
+
+
+def _run_turn(turn: Turn, session: models.Session, message: str, history: list, user_ts: float) -> None:
+    result = None
+    error: tuple[str, str | None] | None = None
+    key = agent = None
+    try:
+        key, agent = _agent_for(session)
+        runner = agent_runtime.TurnRunner(
+            agent, message, history, turn.append, persist_text=message, persist_timestamp=user_ts
+        )
+        turn.runner = runner
+        if turn.cancel_requested:
+            raise _Cancelled()
+        runner.start()
+        interval = float(_config.setting("checkpoint_interval"))
+        checkpointed = 0
+        while not runner.done.wait(interval):
+            if len(turn.partial_text) != checkpointed:
+                checkpointed = len(turn.partial_text)
+                _checkpoint(turn, session)
+        result = runner.result
+    except _Cancelled:
+        pass
+    except agent_runtime.ProviderNotConfigured as exc:
+        error = (exc.message, "Configure a provider in the agent's config.yaml (see the README).")
+    except ApiError as exc:
+        error = (exc.message, None)
+    except Exception as exc:  # noqa: BLE001 - any failure becomes an error event, never a lost turn
+        log.exception("turn %s failed", turn.stream_id)
+        error = (f"The turn failed: {type(exc).__name__}: {exc}", None)
+    finally:
+        if agent is not None and key is not None:
+            _return_agent(key, agent)
+    try:
+        _finalize(turn, session, result, error)
+    except Exception:  # noqa: BLE001
+        log.exception("finalizing turn %s failed", turn.stream_id)
+        turn.append(
+            "error",
+            {"message": "Saving the answer failed; the conversation is kept up to the last checkpoint."},
+        )
+    finally:
+        with _TURNS_LOCK:
+            if _LIVE_BY_SESSION.get(turn.session_id) is turn:
+                del _LIVE_BY_SESSION[turn.session_id]
+        turn.finish()
+
+
+class _Cancelled(Exception):
+    pass
+
+
+def _partial_row(turn: Turn, now: float) -> dict:
+    row = {"role": "assistant", "content": "".join(turn.partial_text), "timestamp": now, "_partial": True}
+    if turn.partial_reasoning:
+        row["reasoning"] = "".join(turn.partial_reasoning)
+    return row
+
+
+def _drop_partial_tail(session: models.Session) -> None:
+    while (
+        session.messages and isinstance(session.messages[-1], dict) and session.messages[-1].get("_partial")
+    ):
+        session.messages.pop()
+
+
+def _checkpoint(turn: Turn, session: models.Session) -> None:
+    with _config._get_session_agent_lock(turn.session_id):
+        if session.active_stream_id != turn.stream_id:
+            return
+        _drop_partial_tail(session)
+        session.messages.append(_partial_row(turn, time.time()))
+        session.save(touch_updated_at=False)
+
+
+def _new_rows(result_messages: list, message: str) -> list[dict]:
+    """The rows the agent added after our user message."""
+    for i in range(len(result_messages) - 1, -1, -1):
+        m = result_messages[i]
+        if isinstance(m, dict) and m.get("role") == "user" and message_text(m) == message:
+            return [copy.deepcopy(r) for r in result_messages[i + 1 :] if isinstance(r, dict)]
+    return []
+
+
+def _stamp(rows: list[dict], base: float) -> None:
+    for k, row in enumerate(rows):
+        if not row.get("timestamp"):
+            row["timestamp"] = base + k * 1e-6
+
+
+def _finalize(turn: Turn, session: models.Session, result, error: tuple[str, str | None] | None) -> None:
+    compressed_event = None
+    with _config._get_session_agent_lock(turn.session_id):
+        if session.active_stream_id != turn.stream_id:
+            return  # shutdown or a newer turn already settled this one
+        visible_before = len(session.messages)
+        _drop_partial_tail(session)
+        now = time.time()
+        rows: list[dict] = []
+        if result is not None:
+            rows = _new_rows(result.messages, turn_user_text(session, turn))
+            if not rows and result.final_response:
+                rows = [{"role": "assistant", "content": result.final_response}]
+            if result.interrupted or turn.cancel_requested:
+                rows = rows or ([_partial_row(turn, now)] if turn.partial_text else [])
+                for row in rows[-1:]:
+                    row["_cancelled"] = True
+            if result.failed or (result.error and not result.completed and not result.interrupted):
+                error = (result.error or "The model call failed.", None)
+        elif turn.cancel_requested and turn.partial_text:
+            rows = [dict(_partial_row(turn, now), _cancelled=True)]
+        for row in rows:
+            row.pop("_partial", None)
+        _stamp(rows, now)
+        session.messages.extend(rows)
+        if error is not None:
+            session.messages.append(
+                {"role": "assistant", "content": f"⚠ {error[0]}", "timestamp": time.time(), "_error": True}
+            )
+        if result is not None and result.compressed:
+            new_context = [copy.deepcopy(m) for m in result.messages if isinstance(m, dict)]
+            _stamp(new_context, now)
+            compressed_event = compression.record_auto_compression(session, new_context, visible_before)
+        elif session.context_messages:
+            session.context_messages.extend(copy.deepcopy(rows))
+        _apply_usage(session, result)
+        session.active_stream_id = None
+        session.pending_user_message = None
+        session.pending_started_at = None
+        session.pending_attachments = []
+        session.pending_user_source = None
+        title = _auto_title(session)
+        session.save()
+    if compressed_event is not None:
+        turn.append("compressed", compressed_event)
+    if title:
+        turn.append("title", {"title": title})
+    if error is not None:
+        turn.append("error", {"message": error[0], **({"hint": error[1]} if error[1] else {})})
+    elif turn.cancel_requested or (result is not None and result.interrupted):
+        turn.append("cancelled", {})
+    from api.session_admin import full_session
+
+    turn.append("done", {"session": full_session(session, msg_limit=100)})
+
+
+def turn_user_text(session: models.Session, turn: Turn) -> str:
+    return session.pending_user_message or ""
+
+
+def _apply_usage(session: models.Session, result) -> None:
+    if result is None:
+        return
+    usage = result.usage or {}
+    for ours, theirs in (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"),
+                         ("cache_read_tokens", "cache_read_tokens"), ("cache_write_tokens", "cache_write_tokens")):  # fmt: skip
+        value = usage.get(theirs)
+        if isinstance(value, int):
+            setattr(session, ours, (getattr(session, ours) or 0) + value)
+    cost = usage.get("estimated_cost_usd")
+    if isinstance(cost, (int, float)):
+        session.estimated_cost = (session.estimated_cost or 0) + cost
+    if result.last_prompt_tokens is not None:
+        session.last_prompt_tokens = result.last_prompt_tokens
+    if result.context_length:
+        session.context_length = result.context_length
+    if result.threshold_tokens:
+        session.threshold_tokens = result.threshold_tokens
+
+
+def _auto_title(session: models.Session) -> str | None:
+    if session.manual_title or (session.title and session.title != "Untitled"):
+        return None
+    first = next(
+        (message_text(m) for m in session.messages if isinstance(m, dict) and m.get("role") == "user"), ""
+    )
+    line = " ".join(first.split())
+    if not line:
+        return None
+    title = line if len(line) <= _TITLE_CHARS else line[: _TITLE_CHARS - 1].rsplit(" ", 1)[0] + "…"
+    session.title = title
+    return title
+
+
+# ---------------------------------------------------------------------- cancel, interrupted turns, shutdown
+
+
+def cancel_turn(stream_id: str | None = None, session_id: str | None = None) -> dict:
+    with _TURNS_LOCK:
+        turn = _TURNS.get(stream_id) if stream_id else _LIVE_BY_SESSION.get(session_id or "")
+    if turn is None:
+        raise NotFound("No such stream")
+    if turn.finished:
+        return {"ok": True, "finished": True}
+    turn.cancel_requested = True
+    if turn.runner is not None:
+        turn.runner.interrupt("Stopped by the user")
+    return {"ok": True}
+
+
+def _mark_interrupted(session: models.Session) -> bool:
+    """Close a pending turn whose process is gone: keep what was saved, add a visible marker."""
+    if not (session.active_stream_id or session.pending_user_message):
+        return False
+    pending = session.pending_user_message
+    has_user = any(
+        isinstance(m, dict) and m.get("role") == "user" and message_text(m) == pending
+        for m in session.messages[-3:]
+    )
+    if pending and not has_user:
+        ts = session.pending_started_at or time.time()
+        session.messages.append({"role": "user", "content": pending, "timestamp": ts, "_recovered": True})
+    session.messages.append(
+        {
+            "role": "assistant",
+            "content": INTERRUPTED_TEXT,
+            "timestamp": time.time(),
+            "_error": True,
+            "_interrupted": True,
+        }
+    )
+    session.active_stream_id = None
+    session.pending_user_message = None
+    session.pending_started_at = None
+    session.pending_attachments = []
+    session.pending_user_source = None
+    return True
+
+
+def recover_interrupted_turns(session_dir: Path) -> list[str]:
+    """At startup: every session left mid-turn gets its interrupted marker (index rows say which)."""
+    marked = []
+    for row in models.all_sessions():
+        if not (row.get("active_stream_id") or row.get("pending_user_message")):
+            continue
+        sid = row["session_id"]
+        with _config._get_session_agent_lock(sid):
+            try:
+                session = models.get_session(sid)
+            except (KeyError, ValueError, OSError):
+                continue
+            if _mark_interrupted(session):
+                session.save(touch_updated_at=False)
+                marked.append(sid)
+    if marked:
+        log.warning("marked %d interrupted turn(s): %s", len(marked), ", ".join(marked))
+    return marked
+
+
+def shutdown(timeout: float = 5.0) -> None:
+    """Stop live turns: interrupt them, give them ``timeout`` to settle, then mark the rest interrupted."""
+    _SHUTTING_DOWN.set()
+    with _TURNS_LOCK:
+        live = list(_LIVE_BY_SESSION.values())
+    for turn in live:
+        turn.cancel_requested = True
+        if turn.runner is not None:
+            turn.runner.interrupt("Talaria is shutting down")
+    deadline = time.time() + timeout
+    for turn in live:
+        with turn.cond:
+            while not turn.finished and time.time() < deadline:
+                turn.cond.wait(max(0.0, deadline - time.time()))
+        if not turn.finished:
+            with _config._get_session_agent_lock(turn.session_id):
+                try:
+                    session = models.get_session(turn.session_id)
+                except KeyError:
+                    continue
+                if session.active_stream_id == turn.stream_id and turn.partial_text:
+                    _drop_partial_tail(session)
+                    session.messages.append(_partial_row(turn, time.time()))
+                if _mark_interrupted(session):
+                    session.save(touch_updated_at=False)

@@ -1,0 +1,102 @@
+// The HTTP client: JSON in and out, the CSRF header on every POST, one error type for every failure.
+
+let csrfToken = null;
+
+export function setCsrfToken(token) {
+  csrfToken = token || null;
+}
+
+export class ApiError extends Error {
+  constructor(message, status, data) {
+    super(message);
+    this.name = "ApiError";
+    this.status = status;
+    this.data = data || {};
+  }
+}
+
+function query(params) {
+  const search = new URLSearchParams();
+  for (const [key, value] of Object.entries(params || {})) {
+    if (value !== undefined && value !== null && value !== "") search.set(key, String(value));
+  }
+  const text = search.toString();
+  return text ? `?${text}` : "";
+}
+
+async function parse(response) {
+  let data = null;
+  const type = response.headers.get("Content-Type") || "";
+  if (type.includes("application/json")) {
+    try {
+      data = await response.json();
+    } catch {
+      data = null;
+    }
+  }
+  if (!response.ok) {
+    const message = (data && data.error) || `${response.status} ${response.statusText}`;
+    if (response.status === 401) window.dispatchEvent(new CustomEvent("talaria:auth-required"));
+    throw new ApiError(message, response.status, data);
+  }
+  return data || {};
+}
+
+export async function getJSON(path, params) {
+  let response;
+  try {
+    response = await fetch(path + query(params), { headers: { Accept: "application/json" }, credentials: "same-origin" });
+  } catch (err) {
+    throw new ApiError("The server cannot be reached.", 0, { cause: String(err) });
+  }
+  return parse(response);
+}
+
+export async function postJSON(path, body) {
+  const headers = { "Content-Type": "application/json", Accept: "application/json" };
+  if (csrfToken) headers["X-CSRF-Token"] = csrfToken;
+  let response;
+  try {
+    response = await fetch(path, { method: "POST", headers, body: JSON.stringify(body || {}), credentials: "same-origin" });
+  } catch (err) {
+    throw new ApiError("The server cannot be reached.", 0, { cause: String(err) });
+  }
+  return parse(response);
+}
+
+export function csrfHeaders() {
+  return csrfToken ? { "X-CSRF-Token": csrfToken } : {};
+}
+
+// One function per route of docs/http-api.md.
+export const api = {
+  authStatus: () => getJSON("/api/auth/status"),
+  login: (password) => postJSON("/api/auth/login", { password }),
+  logout: () => postJSON("/api/auth/logout", {}),
+  recoveryStartup: () => getJSON("/api/recovery/startup"),
+
+  sessions: () => getJSON("/api/sessions"),
+  search: (q) => getJSON("/api/sessions/search", { q, content: 1 }),
+  session: (sessionId, { limit, before } = {}) =>
+    getJSON("/api/session", { session_id: sessionId, msg_limit: limit, msg_before: before }),
+  newSession: (fields) => postJSON("/api/session/new", fields || {}),
+  rename: (sessionId, title) => postJSON("/api/session/rename", { session_id: sessionId, title }),
+  pin: (sessionId, pinned) => postJSON("/api/session/pin", { session_id: sessionId, pinned }),
+  archive: (sessionId, archived) => postJSON("/api/session/archive", { session_id: sessionId, archived }),
+  remove: (sessionId) => postJSON("/api/session/delete", { session_id: sessionId }),
+  restoreDeleted: (undoToken) => postJSON("/api/session/restore-deleted", { undo_token: undoToken }),
+  retry: (sessionId) => postJSON("/api/session/retry", { session_id: sessionId }),
+  undo: (sessionId) => postJSON("/api/session/undo", { session_id: sessionId }),
+  truncate: (sessionId, keepCount) => postJSON("/api/session/truncate", { session_id: sessionId, keep_count: keepCount }),
+  clear: (sessionId) => postJSON("/api/session/clear", { session_id: sessionId }),
+  compress: (sessionId, focusTopic) =>
+    postJSON("/api/session/compress", focusTopic ? { session_id: sessionId, focus_topic: focusTopic } : { session_id: sessionId }),
+  uncompress: (sessionId) => postJSON("/api/session/uncompress", { session_id: sessionId }),
+
+  chatStart: (sessionId, message) => postJSON("/api/chat/start", { session_id: sessionId, message }),
+  chatCancel: (streamId, sessionId) =>
+    postJSON("/api/chat/cancel", streamId ? { stream_id: streamId } : { session_id: sessionId }),
+
+  exportUrl: (sessionId, format) => `/api/session/export${query({ session_id: sessionId, format })}`,
+  auditUrl: () => "/api/session/recovery/audit",
+};

@@ -1,0 +1,296 @@
+// Bootstrap: login when auth is on, then wire the sidebar, chat view and composer together, route by
+// the URL hash (#/s/<session id>), and handle keyboard shortcuts.
+
+import { api, setCsrfToken } from "./api.js";
+import { ChatView } from "./chat.js";
+import { Composer } from "./composer.js";
+import { showLogin } from "./login.js";
+import { showRecoveryBanner, updateContextMeter } from "./markers.js";
+import { messageText } from "./render.js";
+import { SessionList } from "./sessions.js";
+import { toast, toastError } from "./toast.js";
+
+const $ = (id) => document.getElementById(id);
+
+function sessionFromHash() {
+  const match = /^#\/s\/([A-Za-z0-9_-]{1,200})$/.exec(location.hash);
+  return match ? match[1] : null;
+}
+
+class App {
+  constructor(authStatus) {
+    this.auth = authStatus;
+    this.sessions = new SessionList({
+      root: $("session-list"),
+      filterInput: $("session-filter"),
+      archivedToggle: $("show-archived"),
+      onOpen: (sid, opts) => this.open(sid, opts),
+      onDeleted: (sid) => {
+        if (sid === this.chat.sessionId) this.goEmpty();
+      },
+      onChanged: (row) => {
+        if (row && row.session_id === this.chat.sessionId) this.updateHeader({ ...this.chat.session, ...row });
+      },
+    });
+    this.chat = new ChatView({
+      transcript: $("transcript"),
+      list: $("messages"),
+      sentinel: $("older-sentinel"),
+      empty: $("empty-state"),
+      onSession: (session) => this.onSession(session),
+      onStreaming: (streaming) => {
+        this.composer.setStreaming(streaming);
+        if (!streaming) this.sessions.refresh().catch(() => {});
+      },
+      onEditLast: (msg) => this.composer.startEdit(msg, messageText(msg)),
+      onError: toastError,
+    });
+    this.composer = new Composer({
+      form: $("composer"),
+      input: $("composer-input"),
+      sendButton: $("send"),
+      stopButton: $("stop"),
+      list: $("slash-list"),
+      editNote: $("edit-note"),
+      editCancel: $("edit-cancel"),
+      status: $("composer-status"),
+      onSend: (text, opts) => this.send(text, opts),
+      onCommand: (name, arg) => this.command(name, arg),
+      onStop: () => this.stop(),
+    });
+    $("new-session").addEventListener("click", () => this.newSession());
+    $("open-sidebar").addEventListener("click", () => this.toggleSidebar(true));
+    $("close-sidebar").addEventListener("click", () => this.toggleSidebar(false));
+    $("scrim").addEventListener("click", () => this.toggleSidebar(false));
+    $("logout").hidden = !authStatus.enabled;
+    $("logout").addEventListener("click", async () => {
+      await api.logout().catch(() => {});
+      location.reload();
+    });
+    window.addEventListener("hashchange", () => this.route());
+    document.addEventListener("keydown", (event) => this.shortcut(event));
+  }
+
+  async start() {
+    $("app").hidden = false;
+    await this.sessions.refresh();
+    api.recoveryStartup().then((summary) => showRecoveryBanner($("recovery-banner"), summary, api.auditUrl())).catch(() => {});
+    await this.route();
+  }
+
+  async route() {
+    const sid = sessionFromHash();
+    if (!sid) return this.goEmpty();
+    if (sid !== this.chat.sessionId) await this.load(sid);
+  }
+
+  async open(sid, opts = {}) {
+    this.toggleSidebar(false);
+    if (sessionFromHash() !== sid) history.pushState(null, "", `#/s/${sid}`);
+    await this.load(sid, opts);
+  }
+
+  async load(sid, opts = {}) {
+    this.sessions.setCurrent(sid);
+    try {
+      await this.chat.open(sid, opts);
+    } catch (err) {
+      if (err.status === 404) {
+        toast("That session no longer exists.");
+        history.replaceState(null, "", location.pathname);
+        this.goEmpty();
+      } else {
+        toastError(err);
+      }
+    }
+  }
+
+  goEmpty() {
+    this.chat.showEmpty();
+    this.sessions.setCurrent(null);
+    if (location.hash) history.replaceState(null, "", location.pathname);
+  }
+
+  onSession(session) {
+    this.updateHeader(session);
+    if (session && !session.read_only && session.session_id) this.sessions.upsert(session);
+  }
+
+  updateHeader(session) {
+    const title = session ? session.title || "Untitled" : "Talaria";
+    $("chat-title").textContent = title;
+    document.title = session ? `${title} — Talaria` : "Talaria";
+    updateContextMeter($("context-meter"), session);
+    const sid = session && (session.session_id || session.id);
+    const exportable = Boolean(sid && !session.read_only);
+    $("export-menu").hidden = !exportable;
+    if (exportable) {
+      for (const format of ["json", "md", "html"]) $(`export-${format}`).href = api.exportUrl(sid, format);
+    }
+    const note = $("read-only-note");
+    note.hidden = !(session && session.read_only);
+    if (session && session.read_only) {
+      note.textContent = `Read-only: this conversation comes from ${session.source || "another platform"} and is shown as the agent stored it.`;
+    }
+    this.composer.setEnabled(!(session && session.read_only), session && session.read_only ? "This session is read-only" : undefined);
+  }
+
+  async newSession() {
+    try {
+      const data = await api.newSession();
+      this.sessions.upsert(data.session);
+      await this.open(data.session.session_id);
+      this.composer.focus();
+    } catch (err) {
+      toastError(err);
+    }
+  }
+
+  async ensureSession() {
+    if (this.chat.sessionId) return this.chat.sessionId;
+    const data = await api.newSession();
+    this.sessions.upsert(data.session);
+    await this.open(data.session.session_id);
+    return data.session.session_id;
+  }
+
+  // Sends a message (after cutting the transcript when the last user message was edited).
+  async send(text, { editIdx = null } = {}) {
+    if (this.chat.streaming) return false;
+    try {
+      const sid = await this.ensureSession();
+      if (editIdx !== null && editIdx !== undefined) {
+        const cut = await api.truncate(sid, editIdx);
+        this.chat.applySession(cut.session, { replace: true });
+      }
+      this.chat.appendUserBubble(text);
+      const started = await api.chatStart(sid, text);
+      this.chat.follow(started.stream_id);
+      return true;
+    } catch (err) {
+      for (const node of $("messages").querySelectorAll(".msg.pending")) node.remove();
+      toastError(err);
+      return false;
+    }
+  }
+
+  async stop() {
+    try {
+      await this.chat.stop();
+    } catch (err) {
+      toastError(err);
+    }
+  }
+
+  async command(name, arg) {
+    const sid = this.chat.sessionId;
+    if (!sid && name !== "title") {
+      toast("Open a session first.");
+      return false;
+    }
+    if (this.chat.streaming) {
+      toast("Wait for the answer to finish, or stop it first.");
+      return false;
+    }
+    try {
+      if (name === "compress") {
+        this.composer.setStatus(arg ? `Compressing the context (focus: ${arg})…` : "Compressing the context…");
+        const data = await api.compress(sid, arg || null);
+        const summary = data.summary || {};
+        toast([summary.headline, summary.token_line].filter(Boolean).join(" — ") || "Context compressed.");
+        await this.chat.reload();
+      } else if (name === "uncompress") {
+        await api.uncompress(sid);
+        toast("The context from before the last compression is back.");
+        await this.chat.reload();
+      } else if (name === "undo") {
+        const data = await api.undo(sid);
+        if (data.error) {
+          toast(data.error);
+          return true;
+        }
+        toast(`Removed ${data.removed_count} message${data.removed_count === 1 ? "" : "s"}.`);
+        await this.chat.reload();
+      } else if (name === "retry") {
+        const data = await api.retry(sid);
+        if (data.error) {
+          toast(data.error);
+          return true;
+        }
+        await this.chat.reload();
+        return this.send(data.last_user_text);
+      } else if (name === "clear") {
+        await api.clear(sid);
+        await this.chat.reload();
+        toast("Conversation cleared.");
+      } else if (name === "title") {
+        if (!arg) {
+          toast("Usage: /title <new title>");
+          return false;
+        }
+        const target = sid || (await this.ensureSession());
+        const data = await api.rename(target, arg);
+        this.sessions.upsert(data.session);
+        this.updateHeader({ ...this.chat.session, ...data.session });
+      }
+      return true;
+    } catch (err) {
+      toastError(err);
+      return false;
+    } finally {
+      this.composer.setStatus("");
+      this.sessions.refresh().catch(() => {});
+    }
+  }
+
+  toggleSidebar(open) {
+    $("app").classList.toggle("sidebar-open", open);
+    $("scrim").hidden = !open;
+    if (open) $("close-sidebar").focus();
+  }
+
+  shortcut(event) {
+    const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(event.target.tagName);
+    if (event.altKey && event.shiftKey && event.code === "KeyN") {
+      event.preventDefault();
+      this.newSession();
+    } else if ((event.ctrlKey || event.metaKey) && !event.shiftKey && event.key.toLowerCase() === "k") {
+      event.preventDefault();
+      this.toggleSidebar(window.matchMedia("(max-width: 760px)").matches);
+      this.sessions.focusFilter();
+    } else if (event.key === "/" && !typing) {
+      event.preventDefault();
+      this.sessions.focusFilter();
+    } else if (event.key === "Escape" && this.chat.streaming) {
+      event.preventDefault();
+      this.stop();
+    } else if (event.key === "Escape" && $("app").classList.contains("sidebar-open")) {
+      this.toggleSidebar(false);
+    }
+  }
+}
+
+async function boot() {
+  let status;
+  try {
+    status = await api.authStatus();
+  } catch (err) {
+    $("boot").textContent = `Talaria cannot reach its server: ${err.message}`;
+    return;
+  }
+  $("boot").hidden = true;
+  const startApp = async (csrfToken) => {
+    setCsrfToken(csrfToken);
+    $("login").hidden = true;
+    const app = new App(status);
+    window.addEventListener("talaria:auth-required", () => {
+      $("app").hidden = true;
+      showLogin(() => location.reload());
+    });
+    await app.start();
+  };
+  if (status.enabled && !status.logged_in) showLogin(startApp);
+  else await startApp(status.csrf_token);
+}
+
+boot();

@@ -1,0 +1,327 @@
+// The chat view: a window of the most recent messages (older ones load on scroll-up through
+// `msg_before`), the compression marker, and the live turn streamed over SSE.
+
+import { api } from "./api.js";
+import { LiveTurn } from "./live.js";
+import { anchorMessageIdx, compressionMarker } from "./markers.js";
+import { el, renderMessages, setToolResult } from "./render.js";
+import { followStream } from "./sse.js";
+
+export const PAGE_SIZE = 100;
+const NEAR_BOTTOM_PX = 120;
+
+// Gives messages without `_idx` their position in the full transcript (the window ends at `total`).
+export function indexMessages(messages, total) {
+  const start = Math.max(0, (Number.isInteger(total) ? total : messages.length) - messages.length);
+  return messages.map((msg, i) => (Number.isInteger(msg._idx) ? msg : { ...msg, _idx: start + i }));
+}
+
+export class ChatView {
+  constructor({ transcript, list, sentinel, empty, onSession, onStreaming, onEditLast, onError }) {
+    this.transcript = transcript;
+    this.list = list;
+    this.empty = empty;
+    this.onSession = onSession;
+    this.onStreaming = onStreaming;
+    this.onEditLast = onEditLast;
+    this.onError = onError;
+    this.session = null;
+    this.messages = [];
+    this.toolCards = new Map();
+    this.loadingOlder = false;
+    this.openSeq = 0;
+    this.stream = null;
+    this.streamId = null;
+    this.live = null;
+    this.observer = new IntersectionObserver((entries) => {
+      if (entries.some((e) => e.isIntersecting)) this.loadOlder();
+    }, { root: transcript, rootMargin: "800px 0px 0px 0px" });
+    this.observer.observe(sentinel);
+  }
+
+  get sessionId() {
+    return this.session ? this.session.session_id || this.session.id : null;
+  }
+
+  get readOnly() {
+    return Boolean(this.session && this.session.read_only);
+  }
+
+  get streaming() {
+    return Boolean(this.streamId);
+  }
+
+  async open(sessionId, { messageIdx } = {}) {
+    const seq = ++this.openSeq;
+    performance.mark("talaria:open-start");
+    this.detachStream();
+    const first = await api.session(sessionId, { limit: PAGE_SIZE });
+    if (seq !== this.openSeq) return false;
+    let session = first.session;
+    const firstIdx = session.messages?.length ? session.messages[0]._idx : 0;
+    if (Number.isInteger(messageIdx) && messageIdx < firstIdx) {
+      // A search hit above the window: load from just before it to the end.
+      const total = session.total_messages ?? messageIdx + PAGE_SIZE;
+      session = (await api.session(sessionId, { limit: total - messageIdx + 10 })).session;
+      if (seq !== this.openSeq) return false;
+    }
+    this.applySession(session, { replace: true });
+    if (Number.isInteger(messageIdx)) this.reveal(messageIdx);
+    else this.scrollToBottom();
+    await new Promise((resolve) => requestAnimationFrame(() => resolve()));
+    performance.measure("talaria:open", "talaria:open-start");
+    if (session.active_stream_id && !session.read_only) this.follow(session.active_stream_id);
+    return true;
+  }
+
+  // Re-reads the current window from the server (after undo, retry, compress, …).
+  async reload() {
+    if (!this.sessionId) return;
+    const loaded = this.messages.length ? this.messages[this.messages.length - 1]._idx - this.messages[0]._idx + 1 : 0;
+    const data = await api.session(this.sessionId, { limit: Math.max(PAGE_SIZE, loaded) });
+    this.applySession(data.session, { replace: true });
+    this.scrollToBottom();
+  }
+
+  // Shows a full session payload; `replace` drops what was loaded, otherwise older rows are kept.
+  applySession(session, { replace = false } = {}) {
+    const total = Number.isInteger(session.total_messages) ? session.total_messages : (session.messages || []).length;
+    let incoming = indexMessages(session.messages || [], total);
+    let hasMoreBefore = Boolean(session.has_more_before);
+    const sameSession = this.session && (session.session_id || session.id) === this.sessionId;
+    if (!replace && sameSession && this.messages.length) {
+      const windowStart = this.messages[0]._idx;
+      const incomingStart = incoming.length ? incoming[0]._idx : total;
+      if (incomingStart <= windowStart) {
+        incoming = incoming.filter((m) => m._idx >= windowStart);
+        hasMoreBefore = windowStart > 0;
+      } else {
+        incoming = [...this.messages.filter((m) => m._idx < incomingStart), ...incoming];
+        hasMoreBefore = this.hasMoreBefore;
+      }
+    } else if (incoming.length > PAGE_SIZE && !replace) {
+      incoming = incoming.slice(-PAGE_SIZE);
+      hasMoreBefore = true;
+    }
+    const { messages: _dropped, ...meta } = session;
+    this.session = meta;
+    this.messages = incoming;
+    this.hasMoreBefore = hasMoreBefore && incoming.length > 0 && incoming[0]._idx > 0;
+    this.renderAll();
+    this.onSession?.(meta);
+  }
+
+  visibleMessages(messages) {
+    // While a turn is live its checkpoint rows are shown by the live bubble instead.
+    return this.streamId ? messages.filter((m) => !m._partial) : messages;
+  }
+
+  renderAll() {
+    this.toolCards = new Map();
+    this.list.replaceChildren(renderMessages(this.visibleMessages(this.messages), this.toolCards));
+    this.placeMarker();
+    this.markEditable();
+    this.empty.hidden = this.messages.length > 0 || this.streaming;
+    if (this.live) this.list.append(this.live.article);
+  }
+
+  placeMarker() {
+    for (const node of this.list.querySelectorAll(".compress-marker")) node.remove();
+    const idx = anchorMessageIdx(this.session, this.messages);
+    if (idx === null) return;
+    const after = this.list.querySelector(`.msg[data-idx="${idx}"]`);
+    if (after) after.after(compressionMarker(this.session));
+  }
+
+  markEditable() {
+    for (const node of this.list.querySelectorAll(".edit-last")) node.remove();
+    if (this.readOnly || this.streaming) return;
+    const last = [...this.messages].reverse().find((m) => m.role === "user");
+    if (!last) return;
+    const article = this.list.querySelector(`.msg[data-idx="${last._idx}"]`);
+    if (!article) return;
+    const button = el("button", "link-btn edit-last", "Edit");
+    button.type = "button";
+    button.setAttribute("aria-label", "Edit your last message and resend");
+    button.addEventListener("click", () => this.onEditLast?.(last));
+    article.querySelector(".msg-head")?.append(button);
+  }
+
+  async loadOlder() {
+    if (this.loadingOlder || !this.hasMoreBefore || !this.messages.length || !this.sessionId) return;
+    this.loadingOlder = true;
+    const sid = this.sessionId;
+    const before = this.messages[0]._idx;
+    this.transcript.setAttribute("aria-busy", "true");
+    try {
+      const data = await api.session(sid, { limit: PAGE_SIZE, before });
+      if (sid !== this.sessionId || this.messages[0]?._idx !== before) return;
+      const older = (data.session.messages || []).filter((m) => Number.isInteger(m._idx) && m._idx < before);
+      const anchor = this.list.firstElementChild;
+      const anchorTop = anchor ? anchor.getBoundingClientRect().top : 0;
+      const cards = new Map();
+      const fragment = renderMessages(older, cards);
+      this.adoptOrphanResults(cards);
+      this.list.prepend(fragment);
+      for (const [id, card] of cards) this.toolCards.set(id, card);
+      this.messages = [...older, ...this.messages];
+      this.hasMoreBefore = Boolean(data.session.has_more_before) && older.length > 0 && older[0]._idx > 0;
+      this.placeMarker();
+      if (anchor) this.transcript.scrollTop += anchor.getBoundingClientRect().top - anchorTop;
+    } catch (err) {
+      this.onError?.(err);
+    } finally {
+      this.loadingOlder = false;
+      this.transcript.setAttribute("aria-busy", "false");
+    }
+  }
+
+  // Tool results shown on their own (their call was outside the window) move into the new cards.
+  adoptOrphanResults(cards) {
+    for (const article of this.list.querySelectorAll('.msg-tool')) {
+      const orphan = article.querySelector(".tool-card");
+      const card = orphan && cards.get(orphan.dataset.toolCallId);
+      if (!card) continue;
+      setToolResult(card, orphan.querySelector(".tool-result")?.textContent || "", orphan.classList.contains("tool-error"));
+      article.remove();
+    }
+  }
+
+  reveal(idx) {
+    const target = this.list.querySelector(`.msg[data-idx="${idx}"]`);
+    if (!target) return this.scrollToBottom();
+    target.classList.add("highlight");
+    target.scrollIntoView({ block: "center" });
+    setTimeout(() => target.classList.remove("highlight"), 2500);
+  }
+
+  nearBottom() {
+    const t = this.transcript;
+    return t.scrollHeight - t.scrollTop - t.clientHeight < NEAR_BOTTOM_PX;
+  }
+
+  // Rows off screen have estimated heights (content-visibility), so the end moves as they lay out:
+  // scroll again on the next frames.
+  scrollToBottom() {
+    const t = this.transcript;
+    t.scrollTop = t.scrollHeight;
+    requestAnimationFrame(() => {
+      t.scrollTop = t.scrollHeight;
+      requestAnimationFrame(() => {
+        t.scrollTop = t.scrollHeight;
+      });
+    });
+  }
+
+  showEmpty() {
+    this.detachStream();
+    this.openSeq += 1;
+    this.session = null;
+    this.messages = [];
+    this.list.replaceChildren();
+    this.empty.hidden = false;
+    this.onSession?.(null);
+  }
+
+  appendUserBubble(text) {
+    const fragment = renderMessages([{ role: "user", content: text, _idx: -1, timestamp: Date.now() / 1000 }], new Map());
+    fragment.firstElementChild.classList.add("pending");
+    this.list.append(fragment);
+    this.empty.hidden = true;
+    this.scrollToBottom();
+  }
+
+  // Streams a turn into a live bubble; on `done` the transcript is re-rendered from the server's truth.
+  follow(streamId) {
+    this.detachStream();
+    const sid = this.sessionId;
+    this.streamId = streamId;
+    this.live = new LiveTurn(this.list);
+    this.renderAll();
+    this.scrollToBottom();
+    this.onStreaming?.(true);
+    const live = this.live;
+    const handle = followStream(streamId, {
+      onEvent: (name, data) => {
+        if (this.stream !== handle) return;
+        const stick = this.nearBottom();
+        this.handleEvent(live, name, data || {});
+        if (stick) this.scrollToBottom();
+      },
+      onReconnecting: () => live.setStatus("reconnecting…"),
+      onGone: () => {
+        if (this.stream !== handle) return;
+        this.endStream();
+        if (this.sessionId === sid) this.reload().catch((err) => this.onError?.(err));
+      },
+    });
+    this.stream = handle;
+  }
+
+  handleEvent(live, name, data) {
+    switch (name) {
+      case "token":
+        live.token(data.text);
+        break;
+      case "reasoning":
+        live.reasoning(data.text);
+        break;
+      case "tool":
+        live.tool(data);
+        break;
+      case "tool_complete":
+        live.toolComplete(data);
+        break;
+      case "status":
+        live.setStatus(data.message || "");
+        break;
+      case "compressing":
+        live.setStatus(data.message || "compressing context…");
+        break;
+      case "compressed":
+        live.note("compressed", "Context compressed to make room.");
+        break;
+      case "title":
+        if (this.session && data.title) {
+          this.session.title = data.title;
+          this.onSession?.(this.session);
+        }
+        break;
+      case "error":
+        live.error(data.message || "The turn failed.", data.hint);
+        break;
+      case "cancelled":
+        live.cancelled();
+        break;
+      case "done":
+        live.finish();
+        this.endStream();
+        if (data.session) this.applySession(data.session);
+        else this.reload().catch((err) => this.onError?.(err));
+        this.scrollToBottom();
+        break;
+      default:
+        break;
+    }
+  }
+
+  endStream() {
+    this.stream?.close();
+    this.stream = null;
+    this.streamId = null;
+    this.live?.remove();
+    this.live = null;
+    this.onStreaming?.(false);
+  }
+
+  // Leaves a stream without stopping the turn (switching sessions); the server keeps it running.
+  detachStream() {
+    if (this.stream) this.endStream();
+  }
+
+  async stop() {
+    if (!this.streamId) return;
+    this.live?.setStatus("stopping…");
+    await api.chatCancel(this.streamId, this.sessionId);
+  }
+}

@@ -1,0 +1,179 @@
+// The composer: Enter sends, Shift+Enter adds a line, slash commands with a completion list, and the
+// "edit your last message" mode.
+
+import { el } from "./render.js";
+
+export const COMMANDS = [
+  { name: "compress", args: "[focus]", help: "Compress the model's context; the transcript stays" },
+  { name: "uncompress", args: "", help: "Undo the last compression of the context" },
+  { name: "undo", args: "", help: "Remove the last exchange" },
+  { name: "retry", args: "", help: "Resend your last message" },
+  { name: "clear", args: "", help: "Clear this conversation" },
+  { name: "title", args: "<text>", help: "Rename this session" },
+];
+
+// "/compress the plan" → {name: "compress", arg: "the plan"}; null when the text is not a known command.
+export function parseSlash(text) {
+  const match = /^\/([a-z]+)(?:\s+([\s\S]*))?$/i.exec(String(text).trim());
+  if (!match) return null;
+  const name = match[1].toLowerCase();
+  if (!COMMANDS.some((c) => c.name === name)) return null;
+  return { name, arg: (match[2] || "").trim() };
+}
+
+export function completions(text) {
+  const match = /^\/([a-z]*)$/i.exec(text);
+  if (!match) return [];
+  const prefix = match[1].toLowerCase();
+  return COMMANDS.filter((c) => c.name.startsWith(prefix));
+}
+
+export class Composer {
+  constructor({ form, input, sendButton, stopButton, list, editNote, editCancel, status, onSend, onCommand, onStop }) {
+    Object.assign(this, { form, input, sendButton, stopButton, list, editNote, status });
+    this.onSend = onSend;
+    this.onCommand = onCommand;
+    this.onStop = onStop;
+    this.options = [];
+    this.active = 0;
+    this.editing = null;
+    this.busy = false;
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.submit();
+    });
+    input.addEventListener("keydown", (event) => this.onKeyDown(event));
+    input.addEventListener("input", () => this.updateCompletions());
+    input.addEventListener("blur", () => setTimeout(() => this.closeCompletions(), 150));
+    stopButton.addEventListener("click", () => this.onStop?.());
+    editCancel.addEventListener("click", () => this.cancelEdit());
+  }
+
+  onKeyDown(event) {
+    if (event.isComposing) return;
+    if (this.options.length) {
+      if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+        event.preventDefault();
+        const step = event.key === "ArrowDown" ? 1 : -1;
+        this.active = (this.active + step + this.options.length) % this.options.length;
+        this.renderCompletions();
+        return;
+      }
+      if (event.key === "Tab" || (event.key === "Enter" && !event.shiftKey && !parseSlash(this.input.value))) {
+        event.preventDefault();
+        this.choose(this.options[this.active]);
+        return;
+      }
+      if (event.key === "Escape") {
+        event.preventDefault();
+        event.stopPropagation();
+        this.closeCompletions();
+        return;
+      }
+    }
+    if (event.key === "Escape" && this.editing !== null) {
+      event.preventDefault();
+      event.stopPropagation();
+      this.cancelEdit();
+      return;
+    }
+    if (event.key === "Enter" && !event.shiftKey) {
+      event.preventDefault();
+      this.submit();
+    }
+  }
+
+  async submit() {
+    const text = this.input.value;
+    if (!text.trim() || this.busy) return;
+    this.closeCompletions();
+    const command = this.editing === null ? parseSlash(text) : null;
+    const editing = this.editing;
+    this.busy = true;
+    try {
+      const accepted = command ? await this.onCommand?.(command.name, command.arg) : await this.onSend?.(text, { editIdx: editing });
+      if (accepted !== false) {
+        this.input.value = "";
+        if (editing !== null) this.cancelEdit({ keepText: true });
+      }
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  choose(option) {
+    if (!option) return;
+    this.input.value = `/${option.name}${option.args ? " " : ""}`;
+    this.closeCompletions();
+    this.input.focus();
+    if (!option.args) this.updateCompletions();
+  }
+
+  updateCompletions() {
+    this.options = this.editing === null ? completions(this.input.value) : [];
+    if (this.options.length === 1 && `/${this.options[0].name}` === this.input.value.trim() && !this.options[0].args) {
+      this.options = [];
+    }
+    this.active = Math.min(this.active, Math.max(0, this.options.length - 1));
+    this.renderCompletions();
+  }
+
+  renderCompletions() {
+    this.list.replaceChildren();
+    this.list.hidden = this.options.length === 0;
+    this.input.setAttribute("aria-expanded", String(!this.list.hidden));
+    this.options.forEach((option, i) => {
+      const item = el("li", "slash-item");
+      item.id = `slash-${option.name}`;
+      item.setAttribute("role", "option");
+      item.setAttribute("aria-selected", String(i === this.active));
+      item.append(el("span", "slash-name", `/${option.name}${option.args ? ` ${option.args}` : ""}`), el("span", "slash-help", option.help));
+      item.addEventListener("mousedown", (event) => {
+        event.preventDefault();
+        this.choose(option);
+      });
+      this.list.append(item);
+    });
+    if (this.options.length) this.input.setAttribute("aria-activedescendant", `slash-${this.options[this.active].name}`);
+    else this.input.removeAttribute("aria-activedescendant");
+  }
+
+  closeCompletions() {
+    this.options = [];
+    this.renderCompletions();
+  }
+
+  startEdit(msg, text) {
+    this.editing = msg._idx;
+    this.editNote.hidden = false;
+    this.input.value = text;
+    this.input.focus();
+    this.input.setSelectionRange(text.length, text.length);
+  }
+
+  cancelEdit({ keepText = false } = {}) {
+    if (this.editing === null) return;
+    this.editing = null;
+    this.editNote.hidden = true;
+    if (!keepText) this.input.value = "";
+  }
+
+  setStreaming(streaming) {
+    this.sendButton.hidden = streaming;
+    this.stopButton.hidden = !streaming;
+  }
+
+  setEnabled(enabled, placeholder) {
+    this.input.disabled = !enabled;
+    this.sendButton.disabled = !enabled;
+    if (placeholder) this.input.placeholder = placeholder;
+  }
+
+  setStatus(text) {
+    this.status.textContent = text || "";
+  }
+
+  focus() {
+    this.input.focus();
+  }
+}

@@ -1,0 +1,146 @@
+// What the store guarantees, made visible: the compression marker, the context meter, the recovery banner.
+
+import { el, messageText, messageTimestamp } from "./render.js";
+
+function collapse(text) {
+  return String(text || "").replace(/\s+/g, " ").trim();
+}
+
+function hasVisibleContent(msg) {
+  if (!msg || typeof msg !== "object" || !msg.role || msg.role === "tool") return false;
+  if (/^\s*\[context compaction/i.test(messageText(msg))) return false;
+  const attachments = Array.isArray(msg.attachments) && msg.attachments.length > 0;
+  if (msg.role === "assistant") {
+    return Boolean(collapse(messageText(msg)) || attachments || (msg.tool_calls || []).length || msg.reasoning);
+  }
+  return Boolean(collapse(messageText(msg)) || attachments);
+}
+
+// The `_idx` of the message the compression marker follows, among the loaded `messages`; null when it
+// is not loaded (or the session was never compressed).
+export function anchorMessageIdx(session, messages) {
+  if (!session) return null;
+  if (Number.isInteger(session.compression_anchor_idx)) return session.compression_anchor_idx;
+  const visibleIdx = session.compression_anchor_visible_idx;
+  if (visibleIdx === null || visibleIdx === undefined) return null;
+  const key = session.compression_anchor_message_key;
+  if (key && typeof key === "object") {
+    const keyText = collapse(key.text).slice(0, 160);
+    for (let i = messages.length - 1; i >= 0; i -= 1) {
+      const msg = messages[i];
+      if (msg.role !== key.role) continue;
+      const ts = messageTimestamp(msg);
+      const sameTs = key.ts === null || key.ts === undefined || (ts !== null && Math.abs(ts - Number(key.ts)) < 1e-6);
+      if (sameTs && collapse(messageText(msg)).slice(0, 160) === keyText) return msg._idx;
+    }
+  }
+  // Without a key, count visible rows; this is exact only when the window starts at the first message.
+  if (messages.length && messages[0]._idx === 0) {
+    let seen = -1;
+    for (const msg of messages) {
+      if (hasVisibleContent(msg)) seen += 1;
+      if (seen === visibleIdx) return msg._idx;
+    }
+  }
+  return null;
+}
+
+function parseCount(text) {
+  return Number(String(text).replace(/[,\s]/g, ""));
+}
+
+// "~12,345 → ~2,000 tokens" (hermes-agent's token line) or numbers in the anchor details.
+export function tokensSaved(session) {
+  const details = session && session.compression_anchor_details;
+  if (details && typeof details === "object") {
+    const before = Number(details.tokens_before ?? details.before_tokens);
+    const after = Number(details.tokens_after ?? details.after_tokens);
+    if (Number.isFinite(before) && Number.isFinite(after) && before > after) return before - after;
+  }
+  const match = /~?\s*([\d,]+)\s*(?:→|->)\s*~?\s*([\d,]+)\s*tokens/i.exec(String(session?.compression_anchor_summary || ""));
+  if (match) {
+    const saved = parseCount(match[1]) - parseCount(match[2]);
+    if (Number.isFinite(saved) && saved > 0) return saved;
+  }
+  return null;
+}
+
+export function compressionMarker(session) {
+  const details = el("details", "compress-marker");
+  const saved = tokensSaved(session);
+  const label = saved ? `earlier turns compressed here — about ${saved.toLocaleString("en-US")} tokens saved` : "earlier turns compressed here";
+  details.append(el("summary", "compress-marker-label", label));
+  const summary = collapse(session.compression_anchor_summary) || "No summary was recorded for this compression.";
+  details.append(el("p", "compress-marker-summary", summary));
+  return details;
+}
+
+export function formatTokens(n) {
+  if (!Number.isFinite(n)) return "?";
+  if (n < 1000) return String(Math.round(n));
+  if (n < 100000) return `${(n / 1000).toFixed(1).replace(/\.0$/, "")}k`;
+  return `${Math.round(n / 1000)}k`;
+}
+
+export function updateContextMeter(root, session) {
+  const used = Number(session && session.last_prompt_tokens);
+  const limit = Number(session && session.context_length);
+  if (!session || !Number.isFinite(used) || used <= 0) {
+    root.hidden = true;
+    return;
+  }
+  root.hidden = false;
+  const bar = root.querySelector("meter");
+  const label = root.querySelector(".meter-label");
+  if (Number.isFinite(limit) && limit > 0) {
+    bar.hidden = false;
+    bar.value = Math.min(1, used / limit);
+    label.textContent = `${formatTokens(used)} / ${formatTokens(limit)}`;
+    root.title = `Context: ${used.toLocaleString("en-US")} of ${limit.toLocaleString("en-US")} tokens`;
+  } else {
+    bar.hidden = true;
+    label.textContent = `${formatTokens(used)} tokens`;
+    root.title = `Context: ${used.toLocaleString("en-US")} tokens`;
+  }
+}
+
+function describeDetail(detail) {
+  if (!detail || typeof detail !== "object") return String(detail);
+  const who = detail.title || detail.session_id || detail.sid || detail.path || "a session";
+  const what = detail.action || detail.reason || detail.status || "";
+  return what ? `${who}: ${what}` : String(who);
+}
+
+// The startup sweep's summary → a dismissible banner (shown only when something was restored).
+export function showRecoveryBanner(root, summary, auditUrl) {
+  const restored = Number(summary && summary.restored);
+  if (!Number.isFinite(restored) || restored <= 0) {
+    root.hidden = true;
+    return;
+  }
+  root.replaceChildren();
+  const text = el("p", "banner-text");
+  text.append(
+    `Recovered ${restored} session${restored === 1 ? "" : "s"} from backup after the last shutdown; nothing was deleted. `,
+  );
+  const link = el("a", "banner-link", "See the recovery report");
+  link.href = auditUrl;
+  link.target = "_blank";
+  link.rel = "noopener";
+  text.append(link);
+  root.append(text);
+  const details = Array.isArray(summary.details) ? summary.details.filter((d) => d && (d.restored || d.action === "restore" || d.action === "restored")) : [];
+  if (details.length) {
+    const list = el("ul", "banner-list");
+    for (const detail of details.slice(0, 5)) list.append(el("li", null, describeDetail(detail)));
+    root.append(list);
+  }
+  const dismiss = el("button", "icon-btn banner-close", "×");
+  dismiss.type = "button";
+  dismiss.setAttribute("aria-label", "Dismiss the recovery notice");
+  dismiss.addEventListener("click", () => {
+    root.hidden = true;
+  });
+  root.append(dismiss);
+  root.hidden = false;
+}

@@ -1,0 +1,202 @@
+// DOM builders for transcript rows: messages, reasoning, tool-call cards. The server's `html` is
+// sanitized (markdown-it with HTML off, then an nh3 allow-list), so it is inserted as HTML; every other
+// string goes in as text.
+
+const RESULT_PREVIEW_CHARS = 20000;
+
+export function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = text;
+  return node;
+}
+
+export function messageText(msg) {
+  const content = msg && msg.content;
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) {
+    return content
+      .map((part) => (typeof part === "string" ? part : part && typeof part.text === "string" ? part.text : ""))
+      .filter(Boolean)
+      .join("\n\n");
+  }
+  return "";
+}
+
+export function messageTimestamp(msg) {
+  for (const key of ["timestamp", "_ts"]) {
+    const value = Number(msg && msg[key]);
+    if (msg && msg[key] !== "" && msg[key] !== null && Number.isFinite(value) && value > 0) return value;
+  }
+  return null;
+}
+
+export function isCompactionText(text) {
+  const head = String(text || "").trimStart().toLowerCase();
+  return head.startsWith("[context compaction") || head.startsWith("[your active task list was preserved");
+}
+
+function prettyJson(value) {
+  if (value === undefined || value === null || value === "") return "";
+  if (typeof value === "string") {
+    try {
+      return JSON.stringify(JSON.parse(value), null, 2);
+    } catch {
+      return value;
+    }
+  }
+  try {
+    return JSON.stringify(value, null, 2);
+  } catch {
+    return String(value);
+  }
+}
+
+function timeLabel(ts) {
+  if (!ts) return "";
+  const date = new Date(ts * 1000);
+  return date.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+}
+
+export function reasoningBlock(text) {
+  const details = el("details", "reasoning");
+  details.append(el("summary", "reasoning-summary", "Reasoning"));
+  details.append(el("div", "reasoning-body", text || ""));
+  return details;
+}
+
+// A collapsible card for one tool call; its result is filled in later by setToolResult.
+export function toolCard({ id, name, args }) {
+  const card = el("details", "tool-card");
+  if (id) card.dataset.toolCallId = id;
+  const summary = el("summary", "tool-summary");
+  summary.append(el("span", "tool-icon", "⚙"), el("span", "tool-name", name || "tool"));
+  summary.append(el("span", "tool-state", "running…"));
+  card.append(summary);
+  const argsText = prettyJson(args);
+  if (argsText) {
+    card.append(el("div", "tool-label", "Arguments"));
+    card.append(el("pre", "tool-args", argsText));
+  }
+  return card;
+}
+
+export function setToolResult(card, result, isError) {
+  let pre = card.querySelector(":scope > .tool-result");
+  if (!pre) {
+    card.append(el("div", "tool-label", "Result"));
+    pre = el("pre", "tool-result");
+    card.append(pre);
+  }
+  let text = prettyJson(result);
+  if (text.length > RESULT_PREVIEW_CHARS) {
+    text = `${text.slice(0, RESULT_PREVIEW_CHARS)}\n… (${(text.length - RESULT_PREVIEW_CHARS).toLocaleString("en-US")} more characters)`;
+  }
+  pre.textContent = text;
+  const state = card.querySelector(".tool-state");
+  if (state) state.textContent = isError ? "failed" : "done";
+  card.classList.toggle("tool-error", Boolean(isError));
+}
+
+function toolCallsOf(msg) {
+  const calls = Array.isArray(msg.tool_calls) ? msg.tool_calls : [];
+  return calls
+    .filter((call) => call && typeof call === "object")
+    .map((call) => ({
+      id: call.id || call.call_id || "",
+      name: (call.function && call.function.name) || call.name || "tool",
+      args: call.function ? call.function.arguments : call.arguments,
+    }));
+}
+
+function roleLabel(role) {
+  if (role === "user") return "You";
+  if (role === "assistant") return "Hermes";
+  if (role === "system") return "System";
+  return role || "message";
+}
+
+// One message → an <article>; `toolCards` (id → card) collects cards so tool rows can fill them.
+export function renderMessage(msg, { toolCards } = {}) {
+  const role = msg.role || "unknown";
+  const text = messageText(msg);
+  const article = el("article", `msg msg-${role}`);
+  article.dataset.idx = String(msg._idx);
+  article.dataset.role = role;
+
+  if (isCompactionText(text)) {
+    article.classList.add("msg-compaction");
+    const details = el("details", "compaction");
+    details.append(el("summary", "compaction-summary", "Context compaction summary"));
+    const body = el("div", "compaction-body");
+    if (typeof msg.html === "string") body.innerHTML = msg.html;
+    else body.textContent = text;
+    details.append(body);
+    article.append(details);
+    return article;
+  }
+
+  const head = el("header", "msg-head");
+  head.append(el("span", "msg-role", roleLabel(role)));
+  const ts = messageTimestamp(msg);
+  if (ts) {
+    const time = el("time", "msg-time", timeLabel(ts));
+    time.dateTime = new Date(ts * 1000).toISOString();
+    head.append(time);
+  }
+  if (msg._partial) head.append(el("span", "badge", "partial"));
+  article.append(head);
+
+  const reasoning = msg.reasoning || msg.reasoning_content;
+  if (typeof reasoning === "string" && reasoning.trim()) article.append(reasoningBlock(reasoning));
+
+  if (role === "tool") {
+    const card = toolCard({ id: msg.tool_call_id, name: msg.name || msg.tool_name || "tool result", args: null });
+    setToolResult(card, text || msg.content, false);
+    article.append(card);
+    return article;
+  }
+
+  if (text || typeof msg.html === "string") {
+    const body = el("div", "msg-body");
+    if (typeof msg.html === "string") body.innerHTML = msg.html;
+    else body.textContent = text;
+    if (typeof msg.html !== "string") body.classList.add("plain");
+    article.append(body);
+  }
+
+  for (const call of toolCallsOf(msg)) {
+    const card = toolCard(call);
+    article.append(card);
+    if (toolCards && call.id) toolCards.set(call.id, card);
+  }
+
+  if (msg._error || msg.error) {
+    const message = typeof msg._error === "string" ? msg._error : typeof msg.error === "string" ? msg.error : "The turn failed.";
+    article.append(el("p", "msg-error", message));
+    article.classList.add("msg-failed");
+  }
+  if (msg._interrupted || msg.interrupted) article.classList.add("msg-interrupted");
+  return article;
+}
+
+// Renders a list of messages; tool rows whose call is on screen fill that card instead of a row.
+export function renderMessages(messages, toolCards) {
+  const fragment = document.createDocumentFragment();
+  let previousRole = null;
+  for (const msg of messages) {
+    if (msg.role === "tool" && msg.tool_call_id && toolCards.has(msg.tool_call_id)) {
+      const card = toolCards.get(msg.tool_call_id);
+      setToolResult(card, messageText(msg) || msg.content, Boolean(msg.is_error || msg._error));
+      continue;
+    }
+    const article = renderMessage(msg, { toolCards });
+    // One answer that spans tool calls reads as one block.
+    if (msg.role === "assistant" && (previousRole === "assistant" || previousRole === "tool")) {
+      article.classList.add("msg-continued");
+    }
+    previousRole = msg.role;
+    fragment.append(article);
+  }
+  return fragment;
+}

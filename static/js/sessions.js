@@ -1,0 +1,335 @@
+// The sidebar: sessions by recency (pinned first), title filter, content search, row actions, and the
+// agent's own sessions from other platforms (read-only).
+
+import { api } from "./api.js";
+import { el } from "./render.js";
+import { toast, toastError } from "./toast.js";
+
+const DAY = 86400;
+const SEARCH_DELAY_MS = 250;
+
+function recency(row) {
+  return Number(row.last_message_at || row.updated_at || row.created_at || row.started_at || 0);
+}
+
+// Pinned first, then newest first; pure so it can be reasoned about apart from the DOM.
+export function sortRows(rows) {
+  return [...rows].sort((a, b) => Number(Boolean(b.pinned)) - Number(Boolean(a.pinned)) || recency(b) - recency(a));
+}
+
+export function groupLabel(row, nowSeconds) {
+  if (row.archived) return "Archived";
+  if (row.pinned) return "Pinned";
+  const startOfToday = new Date(nowSeconds * 1000);
+  startOfToday.setHours(0, 0, 0, 0);
+  const today = startOfToday.getTime() / 1000;
+  const ts = recency(row);
+  if (ts >= today) return "Today";
+  if (ts >= today - DAY) return "Yesterday";
+  if (ts >= today - 7 * DAY) return "Previous 7 days";
+  return "Earlier";
+}
+
+function metaLabel(row) {
+  const count = Number(row.message_count || 0);
+  const ts = recency(row);
+  const when = ts ? new Date(ts * 1000).toLocaleDateString(undefined, { month: "short", day: "numeric" }) : "";
+  return [when, `${count} message${count === 1 ? "" : "s"}`].filter(Boolean).join(" · ");
+}
+
+export class SessionList {
+  constructor({ root, filterInput, archivedToggle, onOpen, onDeleted, onChanged }) {
+    this.root = root;
+    this.filterInput = filterInput;
+    this.archivedToggle = archivedToggle;
+    this.onOpen = onOpen;
+    this.onDeleted = onDeleted;
+    this.onChanged = onChanged;
+    this.rows = [];
+    this.agentRows = [];
+    this.currentId = null;
+    this.matches = [];
+    this.searchSeq = 0;
+    this.searchTimer = null;
+    filterInput.addEventListener("input", () => this.onFilterInput());
+    filterInput.addEventListener("keydown", (event) => {
+      if (event.key === "Escape" && filterInput.value) {
+        filterInput.value = "";
+        this.onFilterInput();
+        event.stopPropagation();
+      }
+    });
+    archivedToggle.addEventListener("change", () => this.render());
+    document.addEventListener("click", (event) => {
+      if (!event.target.closest(".session-actions")) this.closeMenus();
+    });
+  }
+
+  async refresh() {
+    const data = await api.sessions();
+    this.rows = Array.isArray(data.sessions) ? data.sessions : [];
+    this.agentRows = Array.isArray(data.agent_sessions) ? data.agent_sessions : [];
+    this.render();
+  }
+
+  upsert(row) {
+    if (!row || !row.session_id) return;
+    const index = this.rows.findIndex((r) => r.session_id === row.session_id);
+    if (index >= 0) this.rows[index] = { ...this.rows[index], ...row };
+    else this.rows.unshift(row);
+    this.render();
+  }
+
+  remove(sessionId) {
+    this.rows = this.rows.filter((r) => r.session_id !== sessionId);
+    this.render();
+  }
+
+  find(sessionId) {
+    return this.rows.find((r) => r.session_id === sessionId) || this.agentRows.find((r) => r.id === sessionId) || null;
+  }
+
+  isAgentSession(sessionId) {
+    return !this.rows.some((r) => r.session_id === sessionId) && this.agentRows.some((r) => r.id === sessionId);
+  }
+
+  setCurrent(sessionId) {
+    this.currentId = sessionId;
+    for (const node of this.root.querySelectorAll(".session-row")) {
+      const active = node.dataset.sid === sessionId;
+      node.classList.toggle("active", active);
+      const open = node.querySelector(".session-open");
+      if (active) open.setAttribute("aria-current", "page");
+      else open.removeAttribute("aria-current");
+    }
+  }
+
+  focusFilter() {
+    this.filterInput.focus();
+    this.filterInput.select();
+  }
+
+  onFilterInput() {
+    clearTimeout(this.searchTimer);
+    const q = this.filterInput.value.trim();
+    this.render();
+    if (q.length < 2) {
+      this.matches = [];
+      this.searchSeq += 1;
+      this.render();
+      return;
+    }
+    this.searchTimer = setTimeout(() => this.searchContent(q), SEARCH_DELAY_MS);
+  }
+
+  async searchContent(q) {
+    const seq = ++this.searchSeq;
+    try {
+      const data = await api.search(q);
+      if (seq !== this.searchSeq) return; // a newer query is on its way
+      this.matches = (data.sessions || []).filter((row) => row.match);
+      this.render();
+    } catch (err) {
+      if (seq === this.searchSeq) toastError(err);
+    }
+  }
+
+  render() {
+    const q = this.filterInput.value.trim().toLowerCase();
+    const showArchived = this.archivedToggle.checked;
+    const now = Date.now() / 1000;
+    const visible = sortRows(this.rows).filter(
+      (row) => (showArchived || !row.archived) && (!q || String(row.title || "").toLowerCase().includes(q)),
+    );
+    const fragment = document.createDocumentFragment();
+    let currentGroup = null;
+    let list = null;
+    const order = ["Pinned", "Today", "Yesterday", "Previous 7 days", "Earlier", "Archived"];
+    const byGroup = new Map(order.map((name) => [name, []]));
+    for (const row of visible) byGroup.get(groupLabel(row, now)).push(row);
+    for (const name of order) {
+      const rows = byGroup.get(name);
+      if (!rows.length) continue;
+      if (name !== currentGroup) {
+        currentGroup = name;
+        fragment.append(el("h2", "group-title", name));
+        list = el("ul", "group");
+        fragment.append(list);
+      }
+      for (const row of rows) list.append(this.renderRow(row));
+    }
+    if (q && this.matches.length) {
+      fragment.append(el("h2", "group-title", "Found in messages"));
+      const matchList = el("ul", "group matches");
+      for (const row of this.matches) matchList.append(this.renderMatch(row));
+      fragment.append(matchList);
+    }
+    const agent = this.agentRows.filter((row) => !q || String(row.title || row.id).toLowerCase().includes(q));
+    if (agent.length) {
+      fragment.append(el("h2", "group-title", "Other platforms (read-only)"));
+      const agentList = el("ul", "group");
+      for (const row of agent) agentList.append(this.renderAgentRow(row));
+      fragment.append(agentList);
+    }
+    if (!visible.length && !agent.length && !(q && this.matches.length)) {
+      fragment.append(el("p", "list-empty", q ? "No session matches." : "No sessions yet."));
+    }
+    this.root.replaceChildren(fragment);
+    this.setCurrent(this.currentId);
+  }
+
+  renderRow(row) {
+    const item = el("li", "session-row");
+    item.dataset.sid = row.session_id;
+    if (row.pinned) item.classList.add("pinned");
+    if (row.archived) item.classList.add("archived");
+    const open = el("button", "session-open");
+    open.type = "button";
+    const title = el("span", "session-title", row.title || "Untitled");
+    open.append(title, el("span", "session-meta", metaLabel(row)));
+    if (row.is_streaming) open.append(el("span", "live-dot", "●"));
+    open.addEventListener("click", () => this.onOpen(row.session_id));
+    item.append(open, this.renderActions(row));
+    return item;
+  }
+
+  renderActions(row) {
+    const box = el("div", "session-actions");
+    const toggle = el("button", "icon-btn session-menu-btn", "⋯");
+    toggle.type = "button";
+    toggle.setAttribute("aria-label", `Actions for ${row.title || "Untitled"}`);
+    toggle.setAttribute("aria-haspopup", "menu");
+    toggle.setAttribute("aria-expanded", "false");
+    const menu = el("div", "session-menu");
+    menu.setAttribute("role", "menu");
+    menu.hidden = true;
+    const item = (label, handler) => {
+      const button = el("button", "menu-item", label);
+      button.type = "button";
+      button.setAttribute("role", "menuitem");
+      button.addEventListener("click", () => {
+        this.closeMenus();
+        handler();
+      });
+      menu.append(button);
+    };
+    item("Rename", () => this.startRename(row.session_id));
+    item(row.pinned ? "Unpin" : "Pin", () => this.mutate(() => api.pin(row.session_id, !row.pinned)));
+    item(row.archived ? "Unarchive" : "Archive", () => this.mutate(() => api.archive(row.session_id, !row.archived)));
+    item("Delete", () => this.delete(row));
+    toggle.addEventListener("click", () => {
+      const opening = menu.hidden;
+      this.closeMenus();
+      menu.hidden = !opening;
+      toggle.setAttribute("aria-expanded", String(opening));
+      if (opening) menu.querySelector("button").focus();
+    });
+    menu.addEventListener("keydown", (event) => {
+      if (event.key === "Escape") {
+        this.closeMenus();
+        toggle.focus();
+      }
+    });
+    box.append(toggle, menu);
+    return box;
+  }
+
+  renderMatch(row) {
+    const item = el("li", "session-row match-row");
+    const open = el("button", "session-open");
+    open.type = "button";
+    open.append(el("span", "session-title", row.title || "Untitled"), el("span", "session-snippet", row.match.snippet || ""));
+    open.addEventListener("click", () => this.onOpen(row.session_id, { messageIdx: row.match.message_idx }));
+    item.append(open);
+    return item;
+  }
+
+  renderAgentRow(row) {
+    const item = el("li", "session-row agent-row");
+    item.dataset.sid = row.id;
+    const open = el("button", "session-open");
+    open.type = "button";
+    const count = Number(row.message_count || 0);
+    open.append(
+      el("span", "session-title", row.title || row.id),
+      el("span", "session-meta", [row.source, `${count} message${count === 1 ? "" : "s"}`].filter(Boolean).join(" · ")),
+    );
+    open.addEventListener("click", () => this.onOpen(row.id, { readOnly: true }));
+    item.append(open);
+    return item;
+  }
+
+  closeMenus() {
+    for (const menu of this.root.querySelectorAll(".session-menu")) menu.hidden = true;
+    for (const toggle of this.root.querySelectorAll(".session-menu-btn")) toggle.setAttribute("aria-expanded", "false");
+  }
+
+  async mutate(call) {
+    try {
+      const data = await call();
+      this.upsert(data.session);
+      this.onChanged?.(data.session);
+    } catch (err) {
+      toastError(err);
+    }
+  }
+
+  startRename(sessionId) {
+    const node = this.root.querySelector(`.session-row[data-sid="${CSS.escape(sessionId)}"]`);
+    const row = this.rows.find((r) => r.session_id === sessionId);
+    if (!node || !row) return;
+    const form = el("form", "rename-form");
+    const input = el("input", "rename-input");
+    input.value = row.title || "";
+    input.maxLength = 200;
+    input.setAttribute("aria-label", "New title");
+    form.append(input);
+    node.querySelector(".session-open").replaceWith(form);
+    input.focus();
+    input.select();
+    let finished = false;
+    const finish = async (save) => {
+      if (finished) return;
+      finished = true;
+      const title = input.value.trim();
+      if (save && title && title !== row.title) await this.mutate(() => api.rename(sessionId, title));
+      else this.render();
+    };
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      finish(true);
+    });
+    input.addEventListener("keydown", (event) => {
+      if (event.key === "Escape") {
+        event.stopPropagation();
+        finish(false);
+      }
+    });
+    input.addEventListener("blur", () => finish(true));
+  }
+
+  async delete(row) {
+    let result;
+    try {
+      result = await api.remove(row.session_id);
+    } catch (err) {
+      toastError(err);
+      return;
+    }
+    this.remove(row.session_id);
+    this.onDeleted?.(row.session_id);
+    toast(`Deleted “${row.title || "Untitled"}”`, {
+      action: "Undo",
+      timeout: 10000,
+      onAction: async () => {
+        try {
+          const restored = await api.restoreDeleted(result.undo_token);
+          this.upsert(restored.session);
+          toast("Session restored.");
+        } catch (err) {
+          toastError(err);
+        }
+      },
+    });
+  }
+}

@@ -1,0 +1,142 @@
+"""The sidebar in a real browser: create, search, rename, pin, archive, delete with undo, the phone layout."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from playwright.sync_api import expect
+
+from .helpers import goto_app, import_session, screenshot
+
+CHAT = [
+    {"role": "user", "content": "What is the capital of France?"},
+    {"role": "assistant", "content": "The capital of France is **Paris**."},
+]
+
+
+def unique(word: str) -> str:
+    return f"{word}-{uuid.uuid4().hex[:6]}"
+
+
+def row(page, title: str):
+    return page.locator("#session-list .session-row", has_text=title)
+
+
+def test_new_button_creates_a_saved_session_and_opens_it(page, server):
+    goto_app(page)
+    before = len(server.get_json("/api/sessions")["sessions"])
+    page.click("#new-session")
+    page.wait_for_url(re.compile(r"#/s/[A-Za-z0-9_-]+$"))
+    sid = page.url.rsplit("/", 1)[1]
+    expect(page.locator("#chat-title")).to_have_text("Untitled")
+    expect(page.locator(f'#session-list .session-row[data-sid="{sid}"].active')).to_have_count(1)
+    assert page.locator("#empty-state").is_visible()
+    assert len(server.get_json("/api/sessions")["sessions"]) == before + 1
+    assert server.get_json(f"/api/session?session_id={sid}")["session"]["session_id"] == sid
+    screenshot(page, "empty-session")
+
+
+def test_title_filter_and_content_search_find_sessions(page, server):
+    title = unique("Travel plans")
+    needle = unique("zanzibar")
+    import_session(server, title, CHAT)
+    hidden = import_session(
+        server,
+        unique("Groceries"),
+        [{"role": "user", "content": "milk and eggs"}, {"role": "assistant", "content": f"Also buy {needle} spice."}],
+    )
+    goto_app(page)
+    page.fill("#session-filter", title.lower())
+    expect(row(page, title)).to_have_count(1)
+    expect(row(page, hidden["title"])).to_have_count(0)
+
+    page.fill("#session-filter", needle)
+    match = page.locator(".matches .session-row", has_text=hidden["title"])
+    match.wait_for()
+    assert needle in match.locator(".session-snippet").inner_text()
+    screenshot(page, "search")
+    match.locator(".session-open").click()
+    page.wait_for_url(re.compile(f"#/s/{hidden['session_id']}$"))
+    found = page.locator('.msg[data-idx="1"]')
+    found.wait_for()
+    assert needle in found.inner_text()
+
+
+def test_delete_then_undo_brings_the_session_back(page, server):
+    title = unique("Delete me")
+    session = import_session(server, title, CHAT)
+    goto_app(page, f"/#/s/{session['session_id']}")
+    page.wait_for_selector('.msg[data-idx="1"]')
+    row(page, title).locator(".session-menu-btn").click()
+    row(page, title).get_by_role("menuitem", name="Delete").click()
+    row(page, title).wait_for(state="detached")
+    assert page.locator("#empty-state").is_visible()
+    assert not any(r["session_id"] == session["session_id"] for r in server.get_json("/api/sessions")["sessions"])
+
+    toast = page.locator(".toast", has_text=title)
+    screenshot(page, "delete-undo-toast")
+    toast.get_by_role("button", name="Undo").click()
+    row(page, title).wait_for()
+    assert any(r["session_id"] == session["session_id"] for r in server.get_json("/api/sessions")["sessions"])
+    row(page, title).locator(".session-open").click()
+    expect(page.locator('.msg[data-idx="1"]')).to_contain_text("Paris")
+
+
+def test_rename_pin_and_archive_from_the_row_menu(page, server):
+    title = unique("Plain")
+    session = import_session(server, title, CHAT)
+    sid = session["session_id"]
+    goto_app(page)
+
+    row(page, title).locator(".session-menu-btn").click()
+    row(page, title).get_by_role("menuitem", name="Rename").click()
+    renamed = unique("Renamed")
+    page.fill(".rename-input", renamed)
+    page.press(".rename-input", "Enter")
+    row(page, renamed).wait_for()
+    assert server.get_json(f"/api/session?session_id={sid}&msg_limit=1")["session"]["title"] == renamed
+
+    row(page, renamed).locator(".session-menu-btn").click()
+    row(page, renamed).get_by_role("menuitem", name="Pin").click()
+    page.locator("#session-list .group-title", has_text="Pinned").wait_for()
+    expect(page.locator("#session-list .session-row").first).to_have_attribute("data-sid", sid)
+
+    row(page, renamed).locator(".session-menu-btn").click()
+    row(page, renamed).get_by_role("menuitem", name="Archive").click()
+    row(page, renamed).wait_for(state="detached")
+    page.check("#show-archived")
+    row(page, renamed).wait_for()
+    assert server.get_json(f"/api/session?session_id={sid}&msg_limit=1")["session"]["archived"] is True
+
+
+def test_phone_layout_fits_390_px_and_the_drawer_opens_sessions(phone_page, server):
+    page = phone_page
+    title = unique("Phone chat")
+    import_session(server, title, CHAT)
+    goto_app(page)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    assert page.evaluate("document.getElementById('sidebar').getBoundingClientRect().right <= 0")
+    page.click("#open-sidebar")
+    page.wait_for_function("() => document.getElementById('sidebar').getBoundingClientRect().left >= 0")
+    screenshot(page, "phone-sidebar")
+    row(page, title).locator(".session-open").click()
+    page.wait_for_selector('.msg[data-idx="1"]')
+    page.wait_for_function("() => document.getElementById('sidebar').getBoundingClientRect().right <= 0")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    box = page.locator("#composer-input").bounding_box()
+    assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390
+    screenshot(page, "phone-chat")
+
+
+def test_keyboard_shortcuts_focus_search_and_create_a_session(page, server):
+    goto_app(page)
+    page.keyboard.press("Control+k")
+    expect(page.locator("#session-filter")).to_be_focused()
+    page.keyboard.press("Escape")
+    page.locator("#transcript").focus()
+    before = len(server.get_json("/api/sessions")["sessions"])
+    page.keyboard.press("Alt+Shift+N")
+    page.wait_for_url(re.compile(r"#/s/[A-Za-z0-9_-]+$"))
+    expect(page.locator("#composer-input")).to_be_focused()
+    assert len(server.get_json("/api/sessions")["sessions"]) == before + 1

@@ -1,0 +1,420 @@
+"""``api.agent_runtime`` against fake hermes modules in ``sys.modules`` (the real agent: tests/integration)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import types
+from pathlib import Path
+
+import pytest
+
+from api import agent_runtime
+from api.agent_runtime import AgentCallbacks, TurnResult
+from api.errors import Conflict
+
+
+class Sink:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.events: list[tuple[str, dict]] = []
+
+    def __call__(self, name, data):
+        with self.lock:
+            self.events.append((name, data))
+
+    def named(self, name):
+        return [d for n, d in self.events if n == name]
+
+
+@pytest.fixture
+def sink():
+    return Sink()
+
+
+@pytest.fixture
+def callbacks(sink):
+    cb = AgentCallbacks()
+    cb.begin_turn(sink)
+    return cb
+
+
+def test_tokens_skip_the_none_segment_sentinel(callbacks, sink):
+    for piece in ("Hello ", None, "", "world"):
+        callbacks.on_stream_delta(piece)
+    assert sink.events == [("token", {"text": "Hello "}), ("token", {"text": "world"})]
+
+
+def test_reasoning_available_is_dropped_when_it_echoes_streamed_text(callbacks, sink):
+    callbacks.on_stream_delta("The answer\n is ")
+    callbacks.on_stream_delta("42.")
+    callbacks.on_tool_progress("reasoning.available", "_thinking", "The answer is 42.", None)
+    callbacks.on_tool_progress("reasoning.available", "_thinking", "Something never streamed", None)
+    callbacks.on_reasoning("real thinking")
+    assert sink.named("reasoning") == [{"text": "Something never streamed"}, {"text": "real thinking"}]
+
+
+def test_tool_events_carry_ids_and_the_error_flag_of_the_completion(callbacks, sink):
+    callbacks.on_tool_start("call_1", "terminal", {"command": "false"})
+    callbacks.on_tool_progress(
+        "tool.completed", "terminal", None, None, duration=0.1, is_error=True, result="x"
+    )
+    callbacks.on_tool_complete("call_1", "terminal", {"command": "false"}, '{"exit_code": 1}')
+    callbacks.on_tool_complete("call_2", "todo", {}, "ok" * (agent_runtime.TOOL_RESULT_CAP))
+    assert sink.named("tool") == [{"id": "call_1", "name": "terminal", "args": {"command": "false"}}]
+    first, second = sink.named("tool_complete")
+    assert first == {
+        "id": "call_1",
+        "name": "terminal",
+        "result": '{"exit_code": 1}',
+        "is_error": True,
+        "truncated": False,
+    }
+    assert second["is_error"] is False and second["truncated"] is True
+    assert len(second["result"]) == agent_runtime.TOOL_RESULT_CAP
+
+
+def test_compaction_status_also_emits_one_compressing_event(callbacks, sink):
+    callbacks.on_status("lifecycle", "📦 Preflight compression: ~69,701 tokens >= 64,000 threshold.")
+    callbacks.on_status(
+        "lifecycle", "🗜️ Compacting context — summarizing earlier conversation so I can continue..."
+    )
+    callbacks.on_status("warn", "something else")
+    assert [n for n, _ in sink.events] == ["status", "compressing", "status", "status"]
+    assert sink.named("status")[2] == {"kind": "warn", "message": "something else"}
+
+
+def test_interim_text_keeps_the_already_streamed_flag(callbacks, sink):
+    callbacks.on_interim("Let me check.", already_streamed=True)
+    callbacks.on_interim("")
+    assert sink.events == [("interim", {"text": "Let me check.", "already_streamed": True})]
+
+
+def test_events_after_the_turn_ended_are_dropped_and_a_second_turn_is_refused_while_one_runs(callbacks, sink):
+    with pytest.raises(Conflict):
+        callbacks.begin_turn(Sink())
+    callbacks.on_agent_event("session:compress", {"session_id": "a", "in_place": True})
+    assert callbacks.end_turn() == [{"session_id": "a", "in_place": True}]
+    callbacks.on_stream_delta("late")
+    assert sink.events == []
+    callbacks.begin_turn(sink)  # free again
+
+
+def test_a_failing_sink_never_reaches_the_agent():
+    cb = AgentCallbacks()
+
+    def broken(name, data):
+        raise RuntimeError("sink down")
+
+    cb.begin_turn(broken)
+    cb.on_stream_delta("x")
+    cb.on_status("lifecycle", "hi")
+
+
+def test_events_from_many_threads_all_arrive(callbacks, sink):
+    def fire(n):
+        for i in range(200):
+            callbacks.on_stream_delta(f"{n}:{i} ")
+
+    threads = [threading.Thread(target=fire, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(sink.named("token")) == 1600
+
+
+# -- turns with a fake agent -------------------------------------------------------------------
+
+
+class FakeCompressor:
+    def __init__(self):
+        self.compression_count = 0
+        self.context_length = 65536
+        self.threshold_tokens = 64000
+        self.last_prompt_tokens = 1234
+        self._last_compress_aborted = False
+        self._last_summary_fallback_used = False
+
+    def compress(self, messages, current_tokens=None, focus_topic=None):
+        if len(messages) < 4:
+            return messages
+        self.compression_count += 1
+        return [
+            messages[0],
+            {
+                "role": "user",
+                "content": "[CONTEXT COMPACTION — REFERENCE ONLY] s",
+                "_compressed_summary": True,
+            },
+            messages[-1],
+        ]
+
+
+class FakeAgent:
+    """Mimics the parts of AIAgent a turn uses; the script decides what the turn does."""
+
+    def __init__(self, script=None, **kwargs):
+        self.kwargs = kwargs
+        self.session_id = kwargs.get("session_id", "sid")
+        self.context_compressor = FakeCompressor()
+        self.script = script or (
+            lambda agent, **kw: {"final_response": "ok", "completed": True, "messages": []}
+        )
+        self.calls = []
+        self.interrupted_with = "not called"
+
+    def run_conversation(
+        self,
+        user_message,
+        system_message=None,
+        conversation_history=None,
+        task_id=None,
+        persist_user_message=None,
+    ):
+        self.calls.append(
+            {
+                "user_message": user_message,
+                "history": conversation_history,
+                "task_id": task_id,
+                "persist": persist_user_message,
+            }
+        )
+        return self.script(self, user_message=user_message)
+
+    def interrupt(self, message=None):
+        self.interrupted_with = message
+
+
+def test_run_turn_streams_from_agent_threads_and_summarizes_the_result(sink):
+    def script(agent, **kw):
+        worker = threading.Thread(target=agent.stream_delta_callback, args=("from a worker ",))
+        worker.start()
+        worker.join()
+        agent.stream_delta_callback("and the caller")
+        return {
+            "final_response": "from a worker and the caller",
+            "completed": True,
+            "messages": [{"role": "user", "content": "q"}],
+            "input_tokens": 10,
+            "output_tokens": 5,
+            "last_prompt_tokens": 10,
+            "api_calls": 1,
+        }
+
+    agent = FakeAgent(script)
+    result = agent_runtime.run_turn(
+        agent, "q", [{"role": "user", "content": "old"}], sink, persist_timestamp=123.0
+    )
+    assert [d["text"] for d in sink.named("token")] == ["from a worker ", "and the caller"]
+    assert result.completed and not result.failed and result.final_response == "from a worker and the caller"
+    assert result.usage == {"input_tokens": 10, "output_tokens": 5, "api_calls": 1}
+    assert (result.last_prompt_tokens, result.context_length, result.threshold_tokens) == (10, 65536, 64000)
+    assert not result.compressed and not result.rotated
+    # persist_user_timestamp is not in this agent's signature, so it is not passed
+    assert agent.calls == [
+        {
+            "user_message": "q",
+            "history": [{"role": "user", "content": "old"}],
+            "task_id": "sid",
+            "persist": "q",
+        }
+    ]
+
+
+def test_a_rotated_session_id_is_reported_as_compression(sink):
+    def script(agent, **kw):
+        agent.session_id = "rotated"
+        return {"final_response": "x", "completed": True, "messages": []}
+
+    result = agent_runtime.run_turn(FakeAgent(script), "q", [], sink)
+    assert result.compressed and result.rotated
+    assert (result.previous_session_id, result.session_id) == ("sid", "rotated")
+
+
+def test_a_grown_compression_count_is_reported_as_compression(sink):
+    def script(agent, **kw):
+        agent.context_compressor.compression_count += 1
+        return {"final_response": "x", "completed": True, "messages": []}
+
+    result = agent_runtime.run_turn(FakeAgent(script), "q", [], sink)
+    assert result.compressed and not result.rotated and result.compression_count == 1
+
+
+def test_an_exception_in_the_agent_becomes_a_failed_result(sink):
+    def script(agent, **kw):
+        raise RuntimeError("kaput")
+
+    result = agent_runtime.run_turn(FakeAgent(script), "q", [], sink)
+    assert result.failed and not result.completed and result.error == "RuntimeError: kaput"
+    assert isinstance(result.to_dict()["rotated"], bool)
+
+
+def test_interrupt_reaches_the_agent():
+    release = threading.Event()
+
+    def script(agent, **kw):
+        release.wait(5)
+        return {"final_response": "part", "interrupted": True, "messages": []}
+
+    agent = FakeAgent(script)
+    agent.interrupt = lambda message=None: release.set()
+    runner = agent_runtime.TurnRunner(agent, "q", [], Sink()).start()
+    runner.interrupt()
+    result = runner.wait(5)
+    assert result is not None and result.interrupted and result.final_response == "part"
+
+
+def test_turn_result_to_dict_leaves_out_the_raw_result():
+    out = TurnResult(final_response="a", raw={"big": 1}).to_dict()
+    assert "raw" not in out and out["final_response"] == "a" and out["rotated"] is False
+
+
+def test_compress_messages_reports_change_and_no_op():
+    agent = FakeAgent()
+    messages = [{"role": "user", "content": str(i)} for i in range(6)]
+    outcome = agent_runtime.compress_messages(agent, messages, focus_topic="x")
+    assert outcome.changed and len(outcome.messages) == 3 and not outcome.aborted
+    short = messages[:2]
+    again = agent_runtime.compress_messages(agent, short, current_tokens=10)
+    assert not again.changed and again.messages == short
+
+
+# -- construction with fake hermes modules -----------------------------------------------------
+
+
+class StrictAgent(FakeAgent):
+    """An agent whose constructor takes an explicit, limited set of kwargs."""
+
+    def __init__(
+        self,
+        model="",
+        provider=None,
+        base_url=None,
+        api_key=None,
+        session_id=None,
+        session_db=None,
+        platform=None,
+        quiet_mode=False,
+        enabled_toolsets=None,
+        stream_delta_callback=None,
+        status_callback=None,
+    ):
+        super().__init__(
+            model=model,
+            provider=provider,
+            base_url=base_url,
+            api_key=api_key,
+            session_id=session_id,
+            session_db=session_db,
+            platform=platform,
+            quiet_mode=quiet_mode,
+            enabled_toolsets=enabled_toolsets,
+        )
+        self.stream_delta_callback = stream_delta_callback
+        self.status_callback = status_callback
+
+
+class FakeSessionDB:
+    opened: list = []
+
+    def __init__(self, db_path=None):
+        self.db_path = db_path
+        self.closed = False
+        FakeSessionDB.opened.append(self)
+
+    def __eq__(self, other):
+        return isinstance(other, FakeSessionDB) and other.db_path == self.db_path
+
+    def close(self):
+        self.closed = True
+
+
+@pytest.fixture
+def fake_hermes(monkeypatch):
+    """Fake ``run_agent``, ``hermes_state`` and ``hermes_cli.runtime_provider`` modules."""
+    run_agent = types.ModuleType("run_agent")
+    run_agent.AIAgent = StrictAgent
+    hermes_state = types.ModuleType("hermes_state")
+    hermes_state.SessionDB = FakeSessionDB
+    runtime_provider = types.ModuleType("hermes_cli.runtime_provider")
+    runtime_provider.resolve_runtime_provider = lambda requested=None: {
+        "provider": requested or "custom",
+        "base_url": "http://127.0.0.1:9/v1",
+        "api_key": "sk-fake",
+        "api_mode": "chat_completions",
+    }
+    monkeypatch.setitem(sys.modules, "run_agent", run_agent)
+    monkeypatch.setitem(sys.modules, "hermes_state", hermes_state)
+    monkeypatch.setitem(sys.modules, "hermes_cli.runtime_provider", runtime_provider)
+    return types.SimpleNamespace(
+        run_agent=run_agent, hermes_state=hermes_state, runtime_provider=runtime_provider
+    )
+
+
+def test_build_agent_passes_only_accepted_kwargs_and_sets_webui_defaults(fake_hermes, tmp_path):
+    agent = agent_runtime.build_agent(
+        "s1", "m1", None, state_db_path=str(tmp_path / "state.db"), enabled_toolsets=[], skip_memory=True
+    )
+    assert agent.kwargs == {
+        "model": "m1",
+        "provider": "custom",
+        "base_url": "http://127.0.0.1:9/v1",
+        "api_key": "sk-fake",
+        "session_id": "s1",
+        "session_db": FakeSessionDB(Path(tmp_path / "state.db")),
+        "platform": "webui",
+        "quiet_mode": True,
+        "enabled_toolsets": [],
+    }
+    assert agent.suppress_status_output is True and agent._end_session_on_close is False
+    assert agent.stream_delta_callback == agent._talaria_callbacks.on_stream_delta
+
+
+def test_resolve_runtime_maps_provider_failures_to_a_configuration_message(fake_hermes):
+    class AuthError(RuntimeError):
+        pass
+
+    def no_provider(requested=None, target_model=None):
+        raise AuthError("No inference provider configured. Run 'hermes model'.")
+
+    fake_hermes.runtime_provider.resolve_runtime_provider = no_provider
+    with pytest.raises(agent_runtime.ProviderNotConfigured) as caught:
+        agent_runtime.resolve_runtime("m", None)
+    assert "config.yaml" in str(caught.value) and "hermes setup" in str(caught.value)
+
+    def unknown(requested=None, target_model=None):
+        raise ValueError(f"unknown provider {requested!r}")
+
+    fake_hermes.runtime_provider.resolve_runtime_provider = unknown
+    with pytest.raises(agent_runtime.ProviderNotConfigured, match="unknown provider 'nope'"):
+        agent_runtime.resolve_runtime("m", "nope")
+
+    fake_hermes.runtime_provider.resolve_runtime_provider = lambda **kw: {
+        "provider": "custom",
+        "base_url": "",
+    }
+    with pytest.raises(agent_runtime.ProviderNotConfigured):
+        agent_runtime.resolve_runtime("m", None)
+
+
+def test_a_constructor_provider_error_is_a_configuration_error(fake_hermes, tmp_path):
+    def refuse(**kwargs):
+        raise RuntimeError("No LLM provider configured for this agent")
+
+    fake_hermes.run_agent.AIAgent = refuse
+    with pytest.raises(agent_runtime.ProviderNotConfigured):
+        agent_runtime.build_agent("s", "m", state_db_path=tmp_path / "db")
+    assert FakeSessionDB.opened[-1].closed  # the handle opened for the agent is not leaked
+
+
+def test_a_missing_agent_package_is_reported_as_unavailable(monkeypatch, tmp_path, fake_hermes):
+    monkeypatch.setitem(sys.modules, "run_agent", None)  # import now raises ImportError
+    with pytest.raises(agent_runtime.AgentUnavailable, match="hermes-agent") as caught:
+        agent_runtime.build_agent("s", "m", state_db_path=tmp_path / "db")
+    assert caught.value.status == 503
+
+
+def test_without_a_state_db_path_the_agent_gets_no_session_db(fake_hermes):
+    agent = agent_runtime.build_agent("s2", "m1", "custom", state_db_path=None)
+    assert agent.kwargs["session_db"] is None and agent.kwargs["provider"] == "custom"

@@ -1,0 +1,213 @@
+"""Manual compression: only the context changes, errors change nothing, uncompress gives it back."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from api import compression
+from api.errors import BadRequest, Conflict, NotFound
+from api.models import Session
+from talaria_testing.fake_agent import install_fake_compression_runtime
+
+
+def _msg(role, content, ts):
+    return {"role": role, "content": content, "timestamp": ts, "_ts": ts}
+
+
+def _conversation(n=6):
+    return [_msg("user" if i % 2 == 0 else "assistant", f"turn {i}", float(i + 1)) for i in range(n)]
+
+
+@pytest.fixture
+def session(state_dir):
+    s = Session(session_id="c1", title="T", messages=_conversation(), model="fake")
+    s.save()
+    return s
+
+
+def test_compress_keeps_visible_transcript_byte_for_byte(session, monkeypatch):
+    install_fake_compression_runtime(monkeypatch)
+    before = [dict(m) for m in session.messages]
+    result = compression.manual_compress("c1")
+    loaded = Session.load("c1")
+    assert result["ok"] and result["changed"]
+    assert loaded.messages == before
+    assert [m["content"] for m in loaded.context_messages] == ["turn 0", "turn 5"]
+
+
+def test_compress_stamps_anchor_watermark_mode_and_generation(session, monkeypatch):
+    install_fake_compression_runtime(monkeypatch)
+    t0 = time.time()
+    compression.manual_compress("c1")
+    loaded = Session.load("c1")
+    assert loaded.compression_anchor_mode == "manual"
+    assert loaded.truncation_watermark == loaded.truncation_boundary >= t0
+    assert loaded.truncation_watermark == loaded.context_messages[-1]["timestamp"]
+    assert loaded.compression_anchor_visible_idx == 5
+    assert loaded.compression_anchor_message_key == {
+        "role": "assistant",
+        "ts": 6.0,
+        "text": "turn 5",
+        "attachments": 0,
+    }
+    assert len(loaded.compression_generation) == 32
+    assert loaded.last_prompt_tokens >= 1
+    assert (
+        loaded.compression_anchor_summary.startswith(
+            "[CONTEXT COMPACTION — REFERENCE ONLY] Compressed: 6 → 2 messages"
+        )
+        or loaded.compression_anchor_summary
+    )
+
+
+def test_compress_passes_focus_topic_cut_to_500_chars(session, monkeypatch):
+    record = install_fake_compression_runtime(monkeypatch)
+    result = compression.manual_compress("c1", "  " + "f" * 100_000)
+    assert result["focus_topic"] == "f" * 500
+    assert record["agents"][0].context_compressor.calls[0]["focus_topic"] == "f" * 500
+    assert record["agents"][0].kwargs["session_id"] == "c1"
+
+
+def test_compress_that_changes_nothing_changes_nothing(session, monkeypatch):
+    install_fake_compression_runtime(monkeypatch, lambda messages, **kw: messages)
+    before = session.path.read_bytes()
+    result = compression.manual_compress("c1")
+    assert result["changed"] is False
+    assert session.path.read_bytes() == before
+
+
+def test_compress_keeps_a_backup_holding_messages_the_live_file_lacks(session, monkeypatch):
+    install_fake_compression_runtime(monkeypatch)
+    session.messages = session.messages[:4]
+    session.save()  # shrinking save → .bak holds 6 messages
+    bak = session.backup_path.read_bytes()
+    compression.manual_compress("c1")
+    assert session.backup_path.read_bytes() == bak
+
+
+@pytest.mark.parametrize(
+    "compress_fn,message",
+    [
+        (
+            lambda m, **kw: (_ for _ in ()).throw(RuntimeError("boom at /home/me/secret/path")),
+            "Compression failed: boom at <path>",
+        ),
+        (lambda m, **kw: "not a list", "Compression failed: the compressor returned no messages"),
+        (
+            lambda m, **kw: [{"content": "no role"}],
+            "Compression failed: the compressor returned a message without a role",
+        ),
+        (lambda m, **kw: [], "Compression failed: the compressor returned no messages"),
+    ],
+)
+def test_compressor_failures_are_clear_errors_and_change_nothing(session, monkeypatch, compress_fn, message):
+    install_fake_compression_runtime(monkeypatch, compress_fn)
+    before = session.path.read_bytes()
+    with pytest.raises(BadRequest) as err:
+        compression.manual_compress("c1")
+    assert err.value.message == message
+    assert session.path.read_bytes() == before
+
+
+def test_compress_refuses_short_conversations(state_dir, monkeypatch):
+    install_fake_compression_runtime(monkeypatch)
+    Session(session_id="short", messages=_conversation(3)).save()
+    with pytest.raises(BadRequest, match="need at least 4 messages"):
+        compression.manual_compress("short")
+
+
+def test_compress_refuses_a_session_mid_turn(session, monkeypatch):
+    install_fake_compression_runtime(monkeypatch)
+    session.active_stream_id = "live"
+    session.save()
+    before = session.path.read_bytes()
+    with pytest.raises(Conflict):
+        compression.manual_compress("c1")
+    assert session.path.read_bytes() == before
+
+
+def test_compress_without_a_provider_is_a_clear_error(session, monkeypatch):
+    install_fake_compression_runtime(monkeypatch, api_key=None)
+    with pytest.raises(BadRequest, match="No provider configured"):
+        compression.manual_compress("c1")
+
+
+def test_compress_of_missing_session_is_404(state_dir, monkeypatch):
+    install_fake_compression_runtime(monkeypatch)
+    with pytest.raises(NotFound):
+        compression.manual_compress("missing")
+
+
+def test_session_changed_during_compression_is_409_and_not_applied(session, monkeypatch):
+    from api.models import get_session
+
+    def compress_while_editing(messages, **kw):
+        get_session("c1").messages.append(_msg("user", "typed meanwhile", 99.0))
+        return [messages[0], messages[-1]]
+
+    install_fake_compression_runtime(monkeypatch, compress_while_editing)
+    with pytest.raises(Conflict, match="modified during compression"):
+        compression.manual_compress("c1")
+    assert Session.load("c1").context_messages == []
+
+
+def test_uncompress_restores_the_previous_context_and_clears_the_anchor(session, monkeypatch):
+    install_fake_compression_runtime(monkeypatch)
+    session.context_messages = list(session.messages)
+    session.save()
+    compression.manual_compress("c1")
+    compression.uncompress("c1")
+    loaded = Session.load("c1")
+    assert loaded.context_messages == loaded.messages
+    assert loaded.compression_anchor_mode is None
+    assert loaded.compression_anchor_summary is None
+    assert loaded.truncation_watermark is None
+    assert loaded.compression_generation is None
+
+
+def test_uncompress_keeps_turns_added_after_the_compression(session, monkeypatch):
+    install_fake_compression_runtime(monkeypatch)
+    session.context_messages = list(session.messages)
+    session.save()
+    compression.manual_compress("c1")
+    s = Session.load("c1")
+    new_turn = [_msg("user", "after", time.time() + 1), _msg("assistant", "reply", time.time() + 2)]
+    s.messages.extend(new_turn)
+    s.context_messages.extend(new_turn)
+    s.save()
+    from api import models
+
+    models.SESSIONS.clear()
+    compression.uncompress("c1")
+    loaded = Session.load("c1")
+    assert [m["content"] for m in loaded.context_messages] == [f"turn {i}" for i in range(6)] + [
+        "after",
+        "reply",
+    ]
+
+
+def test_uncompress_without_a_compression_is_409(session):
+    with pytest.raises(Conflict):
+        compression.uncompress("c1")
+
+
+def test_async_compress_job_reports_done(session, monkeypatch):
+    install_fake_compression_runtime(monkeypatch)
+    assert compression.start_compress_job("c1")["status"] == "running"
+    deadline = time.time() + 5
+    status = compression.compress_job_status("c1")
+    while status["status"] == "running" and time.time() < deadline:
+        time.sleep(0.02)
+        status = compression.compress_job_status("c1")
+    assert status["status"] == "done"
+    assert status["result"]["ok"] is True
+    assert compression.compress_job_status("other")["status"] == "idle"
+
+
+def test_anchor_key_uses_ts_and_collapsed_text():
+    key = compression.anchor_message_key(
+        {"role": "user", "content": "  a \n\n b ", "_ts": 3.5, "timestamp": 9}
+    )
+    assert key == {"role": "user", "ts": 3.5, "text": "a b", "attachments": 0}

@@ -1,0 +1,209 @@
+"""The route table and its thin handlers, in process with a fake handler (the real server is in integration/)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from api import compression, routes, session_ops
+from api.auth import AuthManager
+from api.errors import Conflict
+from api.models import Session
+
+DOCUMENTED = {
+    ("GET", "/health"), ("GET", "/api/sessions"), ("GET", "/api/sessions/search"), ("GET", "/api/session"),
+    ("POST", "/api/session/new"), ("POST", "/api/session/rename"), ("POST", "/api/session/pin"),
+    ("POST", "/api/session/archive"), ("POST", "/api/session/delete"), ("POST", "/api/session/restore-deleted"),
+    ("POST", "/api/session/retry"), ("POST", "/api/session/undo"), ("POST", "/api/session/truncate"),
+    ("POST", "/api/session/clear"), ("POST", "/api/session/compress"), ("POST", "/api/session/compress/start"),
+    ("GET", "/api/session/compress/status"), ("POST", "/api/session/uncompress"), ("GET", "/api/session/export"),
+    ("POST", "/api/session/import"), ("GET", "/api/session/recovery/audit"),
+    ("POST", "/api/session/recovery/repair-safe"), ("GET", "/api/recovery/startup"), ("POST", "/api/chat/start"),
+    ("GET", "/api/chat/stream"), ("POST", "/api/chat/cancel"), ("POST", "/api/auth/login"),
+    ("POST", "/api/auth/logout"), ("GET", "/api/auth/status"),
+}  # fmt: skip
+
+
+class FakeHandler:
+    def __init__(self, headers: dict | None = None, body: bytes = b""):
+        self.wfile = io.BytesIO()
+        self.rfile = io.BytesIO(body)
+        self.status = None
+        self.sent: dict[str, str] = {}
+        self.headers = headers or {}
+        self.client_address = ("127.0.0.1", 5555)
+
+    def send_response(self, status):
+        self.status = status
+
+    def send_header(self, key, value):
+        self.sent[key] = value
+
+    def end_headers(self):
+        pass
+
+    def payload(self):
+        return json.loads(self.wfile.getvalue())
+
+
+@pytest.fixture
+def no_auth():
+    routes.configure(auth=None, startup_recovery=None)
+    yield
+    routes.configure(auth=None, startup_recovery=None)
+
+
+def _call(method: str, path: str, data: dict | None = None, headers: dict | None = None) -> FakeHandler:
+    handler = FakeHandler(headers)
+    query = data if method == "GET" else {}
+    routes.dispatch(handler, method, path, query or {}, None if method == "GET" else (data or {}))
+    return handler
+
+
+def test_the_table_covers_every_documented_route():
+    assert set(routes.ROUTES) == DOCUMENTED
+
+
+def test_unknown_path_is_a_json_404(no_auth):
+    handler = _call("GET", "/api/nope")
+    assert (handler.status, handler.payload()) == (404, {"error": "Not found"})
+
+
+def test_wrong_method_is_405_with_allow(no_auth):
+    handler = _call("POST", "/api/sessions")
+    assert handler.status == 405 and handler.sent["Allow"] == "GET"
+
+
+# ---------------------------------------------------------------------- manual compress validation (session-core §2.3)
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ({}, "Missing required field(s): session_id"),
+    ({"session_id": ""}, "Missing required field(s): session_id"),
+    ({"session_id": None}, "Missing required field(s): session_id"),
+    ({"session_id": "   "}, "session_id is required"),
+    ({"session_id": "../../etc/passwd"}, "Invalid session_id"),
+    ({"session_id": 7}, "Invalid session_id"),
+])  # fmt: skip
+def test_compress_validates_session_id_first(body, message, monkeypatch):
+    monkeypatch.setattr(compression, "manual_compress", lambda *a: pytest.fail("must not be called"))
+    handler = FakeHandler()
+    routes._handle_session_compress(handler, body)
+    assert (handler.status, handler.payload()) == (400, {"error": message})
+
+
+def test_compress_passes_the_result_through_and_normalises_focus(monkeypatch):
+    calls = []
+
+    def fake(sid, focus):
+        calls.append((sid, focus))
+        return {"ok": True, "session": {"session_id": sid}, "summary": {}, "focus_topic": focus}
+
+    monkeypatch.setattr(compression, "manual_compress", fake)
+    handler = FakeHandler()
+    routes._handle_session_compress(handler, {"session_id": " abc ", "topic": "  " + "f" * 600})
+    assert handler.status == 200 and handler.payload()["ok"] is True
+    assert calls == [("abc", "f" * 500)]
+
+
+def test_compress_api_errors_keep_their_status(monkeypatch):
+    def fake(sid, focus):
+        raise Conflict("Session is still streaming; wait for the current turn to finish.")
+
+    monkeypatch.setattr(compression, "manual_compress", fake)
+    handler = FakeHandler()
+    routes._handle_session_compress(handler, {"session_id": "abc"})
+    assert handler.status == 409
+
+
+def test_compress_other_failures_are_400_with_paths_scrubbed(monkeypatch):
+    def fake(sid, focus):
+        raise OSError("cannot read /home/alice/.hermes/config.yaml")
+
+    monkeypatch.setattr(compression, "manual_compress", fake)
+    handler = FakeHandler()
+    routes._handle_session_compress(handler, {"session_id": "abc"})
+    assert handler.status == 400
+    assert handler.payload() == {"error": "Compression failed: cannot read <path>"}
+
+
+# ---------------------------------------------------------------------- history edits
+
+
+def test_retry_with_nothing_to_retry_is_200_with_an_error(state_dir, no_auth):
+    session = Session(title="t", messages=[])
+    session.save()
+    handler = _call("POST", "/api/session/retry", {"session_id": session.session_id})
+    assert (handler.status, handler.payload()) == (200, {"error": "No previous message to retry."})
+
+
+def test_undo_answers_ok_with_the_full_session(state_dir, no_auth, monkeypatch):
+    session = Session(title="t", messages=[{"role": "user", "content": "a", "timestamp": 1.0}, {"role": "assistant", "content": "b", "timestamp": 2.0}])
+    session.save()
+    handler = _call("POST", "/api/session/undo", {"session_id": session.session_id})
+    data = handler.payload()
+    assert handler.status == 200 and data["ok"] is True and data["removed_count"] == 2
+    assert data["session"]["messages"] == [] and data["session"]["total_messages"] == 0
+
+
+@pytest.mark.parametrize("keep", [-1, "2", 1.5, True, None])
+def test_truncate_needs_a_non_negative_integer(state_dir, no_auth, monkeypatch, keep):
+    monkeypatch.setattr(session_ops, "truncate_session", lambda *a: pytest.fail("must not be called"))
+    handler = _call("POST", "/api/session/truncate", {"session_id": "abc", "keep_count": keep})
+    assert handler.status == 400
+
+
+# ---------------------------------------------------------------------- auth
+
+
+@pytest.fixture
+def auth_on():
+    manager = AuthManager("correct horse", b"k" * 32)
+    routes.configure(auth=manager, startup_recovery=None)
+    yield manager
+    routes.configure(auth=None, startup_recovery=None)
+
+
+def _login(manager: AuthManager) -> tuple[str, str]:
+    return manager.login("correct horse", "127.0.0.1")
+
+
+def test_auth_requires_a_cookie_except_on_public_routes(state_dir, auth_on):
+    assert _call("GET", "/api/sessions").status == 401
+    assert _call("GET", "/health").status == 200
+    assert _call("GET", "/api/auth/status").payload() == {"enabled": True, "logged_in": False, "csrf_token": None}
+
+
+def test_a_forged_cookie_is_401(state_dir, auth_on):
+    cookie, _ = _login(auth_on)
+    body, _, sig = cookie.rpartition(".")
+    forged = f"{body}.{'A' * len(sig)}"
+    assert _call("GET", "/api/sessions", headers={"Cookie": f"talaria_session={forged}"}).status == 401
+
+
+def test_posts_need_the_csrf_token(state_dir, auth_on):
+    cookie, csrf = _login(auth_on)
+    headers = {"Cookie": f"talaria_session={cookie}"}
+    assert _call("GET", "/api/sessions", headers=headers).status == 200
+    assert _call("POST", "/api/session/new", {}, headers=headers).status == 403
+    assert _call("POST", "/api/session/new", {}, headers={**headers, "X-CSRF-Token": "wrong"}).status == 403
+    assert _call("POST", "/api/session/new", {}, headers={**headers, "X-CSRF-Token": csrf}).status == 200
+
+
+def test_login_sets_an_http_only_cookie_and_returns_the_csrf_token(state_dir, auth_on):
+    handler = _call("POST", "/api/auth/login", {"password": "correct horse"})
+    assert handler.status == 200 and handler.payload()["csrf_token"]
+    assert "HttpOnly" in handler.sent["Set-Cookie"] and "SameSite=Strict" in handler.sent["Set-Cookie"]
+    assert _call("POST", "/api/auth/login", {"password": "nope"}).status == 401
+
+
+def test_auth_status_without_auth_says_logged_in(no_auth):
+    assert _call("GET", "/api/auth/status").payload() == {"enabled": False, "logged_in": True}
+
+
+def test_startup_summary_is_served(no_auth):
+    routes.configure(auth=None, startup_recovery={"scanned": 3, "restored": 1, "details": [], "interrupted_turns": []})
+    assert _call("GET", "/api/recovery/startup").payload()["scanned"] == 3
+    assert _call("GET", "/health").payload()["recovery"]["restored"] == 1

@@ -1,0 +1,125 @@
+"""Retry, undo, truncate (edit), clear: each shrinks on purpose and stamps its provenance."""
+
+from __future__ import annotations
+
+import pytest
+
+from api import session_ops
+from api.errors import BadRequest, Conflict
+from api.models import Session
+
+
+def _msg(role, content, ts):
+    return {"role": role, "content": content, "timestamp": ts}
+
+
+@pytest.fixture
+def session(state_dir):
+    msgs = [
+        _msg("user", "u1", 1.0),
+        _msg("assistant", "a1", 2.0),
+        _msg("user", "u2", 3.0),
+        _msg("assistant", "a2", 4.0),
+    ]
+    s = Session(session_id="ops", messages=msgs, context_messages=list(msgs), title="Kept")
+    s.save()
+    return s
+
+
+def test_undo_removes_the_last_turn_and_stamps_a_shrink_generation(session):
+    result = session_ops.undo_last("ops")
+    loaded = Session.load("ops")
+    assert result == {"removed_count": 2, "removed_preview": "u2"}
+    assert [m["content"] for m in loaded.messages] == ["u1", "a1"]
+    assert [m["content"] for m in loaded.context_messages] == ["u1", "a1"]
+    assert loaded.truncation_watermark == loaded.truncation_boundary == 2.0
+    assert len(loaded.intentional_shrink_generation) == 32
+    assert len(Session.load("ops").messages) == 2
+    assert session.backup_path.exists()
+
+
+def test_retry_returns_the_last_user_text(session):
+    assert session_ops.retry_last("ops") == {"last_user_text": "u2", "removed_count": 2}
+
+
+def test_retry_and_undo_with_no_user_message_raise_value_error(state_dir):
+    Session(session_id="empty", messages=[_msg("assistant", "hello", 1.0)]).save()
+    with pytest.raises(ValueError, match="No previous message to retry."):
+        session_ops.retry_last("empty")
+    with pytest.raises(ValueError, match="Nothing to undo."):
+        session_ops.undo_last("empty")
+
+
+def test_undo_refuses_while_streaming(session):
+    session.active_stream_id = "s"
+    session.save()
+    with pytest.raises(Conflict):
+        session_ops.undo_last("ops")
+
+
+def test_truncate_keeps_the_first_rows_and_aligns_the_context(session):
+    session_ops.truncate_session("ops", 1)
+    loaded = Session.load("ops")
+    assert [m["content"] for m in loaded.messages] == ["u1"]
+    assert [m["content"] for m in loaded.context_messages] == ["u1"]
+    assert loaded.truncation_watermark == 1.0
+
+
+@pytest.mark.parametrize("bad", [-1, "2", 2.0, None, True, 99])
+def test_truncate_rejects_bad_keep_counts_and_changes_nothing(session, bad):
+    before = session.path.read_bytes()
+    with pytest.raises(BadRequest):
+        session_ops.truncate_session("ops", bad)
+    assert session.path.read_bytes() == before
+
+
+def test_truncate_context_alignment_keeps_a_leading_summary():
+    display = [
+        _msg("user", "u1", 1.0),
+        _msg("assistant", "a1", 2.0),
+        _msg("user", "u2", 3.0),
+        _msg("assistant", "a2", 4.0),
+    ]
+    summary = {"role": "user", "content": "[CONTEXT COMPACTION — REFERENCE ONLY] s"}
+    context = [summary, display[2], display[3]]
+    assert session_ops.truncate_context_for_display_keep(display, context, 2) == [summary]
+    assert session_ops.truncate_context_for_display_keep(display, context, 3) == [summary, display[2]]
+
+
+def test_clear_empties_with_the_zero_sentinel_and_a_clear_generation(session):
+    session_ops.clear_session("ops")
+    loaded = Session.load("ops")
+    assert loaded.messages == [] and loaded.context_messages == []
+    assert loaded.truncation_watermark == 0.0 and loaded.truncation_boundary == 0.0
+    assert len(loaded.clear_generation) == 32
+    assert loaded.title == "Untitled"
+
+
+def test_clear_keeps_a_manual_title(session):
+    session.manual_title = True
+    session.save()
+    session_ops.clear_session("ops")
+    assert Session.load("ops").title == "Kept"
+
+
+@pytest.mark.parametrize(
+    "messages,expected",
+    [
+        ([], 0.0),
+        ([{"timestamp": 5}], 5.0),
+        ([{"_ts": 7.5}], 7.5),
+        ([{"timestamp": "bad"}], 0.0),
+        (["x"], 0.0),
+    ],
+)
+def test_truncation_watermark_reads_timestamp_then_ts(messages, expected):
+    assert session_ops._truncation_watermark_for(messages) == expected
+
+
+def test_watermark_advances_after_a_new_turn_but_zero_stays(state_dir):
+    s = Session(session_id="w", messages=[_msg("user", "x", 10.0)], truncation_watermark=2.0)
+    session_ops.advance_watermark_after_turn(s)
+    assert s.truncation_watermark == 10.0
+    s.truncation_watermark = 0.0
+    session_ops.advance_watermark_after_turn(s)
+    assert s.truncation_watermark == 0.0
