@@ -45,7 +45,11 @@ _CONTENT_TYPES = {
 
 
 def content_type_for(path: Path) -> str:
-    return _CONTENT_TYPES.get(path.suffix.lower()) or mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+    return (
+        _CONTENT_TYPES.get(path.suffix.lower())
+        or mimetypes.guess_type(path.name)[0]
+        or "application/octet-stream"
+    )
 
 
 def static_file(url_path: str, root: Path = STATIC_DIR) -> Path | None:
@@ -57,7 +61,12 @@ def static_file(url_path: str, root: Path = STATIC_DIR) -> Path | None:
     else:
         return None
     parts = rel.split("/")
-    if not rel or "\\" in rel or "\x00" in rel or any(p in ("", ".", "..") or p.startswith(".") for p in parts):
+    if (
+        not rel
+        or "\\" in rel
+        or "\x00" in rel
+        or any(p in ("", ".", "..") or p.startswith(".") for p in parts)
+    ):
         return None
     root = root.resolve()
     try:
@@ -160,9 +169,13 @@ class Handler(BaseHTTPRequestHandler):
         is_html = file.suffix == ".html"
         csp = http_io.HTML_CSP if is_html else http_io.DATA_CSP
         if self.headers.get("If-None-Match") == etag:
-            http_io.send_bytes(self, b"", content_type_for(file), 304, {"ETag": etag}, csp=csp, cache="no-cache")
+            http_io.send_bytes(
+                self, b"", content_type_for(file), 304, {"ETag": etag}, csp=csp, cache="no-cache"
+            )
             return
-        http_io.send_bytes(self, file.read_bytes(), content_type_for(file), 200, {"ETag": etag}, csp=csp, cache="no-cache")
+        http_io.send_bytes(
+            self, file.read_bytes(), content_type_for(file), 200, {"ETag": etag}, csp=csp, cache="no-cache"
+        )
 
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_HEAD = _handle
 
@@ -180,7 +193,9 @@ def build_arg_parser() -> argparse.ArgumentParser:
         epilog="settings (environment variable wins, then 'webui:' in $HERMES_HOME/config.yaml, then the default):\n"
         + config.settings_help(),
     )
-    parser.add_argument("--host", help="address to listen on (default 127.0.0.1; anything else needs a password)")
+    parser.add_argument(
+        "--host", help="address to listen on (default 127.0.0.1; anything else needs a password)"
+    )
     parser.add_argument("--port", type=int, help="TCP port (default 8787; 0 picks a free one)")
     parser.add_argument("--state-dir", help="Talaria's state folder (default $HERMES_HOME/webui)")
     parser.add_argument("--hermes-home", help="the agent's home folder (default ~/.hermes)")
@@ -204,7 +219,11 @@ def run_startup_recovery() -> dict:
     try:
         from api.session_recovery import recover_all_sessions_on_startup
 
-        summary.update(recover_all_sessions_on_startup(config.SESSION_DIR, rebuild_index=True, state_db_path=config.STATE_DB_PATH))
+        summary.update(
+            recover_all_sessions_on_startup(
+                config.SESSION_DIR, rebuild_index=True, state_db_path=config.STATE_DB_PATH
+            )
+        )
     except Exception as exc:  # noqa: BLE001 - startup goes on whatever the folder holds
         log.exception("startup recovery failed")
         summary["error"] = str(exc)
@@ -245,7 +264,11 @@ def build_auth(values: dict):
 
 def make_server(host: str, port: int, threads: int) -> TalariaServer:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    server_cls = type("TalariaServer6" if family == socket.AF_INET6 else "TalariaServer4", (TalariaServer,), {"address_family": family})
+    server_cls = type(
+        "TalariaServer6" if family == socket.AF_INET6 else "TalariaServer4",
+        (TalariaServer,),
+        {"address_family": family},
+    )
     return server_cls((host, port), Handler, threads)
 
 
@@ -272,7 +295,12 @@ def main(argv: list[str] | None = None) -> int:
     from api import config
 
     values = config.load_settings(
-        overrides={"host": args.host, "port": args.port, "state_dir": args.state_dir, "hermes_home": args.hermes_home}
+        overrides={
+            "host": args.host,
+            "port": args.port,
+            "state_dir": args.state_dir,
+            "hermes_home": args.hermes_home,
+        }
     )
     config.apply_settings(values)
     try:

@@ -224,6 +224,17 @@ def estimate_tokens(messages: list[dict]) -> int:
         return sum(len(str(m.get("content") or "")) for m in messages) // 4
 
 
+def manual_compression_feedback(original: list, compressed: list, before: int, after: int) -> dict | None:
+    """The agent's own wording for a manual compression (headline, token line, note), if it has one."""
+    try:
+        summary = _import("agent.manual_compression_feedback").summarize_manual_compression(
+            original, compressed, before, after
+        )
+    except Exception:
+        return None
+    return summary if isinstance(summary, dict) else None
+
+
 @dataclass
 class CompressOutcome:
     messages: list[dict]  # the compressed list (the input list itself when nothing changed)

@@ -82,8 +82,9 @@ def keep_aside(path: Path, tag: str, *, sync_dir: bool = True, link: bool = Fals
     """Durably keep a copy of ``path`` as ``<name>.<tag>-<unix_ms>``.
 
     A copy, not a hard link: an in-place write by another program must not change what was kept.
-    ``link=True`` keeps the current inode by hard link instead (its data synced, nothing copied); only
-    for a caller that replaces ``path`` right away, so later writes through the name reach a new file.
+    ``link=True`` keeps the current inode by hard link instead (nothing copied; the kept data is exactly
+    as durable as the file was); only for a caller that replaces ``path`` right away, so later writes
+    through the name reach a new file.
 
     Returns the kept path, or ``None`` when ``path`` does not exist. With ``sync_dir=False`` the
     caller syncs the folder (once for several keeps) before it replaces ``path``.
@@ -99,11 +100,6 @@ def keep_aside(path: Path, tag: str, *, sync_dir: bool = True, link: bool = Fals
         stamp += 1
     if link and not path.is_symlink():
         try:
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
             os.link(path, aside)
             _step("linked_aside", aside)
             if sync_dir:

@@ -15,8 +15,8 @@ import time
 import uuid
 from typing import Any
 
+from api import agent_runtime, models
 from api import config as _config
-from api import models
 from api.errors import ApiError, BadRequest, Conflict, NotFound
 from api.sanitize import sanitize_messages_for_api
 from api.session_fields import message_timestamp
@@ -121,43 +121,21 @@ def _stamp_missing_message_timestamps(rows: list) -> None:
 
 
 def estimate_tokens(messages: list) -> int:
-    try:
-        from agent.model_metadata import estimate_messages_tokens_rough
-
-        return int(estimate_messages_tokens_rough(messages))
-    except Exception:  # noqa: BLE001 - the agent's estimator is optional
-        words = 0
-        for m in messages:
-            content = m.get("content") if isinstance(m, dict) else None
-            if isinstance(content, list):
-                content = " ".join(
-                    p.get("text", "")
-                    for p in content
-                    if isinstance(p, dict) and isinstance(p.get("text"), str)
-                )
-            if isinstance(content, str):
-                words += len(content.split())
-        return max(words, 1)
+    return max(agent_runtime.estimate_tokens(messages), 1)
 
 
-def _resolve_provider(session: models.Session) -> tuple[str, str | None, str | None, str | None]:
-    model, provider, base_url = _config.resolve_model_provider(
+def _resolve_provider(session: models.Session) -> tuple[str, str | None, dict]:
+    model, provider, _base_url = _config.resolve_model_provider(
         _config.model_with_provider_context(session.model, session.model_provider)
     )
-    api_key = None
     try:
-        import hermes_cli.runtime_provider as runtime_provider
-
-        runtime = runtime_provider.resolve_runtime_provider(requested=provider)
-        if isinstance(runtime, dict):
-            api_key = runtime.get("api_key")
-            provider = provider or runtime.get("provider")
-            base_url = base_url or runtime.get("base_url")
-    except Exception as exc:  # noqa: BLE001 - a missing provider is reported below
-        log.info("runtime provider resolution failed: %s", redact_paths(str(exc)))
-    if not api_key:
+        runtime = agent_runtime.resolve_runtime(model, provider)
+    except ApiError as exc:
+        log.info("runtime provider resolution failed: %s", redact_paths(exc.message))
+        runtime = {}
+    if not runtime.get("api_key"):
         raise BadRequest("No provider configured -- cannot compress.")
-    return model, provider, base_url, api_key
+    return model, provider or runtime.get("provider"), runtime
 
 
 def _toolsets() -> list | None:
@@ -170,14 +148,9 @@ def _toolsets() -> list | None:
 
 
 def _summary(original: list, compressed: list, before: int, after: int, focus: str | None) -> dict:
-    try:
-        from agent.manual_compression_feedback import summarize_manual_compression
-
-        summary = summarize_manual_compression(original, compressed, before, after)
-        if isinstance(summary, dict):
-            return summary
-    except Exception:  # noqa: BLE001 - fall back to our own wording
-        pass
+    summary = agent_runtime.manual_compression_feedback(original, compressed, before, after)
+    if summary is not None:
+        return summary
     headline = f"Compressed: {len(original)} → {len(compressed)} messages"
     token_line = f"Rough transcript estimate: ~{before} → ~{after} tokens"
     note = f"Focus: {focus}" if focus else None
@@ -247,16 +220,17 @@ def _compress(session: models.Session, focus_topic: str | None) -> dict:
     original = sanitize_messages_for_api(session.messages)
     if len(original) < MIN_MESSAGES:
         raise BadRequest(f"Not enough conversation to compress (need at least {MIN_MESSAGES} messages).")
-    model, provider, base_url, api_key = _resolve_provider(session)
-    from run_agent import AIAgent
-
+    model, provider, runtime = _resolve_provider(session)
     snapshot = list(original)
     stream_before = _stream_state(session)
     before_tokens = estimate_tokens(snapshot)
-    agent = AIAgent(
-        model=model, provider=provider, base_url=base_url, api_key=api_key, platform="webui",
-        quiet_mode=True, enabled_toolsets=_toolsets(), session_id=sid,
-    )  # fmt: skip
+    # A throwaway agent (state_db_path=None): only its compressor is used, and nothing is persisted.
+    try:
+        agent = agent_runtime.build_agent(
+            sid, model, provider, state_db_path=None, runtime=runtime, enabled_toolsets=_toolsets()
+        )
+    except agent_runtime.ProviderNotConfigured:
+        raise BadRequest("No provider configured -- cannot compress.") from None
     compressed = agent.context_compressor.compress(
         snapshot, current_tokens=before_tokens, focus_topic=focus_topic
     )

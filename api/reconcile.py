@@ -1,500 +1,71 @@
-"""Reconciliation of a session file with the agent's ``state.db`` (session-core.md §2.5, §3.2–§3.5).
+"""Reconciliation of a session file with the agent's ``state.db`` (session-core.md §3.3–§3.5).
 
-Pure functions: the merge decides which agent rows join a transcript without ever removing or
-reordering a transcript row, and without bringing back what a compression, undo, retry, edit or clear
-removed. The only I/O is ``reconciled_state_db_messages_for_session`` reading ``state.db`` through
+The append-only merge decides which agent rows join a transcript; it never removes or reorders a
+transcript row and never brings back what a compression, undo, retry, edit or clear removed. The only
+I/O is ``reconciled_state_db_messages_for_session`` reading state.db through
 ``api.models.get_state_db_session_messages`` (looked up at call time) when no rows are passed in.
 
-Speed: the merge runs on every chat turn, so a row's keys are computed at most once and only when a
-rule needs them (``_Rows``), the replay of an identical prefix compares raw fields before any
-whitespace collapsing, and key lookups go through a whitespace-invariant fingerprint index built only
-when some state row gets past the prefix replay. Fuzzy matching is bounded as §3.2 says.
+Speed (the merge runs on every chat turn): the replay of an identical prefix compares raw fields and
+touches no key; a rule that needs a key computes it once, for that row only (``message_keys.Rows``);
+lookups go through indexes built on first use, and a lookup that provably cannot hit a transcript row
+(a state row newer than every transcript row, a fully replayed transcript) builds none. Fuzzy matching
+is bounded as §3.2 says (≤ 1000 distinct transcript keys, texts ≤ 200 000 chars).
+
+Reading notes where §3.3 leaves room: rule h absorbs when *some* transcript key the row matches still
+has an unabsorbed transcript row (the first such key in transcript order takes the count); the prefix
+replay's fuzzy match uses the same 1000-key bound; rule 6a (native-image mirror) compares user rows
+with the exact same timestamp by their text with images and ``[screenshot]`` placeholders removed.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import re
 from datetime import UTC, datetime
 from typing import Any
 
+from api.message_keys import (
+    DISPLAY_ONLY_KEYS,
+    Rows,
+    api_content,
+    collapse,
+    content_text,
+    context_messages_include_compression_marker,
+    is_context_compression_marker,
+    message_dedup_key,
+    message_merge_key,
+    message_timestamp,
+    parse_timestamp,
+    reconcile_api_content_sidecars,
+    stable_id,
+    strip_workspace_tag,
+    tokens,
+)
+
+__all__ = [
+    "is_context_compression_marker",
+    "_context_messages_include_compression_marker",
+    "merge_session_messages_append_only",
+    "state_db_delta_after_context",
+    "reconciled_state_db_messages_for_session",
+]
+
 FUZZY_MAX_KEYS = 1000
 FUZZY_MAX_CHARS = 200_000
-DISPLAY_ONLY_KEYS = frozenset(
-    {
-        "_turnDuration",
-        "_turnTps",
-        "_turnUsage",
-        "_firstTokenMs",
-        "_usedModel",
-        "_gatewayRouting",
-        "_statusCard",
-        "_anchor_stream_id",
-        "_anchor_activity_scene",
-        "_media_snapshots",
-    }
-)
-ROW_ID_ALIASES = ("_row_id", "_state_db_row_id", "_db_row_id", "state_db_row_id")
-_WORKSPACE_TAG = re.compile(r"\s*\[Workspace(?:::v1)?:[^\]\n]*\]\s*")
-_FIRST_TOKEN = re.compile(r"\s*(\S{1,16})")
-_WORD = re.compile(r"\w+")
-_MARKER_TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
 _IMAGE_PART_TYPES = frozenset({"image_url", "input_image", "image"})
 _SCREENSHOT = "[screenshot]"
-_INVALID = object()
-_MISSING = object()
-
-
-# ----------------------------------------------------------------------------------------------
-# Message facts and keys (§3.2)
-# ----------------------------------------------------------------------------------------------
-
-
-def parse_timestamp(value: Any) -> float | None:
-    """A finite float, or ``None`` for missing, empty, non-numeric or non-finite values."""
-    if type(value) is float:
-        return value if math.isfinite(value) else None
-    if value is None or value == "" or isinstance(value, bool):
-        return None
-    try:
-        out = float(value)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return out if math.isfinite(out) else None
-
-
-def message_timestamp(msg: Any) -> float | None:
-    """``ts(m)`` of §3.2: the parsed ``timestamp`` (``_ts`` is not consulted)."""
-    return parse_timestamp(msg.get("timestamp")) if isinstance(msg, dict) else None
-
-
-def _content_text(content: Any) -> str:
-    if type(content) is str:
-        return content
-    return "" if content is None else str(content)
-
-
-def _collapse(text: str) -> str:
-    return " ".join(text.split())
-
-
-def strip_workspace_tag(text: str) -> str:
-    """Drop a leading ``[Workspace::v1: …]`` / ``[Workspace: …]`` tag the agent stores on user rows."""
-    head = text[:1]
-    if head == "[" or head.isspace():
-        match = _WORKSPACE_TAG.match(text)
-        if match is not None:
-            return text[match.end() :]
-    return text
-
-
-def _side_text(msg: dict, state_side: bool) -> str:
-    text = _content_text(msg.get("content"))
-    if state_side and msg.get("role") == "user":
-        text = strip_workspace_tag(text)
-    return text
-
-
-def _api_content(msg: dict) -> str | None:
-    value = msg.get("api_content")
-    return value if isinstance(value, str) and value else None
-
-
-def _tool_calls_json(msg: dict) -> str:
-    calls = msg.get("tool_calls")
-    if not calls:
-        return ""
-    try:
-        return json.dumps(calls, sort_keys=True)
-    except (TypeError, ValueError):
-        return repr(calls)
-
-
-def _ts_seconds(raw: Any) -> str:
-    if raw is None or raw == "":
-        return ""
-    try:
-        value = float(raw)
-    except (TypeError, ValueError, OverflowError):
-        return str(raw)
-    if not math.isfinite(value):
-        return f"<invalid:{raw}>"
-    return str(int(value))
-
-
-def _stable_id(msg: dict) -> Any:
-    return msg.get("id") or msg.get("message_id")
-
-
-def _with_api(key: tuple, api: str | None) -> tuple:
-    return key + (api,) if api else key
-
-
-def _merge_key(msg: Any, tcj: str, full_precision: bool) -> tuple:
-    if not isinstance(msg, dict):
-        return ("non_dict", repr(msg))
-    sid = _stable_id(msg)
-    if sid:
-        return _with_api(("message_id", str(sid)), _api_content(msg))
-    raw_ts = msg.get("timestamp")
-    ts_slot = str(raw_ts or "") if full_precision else _ts_seconds(raw_ts)
-    key = (
-        "legacy",
-        msg.get("role"),
-        _content_text(msg.get("content")),
-        ts_slot,
-        msg.get("tool_call_id") or "",
-        msg.get("tool_name") or msg.get("name") or "",
-        tcj,
-    )
-    return _with_api(key, _api_content(msg))
-
-
-def _content_key(msg: Any, norm: str) -> tuple:
-    if not isinstance(msg, dict):
-        return ("non_dict", repr(msg))
-    key = (msg.get("role"), norm, msg.get("tool_call_id") or "", msg.get("tool_name") or msg.get("name") or "")
-    return _with_api(key, _api_content(msg))
-
-
-def _visible_key(msg: Any, norm: str, tcj: str) -> tuple:
-    if not isinstance(msg, dict):
-        return ("non_dict", repr(msg))
-    return _with_api((msg.get("role"), norm, tcj), _api_content(msg))
-
-
-def message_merge_key(msg: Any) -> tuple:
-    """Identity for appending: stable id, else role/content/whole-second ts/tool fields (+api_content)."""
-    return _merge_key(msg, _tool_calls_json(msg) if isinstance(msg, dict) else "", False)
-
-
-def message_dedup_key(msg: Any) -> tuple:
-    """Like the merge key but with the timestamp at full precision."""
-    return _merge_key(msg, _tool_calls_json(msg) if isinstance(msg, dict) else "", True)
-
-
-def message_content_key(msg: Any, *, state_side: bool = False) -> tuple:
-    """Role, whitespace-collapsed content and tool ids; the state side drops a user row's workspace tag."""
-    if not isinstance(msg, dict):
-        return ("non_dict", repr(msg))
-    return _content_key(msg, _collapse(_side_text(msg, state_side)))
-
-
-def message_visible_key(msg: Any, *, state_side: bool = False) -> tuple:
-    """Role, whitespace-collapsed content and tool calls: what a person sees of the row."""
-    if not isinstance(msg, dict):
-        return ("non_dict", repr(msg))
-    return _visible_key(msg, _collapse(_side_text(msg, state_side)), _tool_calls_json(msg))
-
-
-def _fingerprint(text: str) -> str:
-    """First and last 16 chars of the first and last whitespace-separated tokens.
-
-    Equal whitespace-collapsed texts have equal fingerprints, and it reads only the ends of the text,
-    so it indexes rows for content/visible-key lookups without collapsing every row.
-    """
-    match = _FIRST_TOKEN.match(text)
-    if match is None:
-        return ""
-    tail = text[-64:].rstrip()
-    if len(tail) < 20 and len(text) > 64:
-        tail = text.rstrip()
-    return match.group(1) + "\x00" + tail.rsplit(None, 1)[-1][-16:]
-
-
-def _tokens(text: str) -> str:
-    return " ".join(_WORD.findall(text.casefold()))
-
-
-def row_id(msg: Any) -> Any:
-    """The state.db row id carried under any alias: an int, ``None`` (none), or invalid on conflict."""
-    if not isinstance(msg, dict):
-        return None
-    found = None
-    for alias in ROW_ID_ALIASES:
-        value = msg.get(alias)
-        if value is None:
-            continue
-        if isinstance(value, bool):
-            return _INVALID
-        if isinstance(value, int):
-            parsed = value
-        elif isinstance(value, float) and value.is_integer():
-            parsed = int(value)
-        elif isinstance(value, str) and value.strip().isdigit():
-            parsed = int(value.strip())
-        else:
-            return _INVALID
-        if parsed < 0 or (found is not None and found != parsed):
-            return _INVALID
-        found = parsed
-    return found
-
-
-def _valid_row_id(msg: Any) -> int | None:
-    rid = row_id(msg)
-    return None if rid is _INVALID else rid
-
-
-# ----------------------------------------------------------------------------------------------
-# Compaction markers (§2.5)
-# ----------------------------------------------------------------------------------------------
-
-
-def _marker_text(msg: dict) -> str:
-    content = msg.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [
-            p.get("text")
-            for p in content
-            if isinstance(p, dict) and p.get("type") in _MARKER_TEXT_TYPES and isinstance(p.get("text"), str)
-        ]
-        return "\n".join(parts)
-    return ""
-
-
-def is_context_compression_marker(msg: Any) -> bool:
-    """The agent's compaction summary row (or one of its preserved-context notes)."""
-    if not isinstance(msg, dict):
-        return False
-    role = msg.get("role")
-    if not role or role == "tool":
-        return False
-    text = _marker_text(msg).lower().lstrip()
-    if text.startswith("[context compaction"):
-        return True
-    if msg.get("_compressed_summary") and text.startswith("context compaction"):
-        return True
-    return text.startswith("[your active task list was preserved across context compression]") or text.startswith(
-        "[session arc summary"
-    )
-
-
-def _context_messages_include_compression_marker(messages: Any) -> bool:
-    """Narrow test: a detector hit whose own text starts with the compaction wording."""
-    if not isinstance(messages, list):
-        return False
-    for msg in messages:
-        if not is_context_compression_marker(msg):
-            continue
-        content = msg.get("content")
-        if isinstance(content, list):
-            text = "".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-        else:
-            text = content if isinstance(content, str) else ""
-        text = text.lower().lstrip()
-        if text.startswith("[context compaction") or text.startswith("context compaction"):
-            return True
-    return False
-
-
-# ----------------------------------------------------------------------------------------------
-# api_content reconciliation (§3.2, last bullet)
-# ----------------------------------------------------------------------------------------------
-
-
-def _reconcile_api_content_sidecars(sidecar: list, state: list) -> None:
-    """Copy each state row's ``api_content`` onto its one matching sidecar row (mutates those dicts).
-
-    Tiers, first with any candidate decides: unique stable id, unique row id, exact role+timestamp,
-    same role and second, unique role+content. More than one candidate means no copy (never guess).
-    """
-    carriers = [m for m in state if isinstance(m, dict) and _api_content(m)]
-    if not carriers or not sidecar:
-        return
-    side = [m for m in sidecar if isinstance(m, dict)]
-    tiers = (
-        lambda m: (str(v) if (v := _stable_id(m)) else None),
-        _valid_row_id,
-        lambda m: (m.get("role"), t) if (t := message_timestamp(m)) is not None else None,
-        lambda m: (m.get("role"), int(t)) if (t := message_timestamp(m)) is not None else None,
-        lambda m: (m.get("role"), _collapse(_content_text(m.get("content")))),
-    )
-    indexes: list[dict | None] = [None] * len(tiers)
-    for st in carriers:
-        target = None
-        for i, tier in enumerate(tiers):
-            probe = dict(st, content=_side_text(st, True)) if i == 4 else st
-            wanted = tier(probe)
-            if wanted is None:
-                continue
-            if indexes[i] is None:
-                index: dict = {}
-                for m in side:
-                    k = tier(m)
-                    if k is not None:
-                        index.setdefault(k, []).append(m)
-                indexes[i] = index
-            found = indexes[i].get(wanted)
-            if found:
-                target = found[0] if len(found) == 1 else None
-                break
-        if target is not None and not _api_content(target):
-            target["api_content"] = st["api_content"]
-
-
-# ----------------------------------------------------------------------------------------------
-# Lazily computed per-row facts
-# ----------------------------------------------------------------------------------------------
-
-
-class _Rows:
-    """Sidecar rows (handles ``0..n-1``) then state rows; every fact is computed once, when first asked."""
-
-    def __init__(self, sidecar: list, state: list):
-        self.rows = sidecar + state
-        self.n = len(sidecar)
-        size = len(self.rows)
-        self._ts = [_MISSING] * size
-        self._norm = [_MISSING] * size
-        self._fp = [_MISSING] * size
-        self._facts: dict[tuple[str, int], Any] = {}
-
-    def is_dict(self, h: int) -> bool:
-        return isinstance(self.rows[h], dict)
-
-    def role(self, h: int) -> Any:
-        row = self.rows[h]
-        return row.get("role") if isinstance(row, dict) else None
-
-    def ts(self, h: int) -> float | None:
-        value = self._ts[h]
-        if value is _MISSING:
-            value = self._ts[h] = message_timestamp(self.rows[h])
-        return value
-
-    def norm(self, h: int) -> str:
-        """Whitespace-collapsed content of the row's own side (state user rows lose the workspace tag)."""
-        value = self._norm[h]
-        if value is _MISSING:
-            row = self.rows[h]
-            value = _collapse(_side_text(row, h >= self.n)) if isinstance(row, dict) else ""
-            self._norm[h] = value
-        return value
-
-    def fp(self, h: int) -> tuple:
-        """Index bucket for content/visible lookups: role plus the fingerprint of the side's text."""
-        value = self._fp[h]
-        if value is _MISSING:
-            row = self.rows[h]
-            if isinstance(row, dict):
-                value = (row.get("role"), _fingerprint(_side_text(row, h >= self.n)))
-            else:
-                value = ("non_dict", repr(row))
-            self._fp[h] = value
-        return value
-
-    def rawfp(self, h: int) -> tuple:
-        """Index bucket for merge/dedup lookups (raw content: a state user row keeps its tag)."""
-        row = self.rows[h]
-        if h < self.n or not isinstance(row, dict) or row.get("role") != "user":
-            return self.fp(h)
-        return self.fact("rawfp", h)
-
-    def fact(self, kind: str, h: int) -> Any:
-        slot = (kind, h)
-        value = self._facts.get(slot, _MISSING)
-        if value is _MISSING:
-            value = self._facts[slot] = self._compute(kind, h)
-        return value
-
-    def _compute(self, kind: str, h: int) -> Any:
-        row = self.rows[h]
-        if kind == "tcj":
-            return _tool_calls_json(row) if isinstance(row, dict) else ""
-        if kind == "merge":
-            return _merge_key(row, self.fact("tcj", h), False)
-        if kind == "dedup":
-            return _merge_key(row, self.fact("tcj", h), True)
-        if kind == "content":
-            return _content_key(row, self.norm(h))
-        if kind == "visible":
-            return _visible_key(row, self.norm(h), self.fact("tcj", h))
-        if kind == "rawfp":
-            return (row.get("role"), _fingerprint(_content_text(row.get("content"))))
-        if kind == "tokens":
-            return _tokens(self.norm(h))
-        if kind == "rowid":
-            return _valid_row_id(row)
-        raise KeyError(kind)
-
-    def visible_equal(self, hs: int, hq: int) -> bool:
-        """Visible keys equal; compares raw fields first so identical rows need no collapsing."""
-        a, b = self.rows[hs], self.rows[hq]
-        if isinstance(a, dict) and isinstance(b, dict):
-            role = a.get("role")
-            ca, cb = a.get("content"), b.get("content")
-            if (
-                role == b.get("role")
-                and type(ca) is str
-                and (ca is cb or ca == cb)
-                and not (role == "user" and hs >= self.n and strip_workspace_tag(ca) is not ca)
-                and _api_content(a) == _api_content(b)
-            ):
-                ta, tb = a.get("tool_calls"), b.get("tool_calls")
-                if not ta and not tb:
-                    return True
-                return self.fact("tcj", hs) == self.fact("tcj", hq)
-        return self.fact("visible", hs) == self.fact("visible", hq)
-
-    def content_equal(self, hs: int, hq: int) -> bool:
-        a, b = self.rows[hs], self.rows[hq]
-        if isinstance(a, dict) and isinstance(b, dict):
-            ca, cb = a.get("content"), b.get("content")
-            if (
-                a.get("role") == b.get("role")
-                and type(ca) is str
-                and (ca is cb or ca == cb)
-                and (a.get("tool_call_id") or "") == (b.get("tool_call_id") or "")
-                and (a.get("tool_name") or a.get("name") or "") == (b.get("tool_name") or b.get("name") or "")
-                and _api_content(a) == _api_content(b)
-                and not (a.get("role") == "user" and strip_workspace_tag(ca) is not ca)
-            ):
-                return True
-            if self.fp(hs) != self.fp(hq):
-                return False
-        return self.fact("content", hs) == self.fact("content", hq)
-
-    def fuzzy_equal(self, hs: int, hq: int) -> bool:
-        """§3.2 fuzzy visible match between two rows (caller checks the key-set bound)."""
-        ks, kq = self.fact("visible", hs), self.fact("visible", hq)
-        if ks[0] == "non_dict" or kq[0] == "non_dict" or ks[0] != kq[0]:
-            return False
-        if _api_content(self.rows[hs]) != _api_content(self.rows[hq]):
-            return False
-        a, b = ks[1], kq[1]
-        if not a or not b or len(a) > FUZZY_MAX_CHARS or len(b) > FUZZY_MAX_CHARS:
-            return False
-        if a in b or b in a:
-            return True
-        ta, tb = self.fact("tokens", hs), self.fact("tokens", hq)
-        return bool(ta and tb and (ta in tb or tb in ta))
-
-
-# ----------------------------------------------------------------------------------------------
-# The append-only merge (§3.3)
-# ----------------------------------------------------------------------------------------------
+_context_messages_include_compression_marker = context_messages_include_compression_marker
 
 
 def _ends_in_interrupted_turn(sidecar: list) -> bool:
     """Last user/assistant row is an assistant ``_error`` with an assistant ``_partial`` since the last user."""
     idx = len(sidecar) - 1
-    while idx >= 0:
-        row = sidecar[idx]
-        if isinstance(row, dict) and row.get("role") in ("user", "assistant"):
-            break
+    while idx >= 0 and not (isinstance(sidecar[idx], dict) and sidecar[idx].get("role") in ("user", "assistant")):
         idx -= 1
     if idx < 0 or sidecar[idx].get("role") != "assistant" or not sidecar[idx].get("_error"):
         return False
     for row in reversed(sidecar[:idx]):
-        if not isinstance(row, dict):
-            continue
-        if row.get("role") == "user":
+        if isinstance(row, dict) and row.get("role") == "user":
             return False
-        if row.get("role") == "assistant" and row.get("_partial"):
+        if isinstance(row, dict) and row.get("role") == "assistant" and row.get("_partial"):
             return True
     return False
 
@@ -503,7 +74,7 @@ def _cold_reconstruction(state: list, watermark: float | None, boundary: float |
     if watermark is None:
         candidates = state
     elif watermark == 0:
-        return []
+        return []  # truncate-to-empty sentinel: nothing replays
     else:
         stamped = [(m, message_timestamp(m)) for m in state]
         if boundary is not None and boundary < watermark:
@@ -522,164 +93,326 @@ def _cold_reconstruction(state: list, watermark: float | None, boundary: float |
 
 
 def _screenshot_projection(content: Any) -> tuple[str, int]:
-    """(text without image placeholders, image count) of a user row, for the native-image mirror rule."""
+    """(text without images or ``[screenshot]`` placeholders, number of images) of a user row."""
     images = 0
     if isinstance(content, list):
         texts = []
         for part in content:
-            if not isinstance(part, dict):
-                continue
-            if part.get("type") in _IMAGE_PART_TYPES:
+            if isinstance(part, dict) and part.get("type") in _IMAGE_PART_TYPES:
                 images += 1
-            elif isinstance(part.get("text"), str):
+            elif isinstance(part, dict) and isinstance(part.get("text"), str):
                 texts.append(part["text"])
         text = " ".join(texts)
     else:
-        text = _content_text(content)
+        text = content_text(content)
     images += text.count(_SCREENSHOT)
-    return _collapse(text.replace(_SCREENSHOT, " ")), images
+    return collapse(text.replace(_SCREENSHOT, " ")), images
+
+
+class _Index:
+    """Handles grouped by one fact; local rows are loaded only when a lookup could hit one."""
+
+    def __init__(self, merge: _Merge, fact: str):
+        self.merge, self.fact = merge, fact
+        self.table: dict = {}
+        self.local_loaded = False
+        self.state_upto = 0
+
+    def _value(self, h: int) -> Any:
+        return self.merge.stable_key(h) if self.fact == "mid" else self.merge.t.fact(self.fact, h)
+
+    def get(self, value: Any, with_local: bool = True) -> list:
+        merge = self.merge
+        if with_local and not self.local_loaded:
+            self.local_loaded = True
+            for h in range(merge.n):
+                v = self._value(h)
+                if v is not None:
+                    self.table.setdefault(v, []).append(h)
+        registered = merge.registered_state
+        while self.state_upto < len(registered):
+            h = registered[self.state_upto]
+            v = self._value(h)
+            if v is not None:
+                self.table.setdefault(v, []).append(h)
+            self.state_upto += 1
+        return self.table.get(value, [])
+
+
+class _FingerprintIndex:
+    """Registered rows by fingerprint. A few lookups scan the local list at C speed; many build a dict."""
+
+    def __init__(self, merge: _Merge):
+        self.merge = merge
+        self.local: list | None = None
+        self.table: dict | None = None
+        self.scans = 0
+        self.state: dict = {}
+        self.state_upto = 0
+
+    def local_list(self) -> list:
+        if self.local is None:
+            self.local = self.merge.t.local_fingerprints()
+        return self.local
+
+    def get(self, fp: str | None) -> list:
+        if fp is None:
+            return []
+        local = self.local_list()
+        if self.table is None and self.scans < 16:
+            self.scans += 1
+            found, i = [], -1
+            while True:
+                try:
+                    i = local.index(fp, i + 1)
+                except ValueError:
+                    break
+                found.append(i)
+        else:
+            if self.table is None:
+                self.table = {}
+                for h, v in enumerate(local):
+                    if v is not None:
+                        self.table.setdefault(v, []).append(h)
+            found = list(self.table.get(fp, ()))
+        registered, t = self.merge.registered_state, self.merge.t
+        while self.state_upto < len(registered):
+            h = registered[self.state_upto]
+            if t.fp(h) is not None:
+                self.state.setdefault(t.fp(h), []).append(h)
+            self.state_upto += 1
+        return found + self.state.get(fp, [])
 
 
 class _Merge:
     def __init__(self, sidecar: list, state: list, watermark: float | None, boundary: float | None):
-        self.t = _Rows(sidecar, state)
+        self.t = Rows(sidecar, state)
         self.n = len(sidecar)
-        self.W = watermark
-        self.B = boundary
-        self.out = list(range(self.n))  # handles in output order
-        self.seq = [h for h in range(self.n) if isinstance(sidecar[h], dict)]  # visible sequence
+        self.W, self.B = watermark, boundary
+        self.seq = [h for h in range(self.n) if isinstance(sidecar[h], dict)]  # the visible sequence
         self.p = 0  # prefix replay cursor into seq
+        self.appended: list[int] = []
+        self.out: list[int] | None = None  # output handles, materialised on the first insertion
         self.registered_state: list[int] = []
-        self._S: Any = _MISSING
-        self._index: dict | None = None
-        self._side_buckets = 0
+        self._S: Any = ...
+        self._raw = _Index(self, "raw")
+        self._fp = _FingerprintIndex(self)
+        self._mid = _Index(self, "mid")
+        self._rid = _Index(self, "rowid")
         self._fuzzy_ok: bool | None = None
-        self._groups: dict | None = None  # (role, api) -> {visible key: [seq positions]}
-        self._h_absorbed: dict = {}
-        self._rowid_index: dict | None = None
-        self._mid_index: dict | None = None
-        self._ts_index: dict | None = None
-        self._mirrored: set[int] = set()
+        self._groups: dict | None = None  # (role, api_content) -> (keys, texts, members, token strings)
         self._positions: dict[int, int] | None = None
+        self._h_absorbed: dict = {}
+        self._by_ts: dict | None = None
+        self._mirrored: set[int] = set()
 
-    # -- lazily built registry lookups ----------------------------------------------------------
+    # -- facts about the whole transcript ---------------------------------------------------------
 
     @property
     def S(self) -> float | None:
-        if self._S is _MISSING:
-            values = [t for h in range(self.n) if (t := self.t.ts(h)) is not None]
-            self._S = max(values) if values else None
+        """Newest parseable transcript timestamp."""
+        if self._S is ...:
+            self._S = self.t.local_max_timestamp()
         return self._S
 
-    def _registered(self):
-        yield from range(self.n)
-        yield from self.registered_state
+    def stable_key(self, h: int) -> str | None:
+        row = self.t.rows[h]
+        sid = stable_id(row) if isinstance(row, dict) else None
+        return str(sid) if sid else None
 
-    def _index_add(self, h: int) -> None:
-        index = self._index
-        fp = self.t.fp(h)
-        index.setdefault(fp, []).append(h)
-        raw = self.t.rawfp(h)
-        if raw != fp:
-            index.setdefault(raw, []).append(h)
-
-    def _ensure_index(self) -> dict:
-        if self._index is None:
-            self._index = {}
-            for h in self.seq:
-                self._index_add(h)
-            self._side_buckets = len(self._index)
-            for h in range(self.n):
-                if not self.t.is_dict(h):
-                    self._index_add(h)
-            for h in self.registered_state:
-                self._index_add(h)
-        return self._index
-
-    def _find(self, kind: str, h: int, sidecar_only: bool = False) -> int | None:
-        """A registered row whose ``kind`` key equals row h's, or None."""
-        key = self.t.fact(kind, h)
-        if key[0] == "message_id":
-            if self._mid_index is None:
-                self._mid_index = {}
-                for c in self._registered():
-                    row = self.t.rows[c]
-                    if isinstance(row, dict) and _stable_id(row):
-                        self._mid_index.setdefault(str(_stable_id(row)), []).append(c)
-            candidates = self._mid_index.get(key[1], ())
-        else:
-            bucket = self.t.fp(h) if kind in ("content", "visible") else self.t.rawfp(h)
-            candidates = self._ensure_index().get(bucket, ())
-        for c in candidates:
-            if sidecar_only and c >= self.n:
-                continue
-            if self.t.fact(kind, c) == key:
-                return c
-        return None
-
-    def _seq_pos(self, h: int) -> int:
+    def pos(self, h: int) -> int:
         if len(self.seq) == self.n:
             return h
         if self._positions is None:
-            self._positions = {c: pos for pos, c in enumerate(self.seq)}
+            self._positions = {c: i for i, c in enumerate(self.seq)}
         return self._positions[h]
 
     def fuzzy_allowed(self) -> bool:
+        """§3.2: fuzzy matching only while the transcript has at most 1000 distinct visible keys."""
         if self._fuzzy_ok is None:
             if len(self.seq) <= FUZZY_MAX_KEYS:
                 self._fuzzy_ok = True
             else:
-                self._ensure_index()
-                if self._side_buckets > FUZZY_MAX_KEYS:
+                buckets = set(self._fp.local_list())
+                buckets.discard(None)
+                if len(buckets) > FUZZY_MAX_KEYS:  # distinct fingerprints never exceed distinct keys
                     self._fuzzy_ok = False
                 else:
-                    distinct = {self.t.fact("visible", h) for h in self.seq}
-                    self._fuzzy_ok = len(distinct) <= FUZZY_MAX_KEYS
+                    self._fuzzy_ok = len({self.t.fact("visible", h) for h in self.seq}) <= FUZZY_MAX_KEYS
         return self._fuzzy_ok
 
-    def _visible_groups(self) -> dict:
+    # -- lookups among registered rows (transcript + state rows added so far) ----------------------
+
+    def _local_impossible(self, h: int, kind: str) -> bool:
+        """A legacy merge/dedup key of a row newer than every transcript row cannot match a transcript row."""
+        ts = self.t.ts(h)
+        if ts is None:
+            return False
+        S = self.S
+        if kind == "dedup":
+            return S is None or ts > S
+        return ts >= 1 and (S is None or int(ts) > S)
+
+    def find(self, kind: str, h: int) -> int | None:
+        """A registered row whose ``kind`` key equals row h's."""
+        t = self.t
+        key = t.fact(kind, h)
+        if key[0] == "message_id":
+            candidates = self._mid.get(key[1])
+        elif kind in ("merge", "dedup"):
+            candidates = self._raw.get(t.fact("raw", h), with_local=not self._local_impossible(h, kind))
+        else:
+            candidates = self._fp.get(t.fp(h))
+        for c in candidates:
+            if t.fact(kind, c) == key:
+                return c
+        return None
+
+    def _visible_duplicate(self, h: int) -> bool:
+        """Rule h: a transcript row with the same (or fuzzily the same) visible key is still unabsorbed."""
+        t, p = self.t, self.p
+        if p >= len(self.seq) or not isinstance(t.rows[h], dict):
+            return False  # every transcript row was already counted by the replay
+        key = t.fact("visible", h)
+        same = [c for c in self._fp.get(t.fp(h)) if c < self.n and t.fact("visible", c) == key]
+        if same:
+            return self._count_against(h, key, [c for c in same if self.pos(c) >= p])
+        if not key[1] or not self.fuzzy_allowed():
+            return False
+        return self._fuzzy_duplicate(h, key)
+
+    def _fuzzy_duplicate(self, h: int, key: tuple) -> bool:
+        """§3.2 fuzzy match against the transcript's keys, in transcript order, first one with room wins."""
+        t, p = self.t, self.p
         if self._groups is None:
             self._groups = {}
-            for pos, h in enumerate(self.seq):
-                key = self.t.fact("visible", h)
-                group = self._groups.setdefault((key[0], _api_content(self.t.rows[h])), {})
-                group.setdefault(key, []).append((pos, h))
-        return self._groups
+            for c in self.seq:
+                other = t.fact("visible", c)
+                group = self._groups.setdefault((other[0], api_content(t.rows[c])), {})
+                group.setdefault(other, []).append(c)
+            self._groups = {
+                k: (list(g), [k2[1] for k2 in g], list(g.values()), []) for k, g in self._groups.items()
+            }
+        entry = self._groups.get((key[0], api_content(t.rows[h])))
+        if entry is None:
+            return False
+        keys, norms, members, toks = entry
+        x = key[1]
+        if len(x) > FUZZY_MAX_CHARS:
+            return False
+        lx = len(x)
+        by_text = [
+            i for i, y in enumerate(norms) if y and len(y) <= FUZZY_MAX_CHARS and ((y in x) if len(y) <= lx else (x in y))
+        ]
+        first = next((i for i in by_text if self._has_room(keys[i], members[i])), len(keys))
+        if not toks:
+            toks.extend(tokens(y) if y and len(y) <= FUZZY_MAX_CHARS else "" for y in norms)
+        tx = tokens(x)
+        if tx:
+            ltx = len(tx)
+            by_tokens = [
+                i for i, ty in enumerate(toks[:first]) if ty and ((ty in tx) if len(ty) <= ltx else (tx in ty))
+            ]
+            first = next((i for i in by_tokens if self._has_room(keys[i], members[i])), first)
+        if first == len(keys):
+            return False
+        return self._count_against(h, keys[first], [c for c in members[first] if self.pos(c) >= p])
 
-    # -- rules ----------------------------------------------------------------------------------
+    def _has_room(self, key: tuple, members: list[int]) -> bool:
+        p = self.p
+        return self._h_absorbed.get(key, 0) < sum(1 for c in members if self.pos(c) >= p)
+
+    def _count_against(self, h: int, key: tuple, unreplayed: list[int]) -> bool:
+        """Absorb h against ``key`` while fewer rows were absorbed for it than unreplayed rows carry it."""
+        used = self._h_absorbed.get(key, 0)
+        if used >= len(unreplayed):
+            return False
+        self._h_absorbed[key] = used + 1
+        self._absorb(h, unreplayed[0])
+        return True
+
+    # -- outcomes ---------------------------------------------------------------------------------
 
     def _absorb(self, h: int, target: int | None) -> None:
-        """Drop state row h; copy display-only keys it has and its kept duplicate lacks."""
-        if target is None:
+        """Drop state row h; display-only keys it has and its kept duplicate lacks are copied over."""
+        row = self.t.rows[h]
+        if target is None or not isinstance(row, dict) or DISPLAY_ONLY_KEYS.isdisjoint(row):
             return
-        row, kept = self.t.rows[h], self.t.rows[target]
-        if not isinstance(row, dict) or not isinstance(kept, dict) or DISPLAY_ONLY_KEYS.isdisjoint(row):
+        kept = self.t.rows[target]
+        if isinstance(kept, dict):
+            extra = {k: row[k] for k in DISPLAY_ONLY_KEYS if k in row and k not in kept}
+            if extra:
+                self.t.rows[target] = {**kept, **extra}
+
+    def _append(self, h: int) -> None:
+        if self.out is None:
+            self.appended.append(h)
+        else:
+            self.out.append(h)
+        self.registered_state.append(h)
+
+    def _is_call(self, h: int) -> bool:
+        row = self.t.rows[h]
+        return isinstance(row, dict) and row.get("role") == "assistant" and bool(row.get("tool_calls"))
+
+    def _insert_chronologically(self, h: int) -> None:
+        t = self.t
+        ts, role = t.ts(h), t.role(h)
+        if ts is None:
+            self._append(h)
             return
-        extra = {k: row[k] for k in DISPLAY_ONLY_KEYS if k in row and k not in kept}
-        if extra:
-            self.t.rows[target] = {**kept, **extra}
+        if self.out is None:
+            self.out = list(range(self.n)) + self.appended
+        out = self.out
+        empty_call = self._is_call(h) and not t.fact("norm", h)
+        idx = None
+        for i, o in enumerate(out):
+            other = t.ts(o)
+            if other is None:
+                continue
+            if other > ts or (
+                other == ts and t.role(o) == "assistant" and (role == "user" or (empty_call and t.fact("norm", o)))
+            ):
+                idx = i
+                break
+        if idx is None:
+            self._append(h)
+            return
+        if idx == 0:
+            return  # nothing older survives in the transcript: never resurrect compacted-out rows
+        moved = True
+        while moved and idx < len(out):
+            prev, cur = out[idx - 1], out[idx]
+            moved = (t.role(cur) == "tool" and (self._is_call(prev) or t.role(prev) == "tool")) or (
+                t.role(prev) == role and t.ts(cur) is not None and t.ts(cur) == t.ts(prev)
+            )
+            idx += moved
+        out.insert(idx, h)
+        self.registered_state.append(h)
+
+    # -- the rules --------------------------------------------------------------------------------
 
     def _native_image_mirror(self, h: int) -> bool:
-        row = self.t.rows[h]
-        if not isinstance(row, dict) or row.get("role") != "user" or not isinstance(row.get("content"), list):
-            return False
+        """Rule a: the state copy of a transcript user row whose image the transcript shows as a placeholder."""
+        t = self.t
+        row, ts = t.rows[h], t.ts(h)
         text, images = _screenshot_projection(row["content"])
-        ts = self.t.ts(h)
         if not images or ts is None:
             return False
-        if self._ts_index is None:
-            self._ts_index = {}
+        if self._by_ts is None:
+            self._by_ts = {}
             for c in range(self.n):
-                if self.t.role(c) == "user" and self.t.ts(c) is not None:
-                    self._ts_index.setdefault(self.t.ts(c), []).append(c)
+                if t.role(c) == "user" and t.ts(c) is not None:
+                    self._by_ts.setdefault(t.ts(c), []).append(c)
         matches = []
-        for c in self._ts_index.get(ts, ()):
-            side = self.t.rows[c]
+        for c in self._by_ts.get(ts, ()):
+            side = t.rows[c]
             if c in self._mirrored or _screenshot_projection(side.get("content"))[0] != text:
                 continue
-            sid_a, sid_b = _stable_id(row), _stable_id(side)
-            rid_a, rid_b = self.t.fact("rowid", h), self.t.fact("rowid", c)
-            if (sid_a and sid_b and str(sid_a) != str(sid_b)) or (rid_a is not None and rid_b is not None and rid_a != rid_b):
+            if self.stable_key(h) and self.stable_key(c) and self.stable_key(h) != self.stable_key(c):
+                continue
+            rid_a, rid_b = t.fact("rowid", h), t.fact("rowid", c)
+            if rid_a is not None and rid_b is not None and rid_a != rid_b:
                 continue
             matches.append(c)
         if len(matches) != 1:
@@ -687,166 +420,73 @@ class _Merge:
         self._mirrored.add(matches[0])
         return True
 
-    def _same_rowid(self, h: int) -> list[int]:
-        rid = self.t.fact("rowid", h)
+    def _row_id_duplicate(self, h: int) -> int | None:
+        """Rule c: the one registered row with the same valid row id, compatible identity and api_content."""
+        t = self.t
+        rid = t.fact("rowid", h)
         if rid is None:
-            return []
-        if self._rowid_index is None:
-            self._rowid_index = {}
-            for c in self._registered():
-                crid = self.t.fact("rowid", c)
-                if crid is not None:
-                    self._rowid_index.setdefault(crid, []).append(c)
-        return self._rowid_index.get(rid, [])
-
-    def _api_conflict(self, h: int, c: int) -> bool:
-        a, b = _api_content(self.t.rows[h]), _api_content(self.t.rows[c])
-        return bool(a and b and a != b)
-
-    def _row_id_match(self, h: int) -> int | None:
-        same = self._same_rowid(h)
+            return None
+        same = self._rid.get(rid)
         if len(same) != 1:
             return None
         c = same[0]
-        row, other = self.t.rows[h], self.t.rows[c]
-        sid_a, sid_b = _stable_id(row), _stable_id(other)
-        if sid_a and sid_b and str(sid_a) != str(sid_b):
+        if self.stable_key(h) and self.stable_key(c) and self.stable_key(h) != self.stable_key(c):
             return None
-        if self.t.ts(h) is None or self.t.ts(c) is None or self._api_conflict(h, c):
+        if t.ts(h) is None or t.ts(c) is None or self._api_conflict(h, c):
             return None
         return c
 
-    def _visible_duplicate(self, h: int) -> bool:
-        """Rule h: matches a sidecar visible key that still has unabsorbed sidecar rows."""
-        key = self.t.fact("visible", h)
-        if key[0] == "non_dict":
-            return False
-        target = self._find("visible", h, sidecar_only=True)
-        if target is not None:
-            bucket = self._ensure_index().get(self.t.fp(h), ())
-            members = [
-                (self._seq_pos(c), c)
-                for c in bucket
-                if c < self.n and self.t.is_dict(c) and self.t.fact("visible", c) == key
-            ]
-        elif key[1] and self.fuzzy_allowed():
-            members = None
-            for cand_key, cand_members in self._visible_groups().get((key[0], _api_content(self.t.rows[h])), {}).items():
-                if cand_key[1] and self.t.fuzzy_equal(h, cand_members[0][1]):
-                    key, members = cand_key, cand_members
-                    break
-            if members is None:
-                return False
-        else:
-            return False
-        absorbed = sum(1 for pos, _ in members if pos < self.p) + self._h_absorbed.get(key, 0)
-        if absorbed >= len(members):
-            return False
-        self._h_absorbed[key] = self._h_absorbed.get(key, 0) + 1
-        self._absorb(h, members[0][1])
-        return True
-
-    def _register(self, h: int) -> None:
-        self.registered_state.append(h)
-        if self._index is not None:
-            self._index_add(h)
-        row = self.t.rows[h]
-        if self._mid_index is not None and isinstance(row, dict) and _stable_id(row):
-            self._mid_index.setdefault(str(_stable_id(row)), []).append(h)
-        if self._rowid_index is not None and self.t.fact("rowid", h) is not None:
-            self._rowid_index.setdefault(self.t.fact("rowid", h), []).append(h)
-
-    def _is_tool_call_assistant(self, h: int) -> bool:
-        row = self.t.rows[h]
-        return isinstance(row, dict) and row.get("role") == "assistant" and bool(row.get("tool_calls"))
-
-    def _insert_chronologically(self, h: int) -> None:
-        t = self.t
-        ts = t.ts(h)
-        role = t.role(h)
-        out = self.out
-        if ts is None:
-            out.append(h)
-            self._register(h)
-            return
-        empty_call = self._is_tool_call_assistant(h) and not t.norm(h)
-        idx = None
-        for i, o in enumerate(out):
-            ots = t.ts(o)
-            if ots is None:
-                continue
-            if ots > ts:
-                idx = i
-                break
-            if ots == ts and t.role(o) == "assistant":
-                if role == "user" or (empty_call and t.norm(o)):
-                    idx = i
-                    break
-        if idx is None:
-            out.append(h)
-            self._register(h)
-            return
-        if idx == 0:
-            return  # nothing older survives in the sidecar: refuse to resurrect compacted-out rows
-        moved = True
-        while moved and idx < len(out):
-            moved = False
-            prev, cur = out[idx - 1], out[idx]
-            if t.role(cur) == "tool" and (self._is_tool_call_assistant(prev) or t.role(prev) == "tool"):
-                idx += 1
-                moved = True
-            elif t.role(prev) == role and t.ts(cur) is not None and t.ts(cur) == t.ts(prev):
-                idx += 1
-                moved = True
-        out.insert(idx, h)
-        self._register(h)
+    def _api_conflict(self, h: int, c: int) -> bool:
+        a, b = self.t.rows[h], self.t.rows[c]
+        x = api_content(a) if isinstance(a, dict) else None
+        y = api_content(b) if isinstance(b, dict) else None
+        return bool(x and y and x != y)
 
     def _place(self, h: int) -> None:
         """Rules c–j for a state row the prefix replay did not absorb."""
-        t = self.t
-        W, ts = self.W, t.ts(h)
-        target = self._row_id_match(h)  # c
+        t, W = self.t, self.W
+        ts = t.ts(h)
+        target = self._row_id_duplicate(h)  # c
         if target is not None:
             self._absorb(h, target)
             return
-        merge_seen = self._find("merge", h)
-        if W is not None and ts is not None and merge_seen is None:  # d
-            consumed = self.p >= len(self.seq)
-            S, B = self.S, self.B
-            advanced = (S is not None and S > W) or (B is not None and B < W and consumed)
-            if ts > W:
-                if not advanced or (S is not None and ts <= S):
+        merge_seen: Any = ...
+        if W is not None and ts is not None:  # d: the watermark filters
+            merge_seen = self.find("merge", h)
+            if merge_seen is None:
+                consumed = self.p >= len(self.seq)
+                S, B = self.S, self.B
+                advanced = (S is not None and S > W) or (B is not None and B < W and consumed)
+                if ts > W:
+                    if not advanced or (S is not None and ts <= S):
+                        return
+                elif (ts < W or t.role(h) == "user") and self.find("content", h) is None:
                     return
-            elif ts < W:
-                if self._find("content", h) is None:
-                    return
-            elif t.role(h) == "user" and self._find("content", h) is None:
-                return
-        dedup_seen = self._find("dedup", h)  # e
+        dedup_seen = self.find("dedup", h)  # e
         if dedup_seen is not None:
             self._absorb(h, dedup_seen)
             return
         S = self.S
-        merge_kind = t.fact("merge", h)[0]
-        if S is not None and ts is not None and ts <= S and merge_seen is not None:  # f
-            self._absorb(h, merge_seen)
-            return
-        if merge_kind == "message_id" and merge_seen is not None:  # g
-            self._absorb(h, merge_seen)
-            return
+        older = S is not None and ts is not None and ts <= S
+        kind = t.fact("merge", h)[0]
+        if older or kind == "message_id":  # f, g
+            if merge_seen is ...:
+                merge_seen = self.find("merge", h)
+            if merge_seen is not None:
+                self._absorb(h, merge_seen)
+                return
         if self._visible_duplicate(h):  # h
             return
-        conflict = any(self._api_conflict(h, c) for c in self._same_rowid(h))
-        if merge_kind == "legacy" and S is not None and ts is not None and ts <= S and not conflict:  # i
-            content_seen = self._find("content", h)
+        rid = t.fact("rowid", h)
+        conflict = rid is not None and any(self._api_conflict(h, c) for c in self._rid.get(rid))
+        if kind == "legacy" and older and not conflict:
+            content_seen = self.find("content", h)  # i
             consumed = self.p >= len(self.seq)
             if W is not None and ts == W and consumed and t.role(h) != "user" and content_seen is None:
-                pass  # fall through to j
+                pass  # same-second agent row after a fully replayed transcript: append (j)
             elif t.rows[h].get("tool_calls"):
                 if content_seen is not None:
                     self._insert_chronologically(h)
-                else:
-                    self._absorb(h, None)
                 return
             elif t.role(h) == "user" and content_seen is None:
                 self._insert_chronologically(h)
@@ -854,24 +494,44 @@ class _Merge:
             else:
                 self._absorb(h, content_seen)
                 return
-        self.out.append(h)  # j
-        self._register(h)
+        self._append(h)  # j
 
     def run(self) -> list:
-        t, seq = self.t, self.seq
-        for h in range(self.n, len(t.rows)):
-            if self._native_image_mirror(h):  # a
-                continue
-            p = self.p
-            if p < len(seq) and (  # b: prefix replay
-                t.visible_equal(h, seq[p])
-                or (t.is_dict(h) and t.norm(h) and self.fuzzy_allowed() and t.fuzzy_equal(h, seq[p]))
-            ):
-                self._absorb(h, seq[p])
-                self.p = p + 1
-                continue
+        t = self.t
+        rows, seq, n = t.rows, self.seq, self.n
+        nseq = len(seq)
+        for h in range(n, len(rows)):
+            r = rows[h]
+            if type(r) is dict:
+                content = r.get("content")
+                if type(content) is list and r.get("role") == "user" and self._native_image_mirror(h):
+                    continue  # a
+                p = self.p
+                if p < nseq:  # b: prefix replay
+                    q = seq[p]
+                    s = rows[q]
+                    role = r.get("role")
+                    if (
+                        type(content) is str
+                        and content == s.get("content")
+                        and role == s.get("role")
+                        and not r.get("tool_calls")
+                        and not s.get("tool_calls")
+                        and not r.get("api_content")
+                        and not s.get("api_content")
+                        and (role != "user" or strip_workspace_tag(content) is content)
+                    ) or (
+                        t.same_visible(h, q)
+                        or (self.fuzzy_allowed() and t.fuzzy_visible(h, q, FUZZY_MAX_CHARS))
+                    ):
+                        if len(r) > 3:
+                            self._absorb(h, q)
+                        self.p = p + 1
+                        continue
             self._place(h)
-        return [t.rows[h] for h in self.out]
+        if self.out is not None:
+            return [rows[h] for h in self.out]
+        return rows[:n] + [rows[h] for h in self.appended]
 
 
 def merge_session_messages_append_only(
@@ -881,14 +541,15 @@ def merge_session_messages_append_only(
     truncation_watermark: Any = None,
     truncation_boundary: Any = None,
 ) -> list:
-    """The sidecar rows in order plus the state rows it lacks, honouring the truncation watermark (§3.3).
+    """The transcript rows in order plus the state rows it lacks, honouring the watermark (§3.3).
 
-    Never removes or reorders a sidecar row. ``truncation_watermark`` 0.0 on an empty sidecar is the
-    truncate-to-empty sentinel; rows older than the watermark and unknown to the sidecar never return.
+    Never removes or reorders a transcript row. Watermark 0.0 on an empty transcript is the
+    truncate-to-empty sentinel; a state row older than the watermark and unknown to the transcript
+    never appears.
     """
     sidecar = list(sidecar or [])
     state = list(state or [])
-    _reconcile_api_content_sidecars(sidecar, state)
+    reconcile_api_content_sidecars(sidecar, state)
     if not state:
         return sidecar
     watermark = parse_timestamp(truncation_watermark)
@@ -900,26 +561,38 @@ def merge_session_messages_append_only(
     return _Merge(sidecar, state, watermark, boundary).run()
 
 
-# ----------------------------------------------------------------------------------------------
-# Delta after a model-facing context (§3.4) and the reconciled view (§3.5)
-# ----------------------------------------------------------------------------------------------
-
-
 def state_db_delta_after_context(context: list | None, state: list | None) -> list:
-    """The state rows newer than a context that state.db may mirror; all of them when unaligned."""
+    """The state rows newer than a context that state.db may mirror (§3.4); all of them when unaligned."""
     context = list(context or [])
     state = list(state or [])
     if not context or not state:
         return state
-    _reconcile_api_content_sidecars(context, state)
-    t = _Rows(context, state)
+    reconcile_api_content_sidecars(context, state)
+    t = Rows(context, state)
     nc, ns = len(context), len(state)
     best, best_o = 0, 0
     for o in range(nc):
         if best >= nc - o:
             break
-        run = 0
-        while o + run < nc and run < ns and t.content_equal(nc + run, o + run):
+        run, limit = 0, min(nc - o, ns)
+        while run < limit:
+            a, b = state[run], context[o + run]
+            if type(a) is dict and type(b) is dict:
+                content = a.get("content")
+                if (  # the content key's fields compared raw: identical rows need no key at all
+                    type(content) is str
+                    and content == b.get("content")
+                    and a.get("role") == b.get("role")
+                    and (a.get("tool_call_id") or "") == (b.get("tool_call_id") or "")
+                    and (a.get("tool_name") or a.get("name") or "") == (b.get("tool_name") or b.get("name") or "")
+                    and not a.get("api_content")
+                    and not b.get("api_content")
+                    and (a.get("role") != "user" or strip_workspace_tag(content) is content)
+                ):
+                    run += 1
+                    continue
+            if not t.same_content(nc + run, o + run):
+                break
             run += 1
         if run > best:
             best, best_o = run, o
@@ -927,24 +600,15 @@ def state_db_delta_after_context(context: list | None, state: list | None) -> li
     recovered_head = isinstance(first, dict) and first.get("role") == "user" and bool(first.get("_recovered"))
     if best < 2 and not (best == 1 and best_o == 0 and recovered_head):
         return state
-    ci = best  # the context cursor restarts at the run length, whatever the offset (reference quirk)
+    ci = best  # the context cursor restarts at the run length whatever the offset (reference behaviour)
     if ci >= nc:
         return state[best:]
     for si in range(best, ns):
-        if t.content_equal(nc + si, ci):
+        if t.same_content(nc + si, ci):
             ci += 1
             if ci >= nc:
                 return state[si + 1 :]
     return state[best:]
-
-
-def _anchor_text(msg: dict) -> str:
-    content = msg.get("content")
-    if isinstance(content, list):
-        text = " ".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    else:
-        text = content if isinstance(content, str) else ""
-    return _collapse(text)[:160]
 
 
 def _anchor_ts(value: Any) -> float | None:
@@ -955,19 +619,27 @@ def _anchor_ts(value: Any) -> float | None:
         moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     except ValueError:
         return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.timestamp()
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+
+
+def _anchor_text(msg: dict) -> str:
+    content = msg.get("content")
+    if isinstance(content, list):
+        text = " ".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    else:
+        text = content if isinstance(content, str) else ""
+    return collapse(text)[:160]
 
 
 def _state_db_anchor_index(state: list, anchor: Any) -> int | None:
-    """Index of the last state row matching the compression anchor key, or None."""
+    """Index of the last state row matching the compression anchor key (role, text, attachments, ts)."""
     if not isinstance(anchor, dict) or not anchor.get("role"):
         return None
     anchor_ts = _anchor_ts(anchor.get("ts"))
     if anchor_ts is None:
         return None
-    anchor_text = _collapse(anchor.get("text") or "")[:160] if isinstance(anchor.get("text"), str) else ""
+    text = anchor.get("text")
+    anchor_text = collapse(text)[:160] if isinstance(text, str) else ""
     try:
         anchor_attachments = int(anchor.get("attachments") or 0)
     except (TypeError, ValueError):
@@ -989,19 +661,13 @@ def _state_db_anchor_index(state: list, anchor: Any) -> int | None:
     return found
 
 
-def _is_merge_key_prefix(prefix: list, full: list) -> bool:
-    return len(prefix) <= len(full) and all(
-        message_merge_key(a) == message_merge_key(b) for a, b in zip(prefix, full, strict=False)
-    )
-
-
 def reconciled_state_db_messages_for_session(
     session: Any, *, prefer_context: bool = False, state_messages: list | None = None
 ) -> list:
-    """The session's transcript (or, with ``prefer_context``, its model-facing context) merged with state.db.
+    """The transcript (or, with ``prefer_context``, the model-facing context) merged with state.db (§3.5).
 
-    Reads state.db through ``api.models.get_state_db_session_messages(sid)`` when ``state_messages`` is
-    None. A compacted context is returned as-is unless its anchor is found in state.db (§3.5).
+    Reads state.db through ``api.models.get_state_db_session_messages(sid)`` when ``state_messages``
+    is None. A context holding a compaction marker comes back as-is unless its anchor is in state.db.
     """
     if session is None:
         return []
@@ -1011,19 +677,21 @@ def reconciled_state_db_messages_for_session(
     from_context = bool(prefer_context and isinstance(context, list) and context)
     local = context if from_context else messages
     if state_messages is None:
-        import api.models  # looked up at call time: tests and the lead rebind it
+        import api.models  # at call time: the lead binds it, tests monkeypatch it
 
         state_messages = api.models.get_state_db_session_messages(getattr(session, "session_id", None))
     state = list(state_messages or [])
     if from_context:
         claimed_cli = bool(getattr(session, "is_cli_session", False)) and not getattr(session, "read_only", False)
-        if claimed_cli and len(messages) > len(context) and _is_merge_key_prefix(context, messages):
+        if (
+            claimed_cli
+            and len(messages) > len(context)
+            and all(message_merge_key(a) == message_merge_key(b) for a, b in zip(context, messages, strict=False))
+        ):
             local = messages
-        elif _context_messages_include_compression_marker(local):
+        elif context_messages_include_compression_marker(local):
             anchor = getattr(session, "compression_anchor_message_key", None)
-            if not anchor:
-                return list(local)
-            idx = _state_db_anchor_index(state, anchor)
+            idx = _state_db_anchor_index(state, anchor) if anchor else None
             if idx is None:
                 return list(local)
             state = state[idx + 1 :]

@@ -7,10 +7,13 @@ it), ``unsafe_to_repair`` (a person decides), ``info`` (nothing to do).
 
 from __future__ import annotations
 
+import argparse
+import json
 import logging
 from pathlib import Path
 from typing import Any
 
+from api import config
 from api import session_recovery as rec
 
 log = logging.getLogger("talaria.recovery")
@@ -286,7 +289,7 @@ def _format_audit(report: dict) -> list[str]:
     ]
     for item in report["items"]:
         who = item["session_id"] or Path(item["path"] or "").name
-        lines.append(f"  [{item['severity']}] {item['kind']:<34} {who}: {item['detail']}")
+        lines.append(f"  {item['severity']:<16} {item['kind']:<33} {who}: {item['detail']}")
     return lines
 
 
@@ -310,3 +313,29 @@ def format_report(result: dict) -> str:
     else:
         lines += _format_audit(result)
     return "\n".join(lines)
+
+
+_EXIT = {"ok": 0, "warn": 1, "needs_manual_review": 2}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI; exit status 0 ok, 1 warn (repairable items), 2 needs manual review."""
+    parser = argparse.ArgumentParser(prog="python -m api.session_recovery", description=main.__doc__)
+    action = parser.add_mutually_exclusive_group(required=True)
+    action.add_argument("--audit", action="store_true", help="report what recovery would do; changes nothing")
+    action.add_argument(
+        "--repair-safe", action="store_true", help="restore genuine losses and rebuild the index"
+    )
+    parser.add_argument("--session-dir", type=Path, default=config.SESSION_DIR, help="default: %(default)s")
+    parser.add_argument("--state-db", type=Path, default=config.STATE_DB_PATH, help="default: %(default)s")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    args = parser.parse_args(argv)
+    if args.audit:
+        result = audit(args.session_dir, args.state_db)
+    else:
+        result = repair_safe(args.session_dir, args.state_db)
+    if args.json:
+        print(json.dumps(result, indent=2, ensure_ascii=False, default=str))
+    else:
+        print(format_report(result))
+    return _EXIT.get(result["status"], 2)

@@ -94,18 +94,30 @@ def _focus(body: dict) -> str | None:
 
 def _with_full_session(result: dict, sid: str) -> dict:
     """``{"ok": true, **result, "session": full session}`` for the history edits."""
-    return {"ok": True, **{k: v for k, v in result.items() if k != "session"}, "session": session_admin.full_session_by_id(sid)}
+    return {
+        "ok": True,
+        **{k: v for k, v in result.items() if k != "session"},
+        "session": session_admin.full_session_by_id(sid),
+    }
 
 
 # ---------------------------------------------------------------------- health, sessions
 
 
 def _handle_health(handler, query: dict) -> None:
-    j(handler, {"ok": True, "version": _version(), "sessions": len(models.all_sessions()), "recovery": startup_recovery()})
+    j(
+        handler,
+        {
+            "ok": True,
+            "version": _version(),
+            "sessions": len(models.all_sessions()),
+            "recovery": startup_recovery(),
+        },
+    )
 
 
 def _handle_sessions(handler, query: dict) -> None:
-    j(handler, session_admin.list_sessions())
+    http_io.j_bytes(handler, session_admin.list_sessions_json())
 
 
 def _handle_sessions_search(handler, query: dict) -> None:
@@ -145,11 +157,13 @@ def _handle_session_restore_deleted(handler, body: dict) -> None:
 
 def _handle_session_export(handler, query: dict) -> None:
     body, content_type, filename = session_export.export_session(_sid(query), query.get("format", "json"))
-    http_io.send_bytes(handler, body, content_type, headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+    http_io.send_bytes(
+        handler, body, content_type, headers={"Content-Disposition": f'attachment; filename="{filename}"'}
+    )
 
 
 def _handle_session_import(handler, body: dict) -> None:
-    j(handler, {"session": session_admin.import_session(body)})
+    j(handler, {"session": session_export.import_session(body)})
 
 
 # ---------------------------------------------------------------------- history edits (api.session_ops)
@@ -383,7 +397,12 @@ def dispatch(handler, method: str, path: str, query: dict, body: dict | None = N
         if route is None:
             allowed = sorted(m for m, p in ROUTES if p == path)
             if allowed:
-                j(handler, {"error": f"Method {method} not allowed"}, 405, headers={"Allow": ", ".join(allowed)})
+                j(
+                    handler,
+                    {"error": f"Method {method} not allowed"},
+                    405,
+                    headers={"Allow": ", ".join(allowed)},
+                )
             else:
                 j(handler, {"error": "Not found"}, 404)
             return

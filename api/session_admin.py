@@ -1,5 +1,6 @@
 """Session administration (HTTP-free): list, get with paging, create, rename, pin, archive, delete and
-its undo, search, import, and the read-only agent sessions from ``state.db``.
+its undo, search, and the read-only agent sessions from ``state.db``. Export and import live in
+``api.session_export``.
 
 Mutations hold ``api.config._get_session_agent_lock(sid)`` (looked up at call time) around the
 in-memory change and the save. Errors are ``api.errors`` classes.
@@ -8,10 +9,10 @@ in-memory change and the save. Errors are ``api.errors`` classes.
 from __future__ import annotations
 
 import logging
-import math
+import operator
 import os
 import re
-import time
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ import orjson
 
 from api import atomic, models, session_index, tombstones
 from api import config as _config
-from api.errors import ApiError, BadRequest, Conflict, NotFound, PayloadTooLarge
+from api.errors import ApiError, BadRequest, Conflict, NotFound
 from api.session_fields import is_safe_session_id, message_text, new_session_id
 
 log = logging.getLogger("talaria.admin")
@@ -27,9 +28,8 @@ log = logging.getLogger("talaria.admin")
 TITLE_MAX = 200
 SEARCH_MAX_RESULTS = 50
 SEARCH_QUERY_MAX = 500
-IMPORT_MAX_MESSAGES = 100_000
 DISPLAY_ROLES = frozenset({"user", "assistant"})
-_UNDO_TOKEN = re.compile(r"([A-Za-z0-9_-]{1,200})-(\d{10,16})")
+_UNDO_TOKEN = re.compile(r"([A-Za-z0-9-][A-Za-z0-9_-]{0,199})-(\d{10,16})")
 # Extra keys of a "full session" beyond the sidebar row (docs/http-api.md).
 _FULL_FIELDS = ("tool_calls", "context_length", "last_prompt_tokens", "compression_generation")
 
@@ -54,8 +54,15 @@ def _lock(sid: str):
     return _config._get_session_agent_lock(sid)
 
 
+def is_session_name(sid: Any) -> bool:
+    """A safe id that can name a session file (``_``-prefixed names are the folder's own files)."""
+    return is_safe_session_id(sid) and not sid.startswith("_")
+
+
 def load_session(sid: str) -> models.Session:
     """The session, or NotFound; an unreadable file is a clear 500 that points at the recovery audit."""
+    if not is_session_name(sid):
+        raise NotFound("Session not found")
     try:
         return models.get_session(sid)
     except KeyError:
@@ -109,7 +116,9 @@ def _paged_messages(messages: list, msg_limit: int | None, msg_before: int | Non
     return {"messages": page, "has_more_before": start > 0, "total_messages": len(messages)}
 
 
-def full_session(session: models.Session, msg_limit: int | None = None, msg_before: int | None = None) -> dict:
+def full_session(
+    session: models.Session, msg_limit: int | None = None, msg_before: int | None = None
+) -> dict:
     """The sidebar row plus a page of messages and the context fields the page shows."""
     with _lock(session.session_id):  # a consistent snapshot; rendering happens outside the lock
         row = session.compact()
@@ -182,7 +191,7 @@ def _raw_agent_sessions() -> list:
     return rows if isinstance(rows, list) else []
 
 
-def agent_sessions(exclude: set[str] | frozenset[str] = frozenset()) -> list[dict]:
+def agent_sessions(talaria_rows: list[dict] = ()) -> list[dict]:
     """Sessions only the agent knows (CLI, other platforms), minus Talaria's own and deleted ones.
 
     Rows with source ``webui`` are left out too: they are web UI sessions (ours, ids the agent rotated
@@ -191,6 +200,7 @@ def agent_sessions(exclude: set[str] | frozenset[str] = frozenset()) -> list[dic
     raw = _raw_agent_sessions()
     if not raw:
         return []
+    exclude = {r["session_id"] for r in talaria_rows}
     deleted = tombstones.read_deleted_ids(_session_dir())
     out = []
     for item in raw:
@@ -213,7 +223,9 @@ def agent_session(sid: str) -> dict | None:
         return None
     if not isinstance(messages, list) or not messages:
         return None
-    meta = next((r for r in map(_agent_row, _raw_agent_sessions()) if r and r["id"] == sid), None) or _agent_row({"id": sid})
+    meta = next(
+        (r for r in map(_agent_row, _raw_agent_sessions()) if r and r["id"] == sid), None
+    ) or _agent_row({"id": sid})
     return {
         "session_id": sid,
         "title": meta["title"],
@@ -229,7 +241,39 @@ def agent_session(sid: str) -> dict | None:
 
 def list_sessions() -> dict:
     rows = models.all_sessions()
-    return {"sessions": rows, "agent_sessions": agent_sessions({r["session_id"] for r in rows})}
+    return {"sessions": rows, "agent_sessions": agent_sessions(rows)}
+
+
+# (rows, their JSON): the index hands out the same row objects until something changes, and holding
+# them here keeps their ids from being reused, so an identity check is an exact "unchanged" test.
+_ROWS_JSON: tuple[list[dict], bytes] = ([], b"[]")
+_ROWS_JSON_LOCK = threading.Lock()
+
+
+def _rows_json(rows: list[dict]) -> bytes:
+    global _ROWS_JSON
+    cached_rows, cached = _ROWS_JSON
+    if len(cached_rows) == len(rows) and all(map(operator.is_, cached_rows, rows)):
+        return cached
+    data = _dumps(rows)
+    with _ROWS_JSON_LOCK:
+        _ROWS_JSON = (rows, data)
+    return data
+
+
+def _dumps(payload: Any) -> bytes:
+    try:
+        return orjson.dumps(payload)
+    except (TypeError, orjson.JSONEncodeError):
+        return models.dumps_session_json(payload)
+
+
+def list_sessions_json() -> list[bytes]:
+    """``list_sessions()`` serialized, as chunks to send in order (no copy of the big middle one);
+    the sidebar rows' JSON is reused while the index is unchanged."""
+    rows = models.all_sessions()
+    agents = agent_sessions(rows)
+    return [b'{"sessions":', _rows_json(rows), b',"agent_sessions":', _dumps(agents), b"}"]
 
 
 # ---------------------------------------------------------------------- create and edit
@@ -327,6 +371,8 @@ def delete_session(sid: str) -> dict:
     The tombstone is written first: after a crash at any point the session is either still live, or
     gone and unable to come back from an orphaned backup or from ``state.db``.
     """
+    if not is_session_name(sid):
+        raise NotFound("Session not found")
     folder = _session_dir()
     live, bak = folder / f"{sid}.json", folder / f"{sid}.json.bak"
     with _lock(sid):
@@ -456,91 +502,6 @@ def search_sessions(query: Any, content: bool = False) -> dict:
         if len(out) >= SEARCH_MAX_RESULTS:
             break
     return {"sessions": out}
-
-
-# ---------------------------------------------------------------------- import
-
-_IMPORT_STR = {
-    "title": TITLE_MAX, "model": TITLE_MAX, "model_provider": 100, "personality": TITLE_MAX, "profile": TITLE_MAX,
-    "compression_anchor_summary": 20_000, "compression_anchor_mode": 40, "compression_generation": 64,
-    "clear_generation": 64, "intentional_shrink_generation": 64,
-}  # fmt: skip
-_IMPORT_INT = (
-    "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "context_length",
-    "threshold_tokens", "last_prompt_tokens", "compression_anchor_visible_idx",
-)  # fmt: skip
-_IMPORT_FLOAT = ("created_at", "updated_at", "truncation_watermark", "truncation_boundary", "estimated_cost")
-_IMPORT_BOOL = ("pinned", "archived", "manual_title", "llm_title_generated")
-# Keys the GET answer adds to each message; an imported GET answer is stored without them.
-_DISPLAY_KEYS = ("html", "_idx")
-
-
-def _valid_messages(value: Any, field: str) -> list[dict]:
-    if not isinstance(value, list):
-        raise BadRequest(f"Import must be a JSON object with a '{field}' list")
-    if len(value) > IMPORT_MAX_MESSAGES:
-        raise PayloadTooLarge(f"Too many messages to import (at most {IMPORT_MAX_MESSAGES})")
-    out = []
-    for i, msg in enumerate(value):
-        if not isinstance(msg, dict) or not isinstance(msg.get("role"), str):
-            raise BadRequest(f"{field}[{i}] must be an object with a string 'role'")
-        out.append({k: v for k, v in msg.items() if k not in _DISPLAY_KEYS})
-    return out
-
-
-def _finite(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    value = float(value)
-    return value if math.isfinite(value) and value >= 0 else None
-
-
-def import_fields(data: dict) -> dict:
-    """The safe, typed subset of an imported session; paths, ids and live-turn state are dropped."""
-    clean: dict[str, Any] = {"messages": _valid_messages(data.get("messages"), "messages")}
-    for name, limit in _IMPORT_STR.items():
-        value = data.get(name)
-        if isinstance(value, str) and value.strip():
-            clean[name] = " ".join(value.split())[:limit] if name == "title" else value[:limit]
-    for name in _IMPORT_INT:
-        value = data.get(name)
-        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**53:
-            clean[name] = value
-    for name in _IMPORT_FLOAT:
-        value = _finite(data.get(name))
-        if value is not None:
-            clean[name] = value
-    for name in _IMPORT_BOOL:
-        if isinstance(data.get(name), bool):
-            clean[name] = data[name]
-    key = data.get("compression_anchor_message_key")
-    if isinstance(key, dict) and len(orjson.dumps(key, default=str)) < 4096:
-        clean["compression_anchor_message_key"] = key
-    calls = data.get("tool_calls")
-    if isinstance(calls, list) and all(isinstance(c, dict) for c in calls):
-        clean["tool_calls"] = calls
-    context = data.get("context_messages")
-    if isinstance(context, list) and context:
-        clean["context_messages"] = _valid_messages(context, "context_messages")
-    clean.setdefault("title", "Imported session")
-    return clean
-
-
-def import_session(data: Any) -> dict:
-    """Store an exported session under a NEW safe id in the session folder; returns its row."""
-    if not isinstance(data, dict):
-        raise BadRequest("Import must be a JSON object")
-    if "messages" not in data and isinstance(data.get("session"), dict):
-        data = data["session"]  # a saved GET /api/session answer
-    fields = import_fields(data)
-    now = time.time()
-    fields.setdefault("created_at", now)
-    fields.setdefault("updated_at", now)
-    session = models.Session(session_id=new_session_id(), workspace=None, **fields)
-    with _lock(session.session_id):
-        session.save(touch_updated_at=False)
-        models.cache_session(session)
-        return session.compact()
 
 
 # ---------------------------------------------------------------------- recovery

@@ -1,4 +1,9 @@
-"""Session export (HTTP-free): the session file as JSON, a Markdown transcript, a standalone HTML page.
+"""Session export and import (HTTP-free).
+
+Export: the session file as JSON, a Markdown transcript, or a standalone HTML page. Import: an exported
+(or saved ``GET /api/session``) JSON object becomes a NEW session under a fresh safe id, keeping only a
+typed subset of its fields; paths, ids and live-turn state are dropped, so nothing in the file can steer a
+write outside the session folder.
 
 The HTML page carries its own CSS and the server-rendered, sanitized message HTML (``api.render``), and
 a Content-Security-Policy meta tag so that, opened from disk, it can load nothing and run nothing.
@@ -9,13 +14,18 @@ from __future__ import annotations
 import datetime as _dt
 import html
 import json
+import math
 import re
+import time
 from typing import Any
 
+import orjson
+
+from api import config as _config
 from api import models
-from api.errors import BadRequest, NotFound
-from api.session_admin import agent_session, load_session
-from api.session_fields import message_text, message_timestamp
+from api.errors import BadRequest, NotFound, PayloadTooLarge
+from api.session_admin import TITLE_MAX, agent_session, load_session
+from api.session_fields import message_text, message_timestamp, new_session_id
 
 FORMATS = {
     "json": "application/json; charset=utf-8",
@@ -23,6 +33,7 @@ FORMATS = {
     "html": "text/html; charset=utf-8",
 }
 TOOL_TEXT_MAX = 20_000
+IMPORT_MAX_MESSAGES = 100_000
 _BACKTICKS = re.compile(r"`+")
 
 PAGE_CSS = """
@@ -60,7 +71,11 @@ def _fence(text: str, lang: str = "") -> str:
 
 
 def _clip(text: str) -> str:
-    return text if len(text) <= TOOL_TEXT_MAX else text[:TOOL_TEXT_MAX] + f"\n… ({len(text) - TOOL_TEXT_MAX} more characters)"
+    return (
+        text
+        if len(text) <= TOOL_TEXT_MAX
+        else text[:TOOL_TEXT_MAX] + f"\n… ({len(text) - TOOL_TEXT_MAX} more characters)"
+    )
 
 
 def _tool_calls(msg: dict) -> list[tuple[str, str]]:
@@ -73,7 +88,14 @@ def _tool_calls(msg: dict) -> list[tuple[str, str]]:
         fn = call.get("function") if isinstance(call.get("function"), dict) else call
         name = fn.get("name") if isinstance(fn.get("name"), str) else "tool"
         args = fn.get("arguments", "")
-        out.append((name, args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, indent=2, default=str)))
+        out.append(
+            (
+                name,
+                args
+                if isinstance(args, str)
+                else json.dumps(args, ensure_ascii=False, indent=2, default=str),
+            )
+        )
     return out
 
 
@@ -133,7 +155,11 @@ def _message_html(msg: dict) -> str:
     header = html.escape(_role_label(msg) + (f" · {when}" if when else ""))
     text = message_text(msg)
     if role == "tool":
-        body = f"<details><summary>Output</summary><pre>{html.escape(_clip(text))}</pre></details>" if text else ""
+        body = (
+            f"<details><summary>Output</summary><pre>{html.escape(_clip(text))}</pre></details>"
+            if text
+            else ""
+        )
     else:
         body = render_markdown(text) if text.strip() else ""
     for name, args in _tool_calls(msg):
@@ -146,16 +172,18 @@ def to_html(payload: dict) -> str:
 
     title = html.escape(str(payload.get("title") or "Untitled"))
     meta = " · ".join(
-        html.escape(str(v)) for v in (payload.get("model"), _when(payload.get("created_at")), payload.get("session_id")) if v
+        html.escape(str(v))
+        for v in (payload.get("model"), _when(payload.get("created_at")), payload.get("session_id"))
+        if v
     )
     articles = "\n".join(_message_html(m) for m in payload.get("messages") or [] if isinstance(m, dict))
     return (
-        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{PAGE_CSP}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<meta name="referrer" content="no-referrer">\n'
         f"<title>{title}</title>\n<style>{PAGE_CSS}{pygments_css()}</style>\n</head>\n<body>\n<main>\n"
-        f"<h1>{title}</h1>\n<p class=\"meta\">{meta}</p>\n{articles}\n</main>\n</body>\n</html>\n"
+        f'<h1>{title}</h1>\n<p class="meta">{meta}</p>\n{articles}\n</main>\n</body>\n</html>\n'
     )
 
 
@@ -171,3 +199,88 @@ def export_session(sid: str, fmt: Any) -> tuple[bytes, str, str]:
     else:
         body = to_html(payload).encode("utf-8", "replace")
     return body, FORMATS[fmt], f"talaria-{sid}.{fmt}"
+
+
+# ---------------------------------------------------------------------- import
+
+_IMPORT_STR = {
+    "title": TITLE_MAX, "model": TITLE_MAX, "model_provider": 100, "personality": TITLE_MAX, "profile": TITLE_MAX,
+    "compression_anchor_summary": 20_000, "compression_anchor_mode": 40, "compression_generation": 64,
+    "clear_generation": 64, "intentional_shrink_generation": 64,
+}  # fmt: skip
+_IMPORT_INT = (
+    "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "context_length",
+    "threshold_tokens", "last_prompt_tokens", "compression_anchor_visible_idx",
+)  # fmt: skip
+_IMPORT_FLOAT = ("created_at", "updated_at", "truncation_watermark", "truncation_boundary", "estimated_cost")
+_IMPORT_BOOL = ("pinned", "archived", "manual_title", "llm_title_generated")
+# Keys the GET answer adds to each message; an imported GET answer is stored without them.
+_DISPLAY_KEYS = ("html", "_idx")
+
+
+def _valid_messages(value: Any, field: str) -> list[dict]:
+    if not isinstance(value, list):
+        raise BadRequest(f"Import must be a JSON object with a '{field}' list")
+    if len(value) > IMPORT_MAX_MESSAGES:
+        raise PayloadTooLarge(f"Too many messages to import (at most {IMPORT_MAX_MESSAGES})")
+    out = []
+    for i, msg in enumerate(value):
+        if not isinstance(msg, dict) or not isinstance(msg.get("role"), str):
+            raise BadRequest(f"{field}[{i}] must be an object with a string 'role'")
+        out.append({k: v for k, v in msg.items() if k not in _DISPLAY_KEYS})
+    return out
+
+
+def _finite(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+def import_fields(data: dict) -> dict:
+    """The safe, typed subset of an imported session; paths, ids and live-turn state are dropped."""
+    clean: dict[str, Any] = {"messages": _valid_messages(data.get("messages"), "messages")}
+    for name, limit in _IMPORT_STR.items():
+        value = data.get(name)
+        if isinstance(value, str) and value.strip():
+            clean[name] = " ".join(value.split())[:limit] if name == "title" else value[:limit]
+    for name in _IMPORT_INT:
+        value = data.get(name)
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**53:
+            clean[name] = value
+    for name in _IMPORT_FLOAT:
+        value = _finite(data.get(name))
+        if value is not None:
+            clean[name] = value
+    for name in _IMPORT_BOOL:
+        if isinstance(data.get(name), bool):
+            clean[name] = data[name]
+    key = data.get("compression_anchor_message_key")
+    if isinstance(key, dict) and len(orjson.dumps(key, default=str)) < 4096:
+        clean["compression_anchor_message_key"] = key
+    calls = data.get("tool_calls")
+    if isinstance(calls, list) and all(isinstance(c, dict) for c in calls):
+        clean["tool_calls"] = calls
+    context = data.get("context_messages")
+    if isinstance(context, list) and context:
+        clean["context_messages"] = _valid_messages(context, "context_messages")
+    clean.setdefault("title", "Imported session")
+    return clean
+
+
+def import_session(data: Any) -> dict:
+    """Store an exported session under a NEW safe id in the session folder; returns its row."""
+    if not isinstance(data, dict):
+        raise BadRequest("Import must be a JSON object")
+    if "messages" not in data and isinstance(data.get("session"), dict):
+        data = data["session"]  # a saved GET /api/session answer
+    fields = import_fields(data)
+    now = time.time()
+    fields.setdefault("created_at", now)
+    fields.setdefault("updated_at", now)
+    session = models.Session(session_id=new_session_id(), workspace=None, **fields)
+    with _config._get_session_agent_lock(session.session_id):
+        session.save(touch_updated_at=False)
+        models.cache_session(session)
+        return session.compact()

@@ -23,7 +23,6 @@ import orjson
 from api import atomic
 from api.models import loads_json
 from api.reconcile import _context_messages_include_compression_marker
-from api.session_fields import message_timestamp
 
 log = logging.getLogger("talaria.recovery")
 
@@ -190,9 +189,16 @@ def _hashable(value: Any) -> Any:
 
 
 def _message_key(msg: Any) -> tuple:
-    if not isinstance(msg, dict):
-        return ("", _hashable(msg), None)
-    return (_hashable(msg.get("role")), _hashable(msg.get("content")), _hashable(message_timestamp(msg)))
+    if isinstance(msg, dict):
+        ts = msg.get("timestamp")
+        key = (msg.get("role"), msg.get("content"), msg.get("_ts") if ts is None or ts == "" else ts)
+    else:
+        key = ("", msg, None)
+    try:
+        hash(key)
+        return key
+    except TypeError:  # list content (multimodal parts) and the like
+        return tuple(_hashable(v) for v in key)
 
 
 def live_only_message_count(live: Any, bak: Any) -> int:
@@ -321,7 +327,7 @@ def _restore(folder: Path, plans: list[_Plan]) -> None:
             wrote_any = True
             plan.result["restored"] = True
             plan.result["live_only_messages"] = live_only_message_count(plan.live_doc.doc, plan.bak_doc.doc)
-            log.warning(
+            log.info(
                 "restored %s from its backup (%s -> %s messages; previous file kept as %s)",
                 plan.sid,
                 plan.status["live_messages"],
@@ -333,6 +339,12 @@ def _restore(folder: Path, plans: list[_Plan]) -> None:
             log.error("restoring %s failed: %s", plan.sid, exc)
     if wrote_any:
         atomic.fsync_dir(folder)
+        done = [p.sid for p in ready if p.result["restored"]]
+        log.warning(
+            "restored %d session(s) from their backups (replaced files kept): %s",
+            len(done),
+            ", ".join(done[:20]),
+        )
 
 
 def _after_restore(folder: Path, sids: list[str]) -> None:
@@ -563,37 +575,11 @@ def repair_safe_session_recovery(session_dir: Path, state_db_path: Path | None =
     return recovery_audit.repair_safe(session_dir, state_db_path)
 
 
-_EXIT = {"ok": 0, "warn": 1, "needs_manual_review": 2}
-
-
 def main(argv: list[str] | None = None) -> int:
-    """CLI; exit status 0 ok, 1 warn (repairable items), 2 needs manual review."""
-    import argparse
-    import json
+    """CLI ``--audit | --repair-safe [--session-dir D] [--state-db F] [--json]``; exit 0 ok, 1 warn, 2 review."""
+    from api import recovery_audit
 
-    from api import config
-
-    parser = argparse.ArgumentParser(prog="python -m api.session_recovery", description=main.__doc__)
-    action = parser.add_mutually_exclusive_group(required=True)
-    action.add_argument("--audit", action="store_true", help="report what recovery would do; changes nothing")
-    action.add_argument(
-        "--repair-safe", action="store_true", help="restore genuine losses and rebuild the index"
-    )
-    parser.add_argument("--session-dir", type=Path, default=config.SESSION_DIR, help="default: %(default)s")
-    parser.add_argument("--state-db", type=Path, default=config.STATE_DB_PATH, help="default: %(default)s")
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    args = parser.parse_args(argv)
-    if args.audit:
-        result = audit_session_recovery(args.session_dir, args.state_db)
-    else:
-        result = repair_safe_session_recovery(args.session_dir, args.state_db)
-    if args.json:
-        print(json.dumps(result, indent=2, ensure_ascii=False, default=str))
-    else:
-        from api import recovery_audit
-
-        print(recovery_audit.format_report(result))
-    return _EXIT.get(result["status"], 2)
+    return recovery_audit.main(argv)
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ class Turn:
         self.cond = threading.Condition()
         self.runner: agent_runtime.TurnRunner | None = None
         self.cancel_requested = False
+        self.stopped_by_shutdown = False
         self.partial_text: list[str] = []
         self.partial_reasoning: list[str] = []
         self.tool_events: list[dict] = []
@@ -269,8 +270,15 @@ def _new_rows(result_messages: list, message: str) -> list[dict]:
     for i in range(len(result_messages) - 1, -1, -1):
         m = result_messages[i]
         if isinstance(m, dict) and m.get("role") == "user" and message_text(m) == message:
-            return [copy.deepcopy(r) for r in result_messages[i + 1 :] if isinstance(r, dict)]
+            return [_stored_row(r) for r in result_messages[i + 1 :] if isinstance(r, dict)]
     return []
+
+
+def _stored_row(row: dict) -> dict:
+    """A copy of an agent row without the agent's own bookkeeping keys."""
+    out = copy.deepcopy(row)
+    out.pop("_db_persisted", None)
+    return out
 
 
 def _stamp(rows: list[dict], base: float) -> None:
@@ -284,24 +292,44 @@ def _finalize(turn: Turn, session: models.Session, result, error: tuple[str, str
     with _config._get_session_agent_lock(turn.session_id):
         if session.active_stream_id != turn.stream_id:
             return  # shutdown or a newer turn already settled this one
-        visible_before = len(session.messages)
         _drop_partial_tail(session)
+        # the rows before this turn (not its write-ahead user row, nor a checkpoint): what a compression covered
+        visible_before = len(session.messages)
+        last = session.messages[-1] if session.messages else None
+        if (
+            isinstance(last, dict)
+            and last.get("role") == "user"
+            and message_text(last) == turn_user_text(session, turn)
+        ):
+            visible_before -= 1
         now = time.time()
         rows: list[dict] = []
         if result is not None:
+            failed = result.failed or (result.error and not result.completed and not result.interrupted)
             rows = _new_rows(result.messages, turn_user_text(session, turn))
-            if not rows and result.final_response:
+            # A failed turn's final_response is the agent's error text, not an answer: the error row says it.
+            if not rows and result.final_response and not failed:
                 rows = [{"role": "assistant", "content": result.final_response}]
             if result.interrupted or turn.cancel_requested:
                 rows = rows or ([_partial_row(turn, now)] if turn.partial_text else [])
-                for row in rows[-1:]:
-                    row["_cancelled"] = True
-            if result.failed or (result.error and not result.completed and not result.interrupted):
+            if failed:
                 error = (result.error or "The model call failed.", None)
         elif turn.cancel_requested and turn.partial_text:
-            rows = [dict(_partial_row(turn, now), _cancelled=True)]
+            rows = [_partial_row(turn, now)]
         for row in rows:
             row.pop("_partial", None)
+        stopped = turn.cancel_requested or (result is not None and result.interrupted)
+        # A turn stopped by a shutdown was not cancelled by the person: it ends like a crashed one
+        # (its text kept as partial, then the interrupted marker), only saved in good order.
+        interrupted = turn.stopped_by_shutdown and (
+            result is None or result.interrupted or not result.completed
+        )
+        if stopped:
+            for row in rows[-1:]:
+                if not interrupted:
+                    row["_cancelled"] = True
+                elif row.get("role") == "assistant":
+                    row["_partial"] = True
         _stamp(rows, now)
         session.messages.extend(rows)
         if error is not None:
@@ -309,11 +337,13 @@ def _finalize(turn: Turn, session: models.Session, result, error: tuple[str, str
                 {"role": "assistant", "content": f"⚠ {error[0]}", "timestamp": time.time(), "_error": True}
             )
         if result is not None and result.compressed:
-            new_context = [copy.deepcopy(m) for m in result.messages if isinstance(m, dict)]
+            new_context = [_stored_row(m) for m in result.messages if isinstance(m, dict)]
             _stamp(new_context, now)
             compressed_event = compression.record_auto_compression(session, new_context, visible_before)
         elif session.context_messages:
             session.context_messages.extend(copy.deepcopy(rows))
+        if interrupted:
+            session.messages.append(_interrupted_marker())
         _apply_usage(session, result)
         session.active_stream_id = None
         session.pending_user_message = None
@@ -328,7 +358,9 @@ def _finalize(turn: Turn, session: models.Session, result, error: tuple[str, str
         turn.append("title", {"title": title})
     if error is not None:
         turn.append("error", {"message": error[0], **({"hint": error[1]} if error[1] else {})})
-    elif turn.cancel_requested or (result is not None and result.interrupted):
+    elif interrupted:
+        turn.append("error", {"message": INTERRUPTED_TEXT})
+    elif stopped:
         turn.append("cancelled", {})
     from api.session_admin import full_session
 
@@ -389,6 +421,16 @@ def cancel_turn(stream_id: str | None = None, session_id: str | None = None) -> 
     return {"ok": True}
 
 
+def _interrupted_marker() -> dict:
+    return {
+        "role": "assistant",
+        "content": INTERRUPTED_TEXT,
+        "timestamp": time.time(),
+        "_error": True,
+        "_interrupted": True,
+    }
+
+
 def _mark_interrupted(session: models.Session) -> bool:
     """Close a pending turn whose process is gone: keep what was saved, add a visible marker."""
     if not (session.active_stream_id or session.pending_user_message):
@@ -401,15 +443,7 @@ def _mark_interrupted(session: models.Session) -> bool:
     if pending and not has_user:
         ts = session.pending_started_at or time.time()
         session.messages.append({"role": "user", "content": pending, "timestamp": ts, "_recovered": True})
-    session.messages.append(
-        {
-            "role": "assistant",
-            "content": INTERRUPTED_TEXT,
-            "timestamp": time.time(),
-            "_error": True,
-            "_interrupted": True,
-        }
-    )
+    session.messages.append(_interrupted_marker())
     session.active_stream_id = None
     session.pending_user_message = None
     session.pending_started_at = None
@@ -444,6 +478,7 @@ def shutdown(timeout: float = 5.0) -> None:
     with _TURNS_LOCK:
         live = list(_LIVE_BY_SESSION.values())
     for turn in live:
+        turn.stopped_by_shutdown = True
         turn.cancel_requested = True
         if turn.runner is not None:
             turn.runner.interrupt("Talaria is shutting down")

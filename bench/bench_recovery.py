@@ -32,7 +32,7 @@ LOSS_DROP = 4
 
 def _messages(k: int, n: int) -> list[dict]:
     rnd = random.Random(k)
-    words = ["alpha", "beta", "gamma", "delta", "café", "→", "日本語", "epsilon", "zeta", "eta", "theta", "iota", "kappa"]
+    words = "alpha beta gamma delta café → 日本語 epsilon zeta eta theta iota kappa".split()  # noqa: SIM905
     out = []
     for i in range(n):
         role = "user" if i % 2 == 0 else "assistant"
@@ -96,18 +96,20 @@ def talaria(folder: Path) -> list[str]:
     return [d["session_id"] for d in result["details"]]
 
 
-def measure(fn, folder: Path, armed: dict, runs: int) -> list[float]:
-    samples = []
+def measure(variants: dict, folders: dict, armed: dict, runs: int) -> dict[str, list[float]]:
+    """Alternate the variants run by run, so a change in machine load hits both alike."""
+    samples: dict[str, list[float]] = {name: [] for name in variants}
     for i in range(runs + 1):
-        arm(folder, armed)
-        gc.collect()
-        t0 = time.perf_counter()
-        restored = fn(folder)
-        dt = (time.perf_counter() - t0) * 1000.0
-        if sorted(restored) != sorted(armed):
-            raise SystemExit(f"{fn.__name__} restored {len(restored)} sessions, expected {len(armed)}")
-        if i:  # the first run warms the page cache
-            samples.append(dt)
+        for name, fn in variants.items():
+            arm(folders[name], armed)
+            gc.collect()
+            t0 = time.perf_counter()
+            restored = fn(folders[name])
+            dt = (time.perf_counter() - t0) * 1000.0
+            if sorted(restored) != sorted(armed):
+                raise SystemExit(f"{name} restored {len(restored)} sessions, expected {len(armed)}")
+            if i:  # the first run warms the page cache
+                samples[name].append(dt)
     return samples
 
 
@@ -122,12 +124,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="bench_recovery_", dir=args.tmpdir))
     try:
-        results = {}
-        for name, fn in (("floor", floor), ("talaria", talaria)):
-            folder = root / name
+        variants = {"floor": floor, "talaria": talaria}
+        folders = {name: root / name for name in variants}
+        for folder in folders.values():
             folder.mkdir()
             armed = build_corpus(folder, args.sessions, args.messages)
-            results[name] = measure(fn, folder, armed, args.runs)
+        results = measure(variants, folders, armed, args.runs)
         base = statistics.median(results["floor"])
         print(
             f"startup recovery: {args.sessions} sessions x ~{args.messages} messages, {len(armed)} genuine losses, {args.runs} runs"

@@ -188,8 +188,10 @@ def build_corrupt(sessions: Path, n: int) -> dict:
 def build_deleted(sessions: Path, n: int) -> dict:
     from api import session_admin
 
+    from api import session_ops
+
     _base(sessions, n)
-    _loss(max(1, n // 2))  # leave a .bak behind, so an orphan backup could spring back
+    session_ops.undo_last(SID)  # leaves a .bak behind, so an orphan backup could spring back
     return {"undo_token": session_admin.delete_session(SID)["undo_token"]}
 
 
@@ -346,7 +348,30 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("delete", DELETE, build_plain, run_delete, "delete (tombstone, move to trash)"),
     Scenario("undelete", UNDELETE, build_deleted, run_undelete, "undo a delete"),
 )
-BY_NAME = {s.name: s for s in SCENARIOS}
+
+
+def run_in_place_write(sessions: Path, info: dict) -> None:
+    """Mutant, not a Talaria path: rewrite the live file in place, as a naive store would (the suite must catch it)."""
+    from api import atomic, models
+
+    s = _get()
+    s.messages.extend(messages(2, start=900))
+    data = models.dumps_session_json(s.to_payload())
+    path = sessions / f"{SID}.json"
+    with open(path, "r+b") as fh:
+        fh.truncate(0)
+        atomic._step("tmp_created", path)
+        fh.write(data[: len(data) // 2])
+        fh.flush()
+        atomic._step("tmp_written", path)
+        fh.write(data[len(data) // 2 :])
+        fh.flush()
+        os.fsync(fh.fileno())
+        atomic._step("tmp_fsynced", path)
+
+
+MUTANTS: tuple[Scenario, ...] = (Scenario("mutant_in_place_write", GROW, build_plain, run_in_place_write, "naive in-place write"),)
+BY_NAME = {s.name: s for s in SCENARIOS + MUTANTS}
 
 
 def build_template(scenario: Scenario, root: Path, n: int) -> dict:

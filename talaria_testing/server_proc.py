@@ -193,7 +193,9 @@ class ServerProc:
         finally:
             conn.close()
 
-    def json(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None) -> tuple[int, Any]:
+    def json(
+        self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, Any]:
         status, _, raw = self.request(method, path, body, headers)
         return status, json.loads(raw) if raw else None
 

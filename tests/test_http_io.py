@@ -188,7 +188,9 @@ def test_default_limit_comes_from_settings(monkeypatch):
         read_body(_post(b'{"a": "0123456789"}'))
 
 
-@pytest.mark.parametrize("content_type", [None, "text/plain", "application/x-www-form-urlencoded", "multipart/form-data"])
+@pytest.mark.parametrize(
+    "content_type", [None, "text/plain", "application/x-www-form-urlencoded", "multipart/form-data"]
+)
 def test_non_json_content_type_is_415(content_type):
     with pytest.raises(UnsupportedMediaType) as info:
         read_body(_post(b'{"a": 1}', content_type))
@@ -251,7 +253,24 @@ def test_whitespace_session_id_is_required_error():
         require_session_id("   ")
 
 
-@pytest.mark.parametrize("value", ["../../etc/passwd", "a/b", "a.json", "x" * 201, "café", 0, False, 12, ["a"], "a\x00b", "a b"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "../../etc/passwd",
+        "a/b",
+        "a.json",
+        "x" * 201,
+        "café",
+        0,
+        False,
+        12,
+        ["a"],
+        "a\x00b",
+        "a b",
+        "_index",
+        "_deleted_webui_sessions",
+    ],
+)
 def test_unsafe_session_ids_are_400(value):
     with pytest.raises(BadRequest, match="Invalid session_id"):
         require_session_id(value)

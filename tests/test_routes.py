@@ -140,7 +140,13 @@ def test_retry_with_nothing_to_retry_is_200_with_an_error(state_dir, no_auth):
 
 
 def test_undo_answers_ok_with_the_full_session(state_dir, no_auth, monkeypatch):
-    session = Session(title="t", messages=[{"role": "user", "content": "a", "timestamp": 1.0}, {"role": "assistant", "content": "b", "timestamp": 2.0}])
+    session = Session(
+        title="t",
+        messages=[
+            {"role": "user", "content": "a", "timestamp": 1.0},
+            {"role": "assistant", "content": "b", "timestamp": 2.0},
+        ],
+    )
     session.save()
     handler = _call("POST", "/api/session/undo", {"session_id": session.session_id})
     data = handler.payload()
@@ -173,7 +179,11 @@ def _login(manager: AuthManager) -> tuple[str, str]:
 def test_auth_requires_a_cookie_except_on_public_routes(state_dir, auth_on):
     assert _call("GET", "/api/sessions").status == 401
     assert _call("GET", "/health").status == 200
-    assert _call("GET", "/api/auth/status").payload() == {"enabled": True, "logged_in": False, "csrf_token": None}
+    assert _call("GET", "/api/auth/status").payload() == {
+        "enabled": True,
+        "logged_in": False,
+        "csrf_token": None,
+    }
 
 
 def test_a_forged_cookie_is_401(state_dir, auth_on):
@@ -204,6 +214,8 @@ def test_auth_status_without_auth_says_logged_in(no_auth):
 
 
 def test_startup_summary_is_served(no_auth):
-    routes.configure(auth=None, startup_recovery={"scanned": 3, "restored": 1, "details": [], "interrupted_turns": []})
+    routes.configure(
+        auth=None, startup_recovery={"scanned": 3, "restored": 1, "details": [], "interrupted_turns": []}
+    )
     assert _call("GET", "/api/recovery/startup").payload()["scanned"] == 3
     assert _call("GET", "/health").payload()["recovery"]["restored"] == 1

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from api import models, session_admin, tombstones
-from api.errors import BadRequest, Conflict, NotFound, PayloadTooLarge
+from api.errors import BadRequest, Conflict, NotFound
 from api.models import Session
 
 
@@ -44,11 +44,24 @@ def test_create_accepts_an_existing_workspace_folder(state_dir, tmp_path):
     assert full["workspace"] == str(tmp_path.resolve())
 
 
-@pytest.mark.parametrize("kwargs", [{"workspace": "/no/such/folder"}, {"workspace": 5}, {"workspace": "a\x00b"}, {"model": 3}, {"title": ""}, {"title": "x" * 201}, {"title": ["a"]}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"workspace": "/no/such/folder"},
+        {"workspace": 5},
+        {"workspace": "a\x00b"},
+        {"model": 3},
+        {"title": ""},
+        {"title": "x" * 201},
+        {"title": ["a"]},
+    ],
+)
 def test_create_rejects_bad_fields_and_writes_nothing(state_dir, kwargs):
     with pytest.raises(BadRequest):
         session_admin.create_session(**kwargs)
-    assert list(state_dir.glob("*.json")) == [] or [p.name for p in state_dir.glob("*.json")] == ["_index.json"]
+    assert list(state_dir.glob("*.json")) == [] or [p.name for p in state_dir.glob("*.json")] == [
+        "_index.json"
+    ]
 
 
 def test_rename_sets_manual_title_and_keeps_updated_at(state_dir):
@@ -97,7 +110,11 @@ def test_paging_returns_the_last_messages_before_an_index(state_dir):
     assert len(everything["messages"]) == 10 and everything["has_more_before"] is False
 
 
-@given(total=st.integers(0, 50), limit=st.one_of(st.none(), st.integers(1, 60)), before=st.one_of(st.none(), st.integers(0, 80)))
+@given(
+    total=st.integers(0, 50),
+    limit=st.one_of(st.none(), st.integers(1, 60)),
+    before=st.one_of(st.none(), st.integers(0, 80)),
+)
 def test_page_bounds_are_a_window_ending_before_msg_before(total, limit, before):
     start, end = session_admin.page_bounds(total, limit, before)
     assert 0 <= start <= end <= total
@@ -132,10 +149,17 @@ def test_full_session_reports_can_uncompress(state_dir):
     assert session_admin.full_session(session)["can_uncompress"] is True
 
 
-def test_unsafe_or_missing_ids_are_404_on_get(state_dir):
-    for sid in ("missing1", "../x"):
+def test_unsafe_missing_or_reserved_ids_are_404(state_dir):
+    _saved(n=1)  # the folder now holds _index.json
+    session_admin.delete_session(_saved(n=1).session_id)  # ... and the delete tombstone
+    for sid in ("missing1", "../x", "_index", "_deleted_webui_sessions"):
         with pytest.raises(NotFound):
             session_admin.get_session_payload(sid)
+        with pytest.raises(NotFound):
+            session_admin.rename_session(sid, "x")
+        with pytest.raises(NotFound):
+            session_admin.delete_session(sid)
+    assert (state_dir / "_index.json").is_file() and (state_dir / "_deleted_webui_sessions.json").is_file()
 
 
 # ---------------------------------------------------------------------- delete and undo
@@ -173,7 +197,9 @@ def test_restore_deleted_brings_back_files_row_and_lifts_the_tombstone(state_dir
         session_admin.restore_deleted(token)
 
 
-@pytest.mark.parametrize("token", [None, 5, "", "../../etc-1234567890123", "abc", "abc-12", "a/b-1234567890123"])
+@pytest.mark.parametrize(
+    "token", [None, 5, "", "../../etc-1234567890123", "abc", "abc-12", "a/b-1234567890123"]
+)
 def test_restore_rejects_malformed_tokens(state_dir, token):
     with pytest.raises(BadRequest):
         session_admin.restore_deleted(token)
@@ -209,7 +235,10 @@ def test_search_matches_titles_case_insensitively(state_dir):
 
 
 def test_content_search_finds_messages_with_index_and_snippet(state_dir):
-    session = Session(title="misc", messages=[_msg("user", "hello", 1.0), _msg("assistant", "The Quick brown fox jumps", 2.0)])
+    session = Session(
+        title="misc",
+        messages=[_msg("user", "hello", 1.0), _msg("assistant", "The Quick brown fox jumps", 2.0)],
+    )
     session.save()
     assert session_admin.search_sessions("quick brown")["sessions"] == []
     with models.LOCK:
@@ -244,58 +273,6 @@ def test_raw_precheck_never_hides_a_real_match(text, start, length):
     assert session_admin.find_in_messages([{"role": "user", "content": text}], needle) is not None
 
 
-# ---------------------------------------------------------------------- import
-
-
-def test_import_gets_a_new_id_and_the_default_workspace(state_dir, tmp_path):
-    data = {
-        "session_id": "../../etc/passwd",
-        "title": "Imported",
-        "workspace": "/etc",
-        "created_workspace": "/root",
-        "worktree_path": "/etc",
-        "active_stream_id": "s1",
-        "pending_user_message": "half",
-        "messages": [_msg("user", "hi", 1.0), {**_msg("assistant", "yo", 2.0), "html": "<b>x</b>", "_idx": 1}],
-        "input_tokens": "lots",
-        "pinned": "yes",
-        "unknown_key": {"a": 1},
-    }
-    row = session_admin.import_session(data)
-    sid = row["session_id"]
-    assert sid != data["session_id"] and models.is_safe_session_id(sid)
-    stored = json.loads((state_dir / f"{sid}.json").read_bytes())
-    assert stored["workspace"] != "/etc" and stored["created_workspace"] == stored["workspace"]
-    assert stored["worktree_path"] is None and stored["active_stream_id"] is None and stored["pending_user_message"] is None
-    assert stored["input_tokens"] == 0 and stored["pinned"] is False and "unknown_key" not in stored
-    assert stored["messages"][1] == _msg("assistant", "yo", 2.0)
-    assert [p.name for p in state_dir.iterdir() if p.name.endswith(".json") and not p.name.startswith("_")] == [f"{sid}.json"]
-
-
-@pytest.mark.parametrize(
-    "data",
-    [[], "x", {}, {"messages": "no"}, {"messages": [1]}, {"messages": [{"content": "no role"}]}, {"messages": [{"role": 5}]}],
-)
-def test_import_rejects_invalid_files(state_dir, data):
-    with pytest.raises(BadRequest):
-        session_admin.import_session(data)
-
-
-def test_import_rejects_too_many_messages(state_dir, monkeypatch):
-    monkeypatch.setattr(session_admin, "IMPORT_MAX_MESSAGES", 3)
-    with pytest.raises(PayloadTooLarge):
-        session_admin.import_session({"messages": [{"role": "user", "content": "x"}] * 4})
-
-
-def test_import_accepts_a_saved_get_answer(state_dir):
-    session = _saved(title="round trip", n=3)
-    answer = session_admin.get_session_payload(session.session_id)
-    row = session_admin.import_session(json.loads(json.dumps(answer)))
-    assert row["title"] == "round trip" and row["message_count"] == 3
-    stored = json.loads((state_dir / f"{row['session_id']}.json").read_bytes())
-    assert all("html" not in m and "_idx" not in m for m in stored["messages"])
-
-
 # ---------------------------------------------------------------------- agent sessions
 
 
@@ -318,7 +295,14 @@ def test_agent_sessions_exclude_talaria_webui_and_deleted_ids(state_dir, fake_st
     gone = _saved(n=1)
     session_admin.delete_session(gone.session_id)
     fake_state_db.rows = [
-        {"id": "cli1", "title": "From the CLI", "source": "cli", "model": "m", "started_at": 5.0, "message_count": 2},
+        {
+            "id": "cli1",
+            "title": "From the CLI",
+            "source": "cli",
+            "model": "m",
+            "started_at": 5.0,
+            "message_count": 2,
+        },
         {"id": mine.session_id, "source": "webui"},
         {"id": gone.session_id, "source": "cli"},
         {"id": "rotated1", "source": "webui"},
@@ -355,3 +339,16 @@ def test_listing_is_newest_first(state_dir):
     new = _saved(title="new")
     rows = session_admin.list_sessions()["sessions"]
     assert [r["session_id"] for r in rows] == [new.session_id, old.session_id]
+
+
+def test_listing_json_matches_the_listing_and_follows_changes(state_dir):
+    first = _saved(title="one")
+    assert json.loads(b"".join(session_admin.list_sessions_json())) == session_admin.list_sessions()
+    assert (
+        json.loads(b"".join(session_admin.list_sessions_json())) == session_admin.list_sessions()
+    )  # from the cache
+    session_admin.rename_session(first.session_id, "renamed")
+    _saved(title="two")
+    listing = json.loads(b"".join(session_admin.list_sessions_json()))
+    assert listing == session_admin.list_sessions()
+    assert [r["title"] for r in listing["sessions"]] == ["two", "renamed"]

@@ -1,4 +1,4 @@
-"""Session export: the JSON file payload, a readable Markdown transcript, an inert standalone HTML page."""
+"""Session export (the JSON file payload, a Markdown transcript, an inert HTML page) and validated import."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from html.parser import HTMLParser
 
 import pytest
 
-from api import session_admin
-from api.errors import BadRequest, NotFound
+from api import models, session_admin, session_export
+from api.errors import BadRequest, NotFound, PayloadTooLarge
 from api.models import Session
-from api.session_export import export_session, to_markdown
+from api.session_export import export_session, import_session, to_markdown
 
 
 def _session() -> Session:
@@ -47,14 +47,16 @@ def test_json_export_is_the_session_file_payload(state_dir):
     body, content_type, filename = export_session(session.session_id, "json")
     data = json.loads(body)
     assert content_type.startswith("application/json") and filename == f"talaria-{session.session_id}.json"
-    assert data["messages"] == session.messages and data["context_messages"] == [{"role": "user", "content": "ctx"}]
+    assert data["messages"] == session.messages and data["context_messages"] == [
+        {"role": "user", "content": "ctx"}
+    ]
     assert data == json.loads(session.path.read_bytes()) | {"updated_at": data["updated_at"]}
 
 
 def test_json_export_imports_back_as_a_new_session(state_dir):
     session = _session()
     body, _, _ = export_session(session.session_id, "json")
-    row = session_admin.import_session(json.loads(body))
+    row = import_session(json.loads(body))
     assert row["session_id"] != session.session_id and row["message_count"] == 3
 
 
@@ -100,3 +102,77 @@ def test_export_rejects_unknown_formats_and_missing_sessions(state_dir):
         export_session(session.session_id, "pdf")
     with pytest.raises(NotFound):
         export_session("nosuchsession", "json")
+
+
+def _msg(role: str, content, ts: float) -> dict:
+    return {"role": role, "content": content, "timestamp": ts}
+
+
+# ---------------------------------------------------------------------- import
+
+
+def test_import_gets_a_new_id_and_the_default_workspace(state_dir, tmp_path):
+    data = {
+        "session_id": "../../etc/passwd",
+        "title": "Imported",
+        "workspace": "/etc",
+        "created_workspace": "/root",
+        "worktree_path": "/etc",
+        "active_stream_id": "s1",
+        "pending_user_message": "half",
+        "messages": [
+            _msg("user", "hi", 1.0),
+            {**_msg("assistant", "yo", 2.0), "html": "<b>x</b>", "_idx": 1},
+        ],
+        "input_tokens": "lots",
+        "pinned": "yes",
+        "unknown_key": {"a": 1},
+    }
+    row = import_session(data)
+    sid = row["session_id"]
+    assert sid != data["session_id"] and models.is_safe_session_id(sid)
+    stored = json.loads((state_dir / f"{sid}.json").read_bytes())
+    assert stored["workspace"] != "/etc" and stored["created_workspace"] == stored["workspace"]
+    assert (
+        stored["worktree_path"] is None
+        and stored["active_stream_id"] is None
+        and stored["pending_user_message"] is None
+    )
+    assert stored["input_tokens"] == 0 and stored["pinned"] is False and "unknown_key" not in stored
+    assert stored["messages"][1] == _msg("assistant", "yo", 2.0)
+    assert [
+        p.name for p in state_dir.iterdir() if p.name.endswith(".json") and not p.name.startswith("_")
+    ] == [f"{sid}.json"]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        [],
+        "x",
+        {},
+        {"messages": "no"},
+        {"messages": [1]},
+        {"messages": [{"content": "no role"}]},
+        {"messages": [{"role": 5}]},
+    ],
+)
+def test_import_rejects_invalid_files(state_dir, data):
+    with pytest.raises(BadRequest):
+        import_session(data)
+
+
+def test_import_rejects_too_many_messages(state_dir, monkeypatch):
+    monkeypatch.setattr(session_export, "IMPORT_MAX_MESSAGES", 3)
+    with pytest.raises(PayloadTooLarge):
+        import_session({"messages": [{"role": "user", "content": "x"}] * 4})
+
+
+def test_import_accepts_a_saved_get_answer(state_dir):
+    session = Session(title="round trip", messages=[_msg("user", f"m{i}", float(i)) for i in range(3)])
+    session.save()
+    answer = session_admin.get_session_payload(session.session_id)
+    row = import_session(json.loads(json.dumps(answer)))
+    assert row["title"] == "round trip" and row["message_count"] == 3
+    stored = json.loads((state_dir / f"{row['session_id']}.json").read_bytes())
+    assert all("html" not in m and "_idx" not in m for m in stored["messages"])

@@ -74,7 +74,11 @@ class App {
   async start() {
     $("app").hidden = false;
     await this.sessions.refresh();
-    api.recoveryStartup().then((summary) => showRecoveryBanner($("recovery-banner"), summary, api.auditUrl())).catch(() => {});
+    const titleOf = (sid) => this.sessions.find(sid)?.title;
+    api
+      .recoveryStartup()
+      .then((summary) => showRecoveryBanner($("recovery-banner"), summary, api.auditUrl(), titleOf))
+      .catch(() => {});
     await this.route();
   }
 
@@ -168,7 +172,7 @@ class App {
       this.chat.follow(started.stream_id);
       return true;
     } catch (err) {
-      for (const node of $("messages").querySelectorAll(".msg.pending")) node.remove();
+      this.chat.dropPending();
       toastError(err);
       return false;
     }

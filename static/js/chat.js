@@ -223,12 +223,18 @@ export class ChatView {
     this.onSession?.(null);
   }
 
+  // Shows the message being sent right away; the server's copy replaces it when the turn ends.
   appendUserBubble(text) {
-    const fragment = renderMessages([{ role: "user", content: text, _idx: -1, timestamp: Date.now() / 1000 }], new Map());
-    fragment.firstElementChild.classList.add("pending");
-    this.list.append(fragment);
-    this.empty.hidden = true;
+    const last = this.messages[this.messages.length - 1];
+    const idx = last ? last._idx + 1 : Number(this.session?.total_messages || 0);
+    this.messages.push({ role: "user", content: text, _idx: idx, timestamp: Date.now() / 1000, _pending: true });
+    this.renderAll();
     this.scrollToBottom();
+  }
+
+  dropPending() {
+    this.messages = this.messages.filter((m) => !m._pending);
+    this.renderAll();
   }
 
   // Streams a turn into a live bubble; on `done` the transcript is re-rendered from the server's truth.
@@ -249,6 +255,9 @@ export class ChatView {
         if (stick) this.scrollToBottom();
       },
       onReconnecting: () => live.setStatus("reconnecting…"),
+      onOpen: () => {
+        if (live.statusLine.textContent === "reconnecting…") live.setStatus("");
+      },
       onGone: () => {
         if (this.stream !== handle) return;
         this.endStream();
@@ -306,6 +315,8 @@ export class ChatView {
   }
 
   endStream() {
+    // A count of finished turns: lets tests and tools wait for "the answer is in".
+    this.transcript.dataset.turnsDone = String(Number(this.transcript.dataset.turnsDone || 0) + 1);
     this.stream?.close();
     this.stream = null;
     this.streamId = null;

@@ -104,15 +104,22 @@ export function updateContextMeter(root, session) {
   }
 }
 
-function describeDetail(detail) {
-  if (!detail || typeof detail !== "object") return String(detail);
-  const who = detail.title || detail.session_id || detail.sid || detail.path || "a session";
-  const what = detail.action || detail.reason || detail.status || "";
-  return what ? `${who}: ${what}` : String(who);
+function describeDetail(detail, titleOf) {
+  const sid = detail.session_id || detail.sid || "";
+  const item = el("li");
+  const link = el("a", "banner-link", titleOf(sid) || sid || "a session");
+  link.href = `#/s/${sid}`;
+  item.append(link);
+  const live = Number(detail.live_messages);
+  const bak = Number(detail.bak_messages);
+  if (Number.isFinite(bak) && bak >= 0) {
+    item.append(` — ${Number.isFinite(live) && live >= 0 ? live : 0} → ${bak} messages`);
+  }
+  return item;
 }
 
 // The startup sweep's summary → a dismissible banner (shown only when something was restored).
-export function showRecoveryBanner(root, summary, auditUrl) {
+export function showRecoveryBanner(root, summary, auditUrl, titleOf = () => null) {
   const restored = Number(summary && summary.restored);
   if (!Number.isFinite(restored) || restored <= 0) {
     root.hidden = true;
@@ -121,7 +128,7 @@ export function showRecoveryBanner(root, summary, auditUrl) {
   root.replaceChildren();
   const text = el("p", "banner-text");
   text.append(
-    `Recovered ${restored} session${restored === 1 ? "" : "s"} from backup after the last shutdown; nothing was deleted. `,
+    `Recovered ${restored} session${restored === 1 ? "" : "s"} from backup after the last shutdown (the files they replaced were kept). `,
   );
   const link = el("a", "banner-link", "See the recovery report");
   link.href = auditUrl;
@@ -129,10 +136,11 @@ export function showRecoveryBanner(root, summary, auditUrl) {
   link.rel = "noopener";
   text.append(link);
   root.append(text);
-  const details = Array.isArray(summary.details) ? summary.details.filter((d) => d && (d.restored || d.action === "restore" || d.action === "restored")) : [];
+  const details = Array.isArray(summary.details) ? summary.details.filter((d) => d && typeof d === "object" && d.restored) : [];
   if (details.length) {
     const list = el("ul", "banner-list");
-    for (const detail of details.slice(0, 5)) list.append(el("li", null, describeDetail(detail)));
+    for (const detail of details.slice(0, 5)) list.append(describeDetail(detail, titleOf));
+    if (details.length > 5) list.append(el("li", null, `and ${details.length - 5} more`));
     root.append(list);
   }
   const dismiss = el("button", "icon-btn banner-close", "×");

@@ -52,10 +52,11 @@ function prettyJson(value) {
   }
 }
 
+// One formatter for every row: building an Intl formatter per call costs more than the row itself.
+const TIME_FORMAT = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+
 function timeLabel(ts) {
-  if (!ts) return "";
-  const date = new Date(ts * 1000);
-  return date.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+  return ts ? TIME_FORMAT.format(new Date(ts * 1000)) : "";
 }
 
 export function reasoningBlock(text) {
@@ -145,6 +146,7 @@ export function renderMessage(msg, { toolCards } = {}) {
     head.append(time);
   }
   if (msg._partial) head.append(el("span", "badge", "partial"));
+  if (msg._pending) article.classList.add("pending");
   article.append(head);
 
   const reasoning = msg.reasoning || msg.reasoning_content;
@@ -171,10 +173,14 @@ export function renderMessage(msg, { toolCards } = {}) {
     if (toolCards && call.id) toolCards.set(call.id, card);
   }
 
-  if (msg._error || msg.error) {
-    const message = typeof msg._error === "string" ? msg._error : typeof msg.error === "string" ? msg.error : "The turn failed.";
-    article.append(el("p", "msg-error", message));
+  if (msg._error) {
     article.classList.add("msg-failed");
+    // The error text is usually the content itself; a string flag carries extra detail.
+    if (typeof msg._error === "string" && msg._error !== text) article.append(el("p", "msg-error", msg._error));
+  }
+  if (msg._cancelled) {
+    article.classList.add("msg-cancelled");
+    head.append(el("span", "badge", "stopped"));
   }
   if (msg._interrupted || msg.interrupted) article.classList.add("msg-interrupted");
   return article;

@@ -1,122 +1,90 @@
-// Server-Sent Events over fetch: frames are parsed by hand so a dropped connection can resume with
-// Last-Event-ID (nothing lost, nothing repeated) and the stream ends exactly when `done` arrives.
+// A chat turn's events over EventSource. After a dropped connection the browser reconnects by itself
+// and sends Last-Event-ID, so the server resumes after the last event seen; sequence numbers are also
+// checked here, so nothing is shown twice. The stream is closed only after the server has ended it
+// (past `done`): closing earlier would abort a request that is still loading.
 
-const RETRY_DELAYS_MS = [250, 500, 1000, 2000, 4000];
-const MAX_ATTEMPTS_WITHOUT_PROGRESS = 12;
+export const EVENT_NAMES = [
+  "token",
+  "reasoning",
+  "tool",
+  "tool_complete",
+  "status",
+  "compressing",
+  "compressed",
+  "title",
+  "error",
+  "cancelled",
+  "done",
+];
 
-// Splits a text buffer into complete SSE frames; returns [frames, rest].
-export function splitFrames(buffer) {
-  const normalized = buffer.replace(/\r\n?/g, "\n");
-  const parts = normalized.split("\n\n");
-  const rest = parts.pop();
-  const frames = [];
-  for (const block of parts) {
-    const frame = parseFrame(block);
-    if (frame) frames.push(frame);
+// How long to wait for the server to close a finished stream before closing it from this side.
+const CLOSE_GRACE_MS = 5000;
+
+export function parseData(text) {
+  if (!text) return {};
+  try {
+    const value = JSON.parse(text);
+    return value && typeof value === "object" ? value : { value };
+  } catch {
+    return { text };
   }
-  return [frames, rest];
 }
-
-export function parseFrame(block) {
-  let id = null;
-  let event = "message";
-  const data = [];
-  for (const line of block.split("\n")) {
-    if (!line || line.startsWith(":")) continue;
-    const colon = line.indexOf(":");
-    const field = colon < 0 ? line : line.slice(0, colon);
-    let value = colon < 0 ? "" : line.slice(colon + 1);
-    if (value.startsWith(" ")) value = value.slice(1);
-    if (field === "id") id = value;
-    else if (field === "event") event = value;
-    else if (field === "data") data.push(value);
-  }
-  if (!data.length && id === null) return null;
-  const text = data.join("\n");
-  let payload = {};
-  if (text) {
-    try {
-      payload = JSON.parse(text);
-    } catch {
-      payload = { text };
-    }
-  }
-  return { id, event, data: payload };
-}
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // Follows one chat stream until `done`. `onEvent(name, data, seq)` sees each event once, in order.
 // `onGone()` runs when the server no longer knows the stream (e.g. after a restart).
-export function followStream(streamId, { onEvent, onGone, onReconnecting, afterSeq = 0 } = {}) {
+export function followStream(streamId, { onEvent, onGone, onReconnecting, onOpen, afterSeq = 0 } = {}) {
   let lastSeq = afterSeq;
-  let closed = false;
   let finished = false;
+  let muted = false;
+  let settle;
+  const done = new Promise((resolve) => {
+    settle = resolve;
+  });
+  const after = afterSeq > 0 ? `&after=${afterSeq}` : "";
+  const source = new EventSource(`/api/chat/stream?stream_id=${encodeURIComponent(streamId)}${after}`);
+  let graceTimer = null;
 
-  async function readOnce() {
-    const headers = { Accept: "text/event-stream" };
-    if (lastSeq > 0) headers["Last-Event-ID"] = String(lastSeq);
-    const url = `/api/chat/stream?stream_id=${encodeURIComponent(streamId)}`;
-    const response = await fetch(url, { headers, credentials: "same-origin", cache: "no-store" });
-    if (response.status === 404 || response.status === 410) return "gone";
-    if (!response.ok || !response.body) throw new Error(`stream answered ${response.status}`);
-    const reader = response.body.getReader();
-    const decoder = new TextDecoder();
-    let buffer = "";
-    let progressed = false;
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buffer += decoder.decode(value, { stream: true });
-      const [frames, rest] = splitFrames(buffer);
-      buffer = rest;
-      for (const frame of frames) {
-        const seq = frame.id !== null ? Number(frame.id) : null;
-        if (seq !== null && Number.isFinite(seq)) {
-          if (seq <= lastSeq) continue; // already seen before a reconnect
-          lastSeq = seq;
-        }
-        progressed = true;
-        if (!closed && !finished) onEvent?.(frame.event, frame.data, seq);
-        if (frame.event === "done") finished = true;
-      }
-    }
-    return progressed ? "progress" : "empty";
-  }
+  const end = (result) => {
+    clearTimeout(graceTimer);
+    source.close();
+    settle(result);
+  };
 
-  const done = (async () => {
-    let failures = 0;
-    while (!closed && !finished) {
-      let outcome;
-      try {
-        outcome = await readOnce();
-      } catch {
-        outcome = "error";
-      }
-      if (finished || closed) break;
-      if (outcome === "gone") {
-        onGone?.();
-        break;
-      }
-      failures = outcome === "progress" ? 0 : failures + 1;
-      if (failures > MAX_ATTEMPTS_WITHOUT_PROGRESS) {
-        onGone?.();
-        break;
-      }
-      onReconnecting?.(lastSeq);
-      await sleep(RETRY_DELAYS_MS[Math.min(failures, RETRY_DELAYS_MS.length - 1)]);
+  const deliver = (name, event) => {
+    const seq = Number(event.lastEventId);
+    if (Number.isFinite(seq) && seq > 0) {
+      if (seq <= lastSeq) return; // already seen before a reconnect
+      lastSeq = seq;
     }
-    return finished;
-  })();
+    if (finished) return;
+    if (!muted) onEvent?.(name, parseData(event.data), seq);
+    if (name === "done") {
+      finished = true;
+      graceTimer = setTimeout(() => end(true), CLOSE_GRACE_MS);
+    }
+  };
+  for (const name of EVENT_NAMES) source.addEventListener(name, (event) => deliver(name, event));
+
+  source.addEventListener("open", () => onOpen?.());
+  source.addEventListener("error", () => {
+    if (finished) return end(true); // the server closed the stream after `done`: all is in
+    if (source.readyState === EventSource.CLOSED) {
+      end(false);
+      if (!muted) onGone?.();
+      return;
+    }
+    if (!muted) onReconnecting?.(lastSeq); // the browser retries with Last-Event-ID
+  });
 
   return {
     done,
     get lastSeq() {
       return lastSeq;
     },
-    // Stops delivering events; the open response is left to finish on its own (no aborted request).
+    // Stops delivering events. The connection stays until the server ends the turn, so no request is
+    // aborted half way; the turn itself goes on on the server.
     close() {
-      closed = true;
+      muted = true;
     },
   };
 }

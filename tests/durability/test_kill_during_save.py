@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 import random
-import select
-import signal
 import time
-
-import pytest
 
 from api.models import Session
 from api.session_recovery import recover_all_sessions_on_startup
 from talaria_testing.crash_child import grow_session_forever
+from talaria_testing.killing import run_child
 
 KILLS = 200
 
@@ -22,49 +17,27 @@ def _expected(n):
     return {"role": "user" if n % 2 == 0 else "assistant", "content": f"message {n} " + "x" * (n % 97), "timestamp": 1000.0 + n}
 
 
-@pytest.fixture(scope="module")
-def ctx():
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["api.models", "talaria_testing.crash_child"])
-    return context
-
-
-def _run_and_kill(ctx, session_dir, sid, rng):
-    read_fd, write_fd = os.pipe()
-    proc = ctx.Process(target=grow_session_forever, args=(str(session_dir), sid, write_fd))
-    proc.start()
-    os.close(write_fd)
+def _run_and_kill(session_dir, sid, rng) -> int:
+    """Let the child acknowledge 1-4 saves, kill it a moment later; the last acknowledged count."""
     wanted = rng.randint(1, 4)
-    acked, buf = 0, b""
-    deadline = time.monotonic() + 20
-    while wanted > 0 and time.monotonic() < deadline:
-        ready, _, _ = select.select([read_fd], [], [], 1.0)
-        if ready:
-            chunk = os.read(read_fd, 4096)
-            buf += chunk
-            wanted -= chunk.count(b"\n")
-    time.sleep(rng.random() * 0.004)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.join()
-    while True:
-        chunk = os.read(read_fd, 4096)
-        if not chunk:
-            break
-        buf += chunk
-    os.close(read_fd)
-    lines = [int(x) for x in buf.split(b"\n") if x.strip()]
-    if lines:
-        acked = lines[-1]
-    return acked
+    seen = []
+
+    def enough(msg) -> bool:
+        seen.append(msg)
+        return len(seen) >= wanted
+
+    msgs, _ = run_child(grow_session_forever, (str(session_dir), sid), until=enough, delay=rng.random() * 0.004, timeout=20)
+    return max([m for m in msgs if isinstance(m, int)], default=0)
 
 
-def test_sigkill_mid_save_never_tears_the_file_or_loses_acknowledged_messages(ctx, state_dir):
+def test_sigkill_mid_save_never_tears_the_file_or_loses_acknowledged_messages(state_dir, counters):
     rng = random.Random(1234)
     sid = "crashgrow"
     acked_max = 0
     violations = []
+    started = time.monotonic()
     for kill in range(KILLS):
-        acked = _run_and_kill(ctx, state_dir, sid, rng)
+        acked = _run_and_kill(state_dir, sid, rng)
         acked_max = max(acked_max, acked)
         loaded = Session.load(sid)  # a torn file would raise here
         count = len(loaded.messages) if loaded else 0
@@ -73,6 +46,11 @@ def test_sigkill_mid_save_never_tears_the_file_or_loses_acknowledged_messages(ct
         if loaded and loaded.messages != [_expected(i) for i in range(count)]:
             violations.append((kill, "content differs", count))
         acked_max = max(acked_max, count)
+    counters.add("kill_matrix", "kill_points", KILLS)
+    counters.add("kill_matrix", "kill_points.grow_forever", KILLS)
+    for v in violations:
+        counters.violation("kill_matrix", f"grow_forever kill {v[0]}", str(v[1:]))
+    counters.set("kill_matrix", "grow_forever_seconds", round(time.monotonic() - started, 1))
     assert not violations, violations[:5]
     summary = recover_all_sessions_on_startup(state_dir)
     assert summary["restored"] == 0

@@ -6,8 +6,8 @@ error answer fails the test at teardown.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,6 +35,8 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture(scope="session")
 def playwright_instance():
     sync_api = pytest.importorskip("playwright.sync_api")
+    # The first turn of a fresh server builds the agent (plugin discovery, imports): a few seconds.
+    sync_api.expect.set_options(timeout=20000)
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: scripts/test.sh installs Debian's chromium (or deselect with -m 'not e2e')")
     with sync_api.sync_playwright() as pw:
@@ -109,7 +111,9 @@ class PageGuard:
             self.problems.append(f"HTTP {response.status}: {response.request.method} {response.url}")
 
 
-def open_page(browser, request, base_url: str, *, viewport=DESKTOP, color_scheme="light") -> Iterator:
+@contextlib.contextmanager
+def open_page(browser, base_url: str, *, viewport=DESKTOP, color_scheme="light"):
+    """A fresh browser context and page; on a clean exit the page must not have logged any problem."""
     context = browser.new_context(viewport=viewport, color_scheme=color_scheme, accept_downloads=True)
     page = context.new_page()
     page.set_default_timeout(15000)
@@ -125,10 +129,12 @@ def open_page(browser, request, base_url: str, *, viewport=DESKTOP, color_scheme
 
 
 @pytest.fixture
-def page(browser, server, request):
-    yield from open_page(browser, request, server.base_url)
+def page(browser, server):
+    with open_page(browser, server.base_url) as page:
+        yield page
 
 
 @pytest.fixture
-def phone_page(browser, server, request):
-    yield from open_page(browser, request, server.base_url, viewport=PHONE, color_scheme="dark")
+def phone_page(browser, server):
+    with open_page(browser, server.base_url, viewport=PHONE, color_scheme="dark") as page:
+        yield page

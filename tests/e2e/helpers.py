@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import socket
+import threading
 import time
 from pathlib import Path
 
@@ -56,15 +58,26 @@ def goto_app(page, path: str = "/"):
     return page
 
 
-def send(page, text: str) -> None:
+def turns_done(page) -> int:
+    return int(page.locator("#transcript").get_attribute("data-turns-done") or 0)
+
+
+def send(page, text: str) -> int:
+    """Types and sends a message; returns the finished-turn count from before, for ``wait_turn_done``."""
+    before = turns_done(page)
     box = page.locator("#composer-input")
     box.fill(text)
     box.press("Enter")
+    return before
 
 
-def wait_turn_done(page, timeout: float = 30000) -> None:
-    page.wait_for_selector("#stop", state="hidden", timeout=timeout)
+def wait_turn_done(page, before: int, timeout: float = 30000) -> None:
+    """Waits until a turn started after ``before`` finished and the transcript was re-rendered."""
+    page.wait_for_function(
+        "(n) => Number(document.getElementById('transcript').dataset.turnsDone || 0) > n", arg=before, timeout=timeout
+    )
     page.wait_for_selector(".msg.live", state="detached", timeout=timeout)
+    page.wait_for_selector("#stop", state="hidden", timeout=timeout)
 
 
 def import_session(server, title: str, messages: list[dict], **fields) -> dict:
@@ -84,3 +97,99 @@ def transcript_state(page) -> list[dict]:
             html: node.querySelector('.msg-body')?.innerHTML ?? null,
         }))"""
     )
+
+
+class DroppingProxy:
+    """A TCP relay in front of the server that cuts the first chat stream after ``cut_after`` events.
+
+    The cut is a clean end of the connection, as when a network drops and the socket closes; what the
+    browser sends on its reconnect (``Last-Event-ID``) and what the server answers are recorded.
+    """
+
+    def __init__(self, upstream_port: int, cut_after: int = 6):
+        self.upstream_port = upstream_port
+        self.cut_after = cut_after
+        self.streams: list[dict] = []  # per stream request: headers, first event id seen
+        self._lock = threading.Lock()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def close(self) -> None:
+        self._closed = True
+        self._listener.close()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client: socket.socket) -> None:
+        upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = client.recv(65536)
+            if not chunk:
+                break
+            head += chunk
+        upstream.sendall(head)
+        request_line, _, rest = head.partition(b"\r\n")
+        stream = None
+        if b" /api/chat/stream?" in request_line:
+            headers = {}
+            for line in rest.split(b"\r\n\r\n", 1)[0].split(b"\r\n"):
+                name, _, value = line.decode("latin-1").partition(":")
+                headers[name.strip().lower()] = value.strip()
+            with self._lock:
+                stream = {"headers": headers, "first_id": None, "cut": not self.streams}
+                self.streams.append(stream)
+        threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
+        self._relay_back(upstream, client, stream)
+
+    @staticmethod
+    def _pump(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while chunk := src.recv(65536):
+                dst.sendall(chunk)
+        except OSError:
+            pass
+
+    def _relay_back(self, upstream: socket.socket, client: socket.socket, stream: dict | None) -> None:
+        buffer = b""
+        in_body = False
+        events = 0
+        try:
+            while chunk := upstream.recv(65536):
+                if stream is None:
+                    client.sendall(chunk)
+                    continue
+                buffer += chunk
+                if not in_body:
+                    if b"\r\n\r\n" not in buffer:
+                        continue
+                    header, buffer = buffer.split(b"\r\n\r\n", 1)
+                    client.sendall(header + b"\r\n\r\n")
+                    in_body = True
+                while b"\n\n" in buffer:
+                    frame, buffer = buffer.split(b"\n\n", 1)
+                    client.sendall(frame + b"\n\n")
+                    if frame.startswith(b"id: "):
+                        events += 1
+                        if stream["first_id"] is None:
+                            stream["first_id"] = int(frame.split(b"\n", 1)[0][4:])
+                        if stream["cut"] and events >= self.cut_after:
+                            return  # the network drops here
+        except OSError:
+            pass
+        finally:
+            for sock in (client, upstream):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                sock.close()

@@ -43,8 +43,9 @@ def long_server(tmp_path_factory, llm):
 
 
 @pytest.fixture
-def long_page(browser, long_server, request):
-    yield from open_page(browser, request, long_server.base_url)
+def long_page(browser, long_server):
+    with open_page(browser, long_server.base_url) as page:
+        yield page
 
 
 def test_a_5000_message_session_opens_in_under_a_second(long_page, long_server, record_property):

@@ -1,0 +1,561 @@
+"""Message identity for reconciliation: timestamps, the four message keys, compaction markers (§2.5, §3.2).
+
+A transcript row and the agent's copy of it can differ in whitespace, in a workspace tag the agent
+prepends to user rows, or in an ``api_content`` the agent stored; the keys say when two rows are the
+same message. ``Rows`` computes a row's facts lazily, at most once per merge, and the text-derived
+ones (collapsed text, fingerprint, token string) are memoised by the text itself across calls, since
+every chat turn reconciles the same transcript strings again.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from itertools import repeat
+from typing import Any
+
+DISPLAY_ONLY_KEYS = frozenset(
+    {
+        "_turnDuration",
+        "_turnTps",
+        "_turnUsage",
+        "_firstTokenMs",
+        "_usedModel",
+        "_gatewayRouting",
+        "_statusCard",
+        "_anchor_stream_id",
+        "_anchor_activity_scene",
+        "_media_snapshots",
+    }
+)
+ROW_ID_ALIASES = ("_row_id", "_state_db_row_id", "_db_row_id", "state_db_row_id")
+INVALID_ROW_ID = object()
+_MISSING = object()
+_WORKSPACE_TAG = re.compile(r"\s*\[Workspace(?:::v1)?:[^\]\n]*\]\s*")
+_FIRST_TOKEN = re.compile(r"\s*(\S{1,16})")
+_WORD = re.compile(r"\w+")
+_MARKER_PART_TYPES = frozenset({"text", "input_text", "output_text"})
+_MEMO_MAX_CHARS = 16_000_000  # per memo; cleared when exceeded, so memory stays bounded
+
+
+# ----------------------------------------------------------------------------------------------
+# Text helpers
+# ----------------------------------------------------------------------------------------------
+
+
+def _memoised(fn: Callable[[str], str]) -> Callable[[str], str]:
+    """Memoise a pure str -> str function by its argument (strings are immutable, so this is exact)."""
+    table: dict[str, str] = {}
+    size = [0]
+
+    def cached(text: str) -> str:
+        value = table.get(text)
+        if value is None:
+            value = fn(text)
+            size[0] += len(text)
+            if size[0] > _MEMO_MAX_CHARS:
+                table.clear()
+                size[0] = len(text)
+            table[text] = value
+        return value
+
+    cached.cache = table  # type: ignore[attr-defined]
+    return cached
+
+
+@_memoised
+def collapse(text: str) -> str:
+    """Whitespace runs become one space; leading/trailing whitespace goes."""
+    return " ".join(text.split())
+
+
+@_memoised
+def fingerprint(text: str) -> str:
+    """First 16 chars of the first token and last 16 of the last token (``""`` for blank text).
+
+    Texts equal after ``collapse`` have equal fingerprints; only the two ends are read, so this
+    indexes rows for collapsed-text lookups without collapsing them.
+    """
+    match = _FIRST_TOKEN.match(text)
+    if match is None:
+        return ""
+    tail = text[-64:].rstrip()
+    if len(tail) < 20 and len(text) > 64:
+        tail = text.rstrip()
+    return match.group(1) + "\x00" + tail.rsplit(None, 1)[-1][-16:]
+
+
+@_memoised
+def tokens(text: str) -> str:
+    """Casefolded ``\\w+`` tokens joined by single spaces (the fuzzy match's token string)."""
+    return " ".join(_WORD.findall(text.casefold()))
+
+
+def content_text(content: Any) -> str:
+    if type(content) is str:
+        return content
+    return "" if content is None else str(content)
+
+
+def strip_workspace_tag(text: str) -> str:
+    """Drop a leading ``[Workspace::v1: …]`` / ``[Workspace: …]`` tag; returns ``text`` itself if none."""
+    head = text[:1]
+    if head == "[" or head.isspace():
+        match = _WORKSPACE_TAG.match(text)
+        if match is not None:
+            return text[match.end() :]
+    return text
+
+
+def side_text(msg: dict, state_side: bool) -> str:
+    """The content as a key sees it: the state side drops a user row's workspace tag."""
+    text = content_text(msg.get("content"))
+    if state_side and msg.get("role") == "user":
+        text = strip_workspace_tag(text)
+    return text
+
+
+# ----------------------------------------------------------------------------------------------
+# Timestamps, ids and keys
+# ----------------------------------------------------------------------------------------------
+
+
+def parse_timestamp(value: Any) -> float | None:
+    """A finite float, or ``None`` for missing, empty, non-numeric or non-finite values."""
+    if type(value) is float:
+        return value if math.isfinite(value) else None
+    if value is None or value == "" or isinstance(value, bool):
+        return None
+    try:
+        out = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return out if math.isfinite(out) else None
+
+
+def message_timestamp(msg: Any) -> float | None:
+    """``ts(m)`` of §3.2: the parsed ``timestamp`` (``_ts`` is not consulted)."""
+    return parse_timestamp(msg.get("timestamp")) if isinstance(msg, dict) else None
+
+
+def api_content(msg: dict) -> str | None:
+    value = msg.get("api_content")
+    return value if isinstance(value, str) and value else None
+
+
+def tool_calls_json(msg: dict) -> str:
+    calls = msg.get("tool_calls")
+    if not calls:
+        return ""
+    try:
+        return json.dumps(calls, sort_keys=True)
+    except (TypeError, ValueError):
+        return repr(calls)
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """True only if ``json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)`` (False may be unsure)."""
+    kind = type(a)
+    if kind is not type(b):
+        return False
+    if kind is dict:
+        return a.keys() == b.keys() and all(same_json(v, b[k]) for k, v in a.items())
+    if kind is list:
+        return len(a) == len(b) and all(map(same_json, a, b))
+    if kind is float:
+        return repr(a) == repr(b)
+    return kind in (str, int, bool, type(None)) and a == b
+
+
+def stable_id(msg: dict) -> Any:
+    return msg.get("id") or msg.get("message_id")
+
+
+def ts_seconds(raw: Any) -> str:
+    """The merge key's timestamp slot: whole seconds, ``""`` if missing, the raw text if not numeric."""
+    if raw is None or raw == "":
+        return ""
+    try:
+        value = float(raw)
+    except (TypeError, ValueError, OverflowError):
+        return str(raw)
+    if not math.isfinite(value):
+        return f"<invalid:{raw}>"
+    return str(int(value))
+
+
+def row_id(msg: Any) -> Any:
+    """The state.db row id under any alias: an int, ``None``, or ``INVALID_ROW_ID`` (bad or conflicting)."""
+    if not isinstance(msg, dict):
+        return None
+    found = None
+    for alias in ROW_ID_ALIASES:
+        value = msg.get(alias)
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            return INVALID_ROW_ID
+        if isinstance(value, int):
+            parsed = value
+        elif isinstance(value, float) and value.is_integer():
+            parsed = int(value)
+        elif isinstance(value, str) and value.strip().isdigit():
+            parsed = int(value.strip())
+        else:
+            return INVALID_ROW_ID
+        if parsed < 0 or (found is not None and found != parsed):
+            return INVALID_ROW_ID
+        found = parsed
+    return found
+
+
+def valid_row_id(msg: Any) -> int | None:
+    rid = row_id(msg)
+    return None if rid is INVALID_ROW_ID else rid
+
+
+def _with_api(key: tuple, api: str | None) -> tuple:
+    return key + (api,) if api else key
+
+
+def build_merge_key(msg: Any, tcj: str, full_precision: bool) -> tuple:
+    if not isinstance(msg, dict):
+        return ("non_dict", repr(msg))
+    sid = stable_id(msg)
+    if sid:
+        return _with_api(("message_id", str(sid)), api_content(msg))
+    raw_ts = msg.get("timestamp")
+    key = (
+        "legacy",
+        msg.get("role"),
+        content_text(msg.get("content")),
+        str(raw_ts or "") if full_precision else ts_seconds(raw_ts),
+        msg.get("tool_call_id") or "",
+        msg.get("tool_name") or msg.get("name") or "",
+        tcj,
+    )
+    return _with_api(key, api_content(msg))
+
+
+def build_content_key(msg: Any, norm: str) -> tuple:
+    if not isinstance(msg, dict):
+        return ("non_dict", repr(msg))
+    key = (msg.get("role"), norm, msg.get("tool_call_id") or "", msg.get("tool_name") or msg.get("name") or "")
+    return _with_api(key, api_content(msg))
+
+
+def build_visible_key(msg: Any, norm: str, tcj: str) -> tuple:
+    if not isinstance(msg, dict):
+        return ("non_dict", repr(msg))
+    return _with_api((msg.get("role"), norm, tcj), api_content(msg))
+
+
+def message_merge_key(msg: Any) -> tuple:
+    """Stable id if any, else role, content, whole-second timestamp and tool fields (+ api_content)."""
+    return build_merge_key(msg, tool_calls_json(msg) if isinstance(msg, dict) else "", False)
+
+
+def message_dedup_key(msg: Any) -> tuple:
+    """The merge key with the timestamp at full precision."""
+    return build_merge_key(msg, tool_calls_json(msg) if isinstance(msg, dict) else "", True)
+
+
+def message_content_key(msg: Any, *, state_side: bool = False) -> tuple:
+    """Role, collapsed content and tool ids (+ api_content)."""
+    if not isinstance(msg, dict):
+        return ("non_dict", repr(msg))
+    return build_content_key(msg, collapse(side_text(msg, state_side)))
+
+
+def message_visible_key(msg: Any, *, state_side: bool = False) -> tuple:
+    """Role, collapsed content and tool calls (+ api_content): what a person sees of the row."""
+    if not isinstance(msg, dict):
+        return ("non_dict", repr(msg))
+    return build_visible_key(msg, collapse(side_text(msg, state_side)), tool_calls_json(msg))
+
+
+# ----------------------------------------------------------------------------------------------
+# Compaction markers (§2.5)
+# ----------------------------------------------------------------------------------------------
+
+
+def _head(text: str) -> str:
+    """Lowercased start of the text after leading whitespace (enough for every marker prefix)."""
+    head = text[:96].lstrip()
+    if not head and len(text) > 96:
+        head = text.lstrip()[:96]
+    return head.lower()
+
+
+def _could_be_marker(text: str) -> bool:
+    first = text[:1]
+    return first in ("[", "c", "C") or first.isspace()
+
+
+def is_context_compression_marker(msg: Any) -> bool:
+    """The agent's compaction summary row (or one of its preserved-context notes)."""
+    if not isinstance(msg, dict) or not msg.get("role") or msg.get("role") == "tool":
+        return False
+    content = msg.get("content")
+    if isinstance(content, list):
+        text = "\n".join(
+            p["text"]
+            for p in content
+            if isinstance(p, dict) and p.get("type") in _MARKER_PART_TYPES and isinstance(p.get("text"), str)
+        )
+    elif isinstance(content, str):
+        text = content
+    else:
+        return False
+    if not _could_be_marker(text):
+        return False
+    head = _head(text)
+    return (
+        head.startswith("[context compaction")
+        or bool(msg.get("_compressed_summary") and head.startswith("context compaction"))
+        or head.startswith("[your active task list was preserved across context compression]")
+        or head.startswith("[session arc summary")
+    )
+
+
+def context_messages_include_compression_marker(messages: Any) -> bool:
+    """Narrow test (§2.5): a detector hit whose own text starts with the compaction wording."""
+    if not isinstance(messages, list):
+        return False
+    for msg in messages:
+        if type(msg) is dict:
+            content = msg.get("content")
+            if type(content) is str and not _could_be_marker(content):
+                continue  # the common case, decided without lowercasing anything
+        if not is_context_compression_marker(msg):
+            continue
+        content = msg.get("content")
+        if isinstance(content, list):
+            text = "".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+        else:
+            text = content if isinstance(content, str) else ""
+        head = _head(text)
+        if head.startswith("[context compaction") or head.startswith("context compaction"):
+            return True
+    return False
+
+
+# ----------------------------------------------------------------------------------------------
+# api_content reconciliation
+# ----------------------------------------------------------------------------------------------
+
+
+def _tier_keys(state_side: bool) -> tuple[Callable[[dict], Any], ...]:
+    def by_stable_id(m):
+        sid = stable_id(m)
+        return str(sid) if sid else None
+
+    def by_exact_ts(m):
+        ts = message_timestamp(m)
+        return None if ts is None else (m.get("role"), ts)
+
+    def by_second(m):
+        ts = message_timestamp(m)
+        return None if ts is None else (m.get("role"), int(ts))
+
+    def by_content(m):
+        return (m.get("role"), collapse(side_text(m, state_side)))
+
+    return (by_stable_id, valid_row_id, by_exact_ts, by_second, by_content)
+
+
+def _any_api_content(rows: list) -> bool:
+    try:
+        return any(map(dict.get, rows, repeat("api_content")))  # a C-level scan when every row is a dict
+    except TypeError:
+        return any(isinstance(m, dict) and m.get("api_content") for m in rows)
+
+
+def reconcile_api_content_sidecars(sidecar: list, state: list) -> None:
+    """Copy each state row's ``api_content`` onto its one matching sidecar row (mutates that dict).
+
+    Tiers, and the first tier with any candidate decides: unique stable id, unique row id, exact
+    role+timestamp, same role and second, unique role+content. Several candidates: no copy (never guess).
+    """
+    if not sidecar or not _any_api_content(state):
+        return
+    carriers = [m for m in state if isinstance(m, dict) and api_content(m)]
+    side = [m for m in sidecar if isinstance(m, dict)]
+    side_tiers, state_tiers = _tier_keys(False), _tier_keys(True)
+    indexes: list[dict | None] = [None] * len(side_tiers)
+    for st in carriers:
+        target = None
+        for i, tier in enumerate(state_tiers):
+            wanted = tier(st)
+            if wanted is None:
+                continue
+            if indexes[i] is None:
+                index: dict = {}
+                for m in side:
+                    key = side_tiers[i](m)
+                    if key is not None:
+                        index.setdefault(key, []).append(m)
+                indexes[i] = index
+            found = indexes[i].get(wanted)
+            if found:
+                target = found[0] if len(found) == 1 else None
+                break
+        if target is not None and not api_content(target):
+            target["api_content"] = st["api_content"]
+
+
+# ----------------------------------------------------------------------------------------------
+# Lazily computed per-row facts
+# ----------------------------------------------------------------------------------------------
+
+
+class Rows:
+    """Local rows (handles ``0..n-1``, sidecar side) then state rows (state side).
+
+    Each fact is computed the first time a rule asks for it and kept for the rest of the call.
+    """
+
+    def __init__(self, local: list, state: list):
+        self.rows = local + state
+        self.n = len(local)
+        size = len(self.rows)
+        self._ts = [_MISSING] * size
+        self._fp = [_MISSING] * size
+        self._facts: dict[tuple[str, int], Any] = {}
+
+    def role(self, h: int) -> Any:
+        row = self.rows[h]
+        return row.get("role") if isinstance(row, dict) else None
+
+    def ts(self, h: int) -> float | None:
+        value = self._ts[h]
+        if value is _MISSING:
+            value = self._ts[h] = message_timestamp(self.rows[h])
+        return value
+
+    def fp(self, h: int) -> str | None:
+        """Fingerprint of the row's side text (``None`` for a non-dict row)."""
+        value = self._fp[h]
+        if value is _MISSING:
+            row = self.rows[h]
+            value = self._fp[h] = fingerprint(side_text(row, h >= self.n)) if isinstance(row, dict) else None
+        return value
+
+    def local_fingerprints(self) -> list:
+        """Fingerprints of every local row, through the memo at C speed when the rows allow it."""
+        local = self.rows[: self.n]
+        try:
+            fps = list(map(fingerprint.cache.get, map(dict.get, local, repeat("content"))))
+        except TypeError:  # a non-dict row or unhashable content: take the ordinary path
+            fps = [self.fp(h) for h in range(self.n)]
+        else:
+            if None in fps:
+                for h in [h for h, v in enumerate(fps) if v is None]:
+                    fps[h] = self.fp(h)
+        self._fp[: self.n] = fps
+        return fps
+
+    def local_max_timestamp(self) -> float | None:
+        """Newest parseable timestamp among local rows (S of §3.3)."""
+        try:
+            values = list(map(dict.get, self.rows[: self.n], repeat("timestamp")))
+        except TypeError:
+            values = [m.get("timestamp") if isinstance(m, dict) else None for m in self.rows[: self.n]]
+        floats = [v for v in values if type(v) is float]
+        if len(floats) != len(values):
+            floats = [t for v in values if (t := parse_timestamp(v)) is not None]
+        if not floats:
+            return None
+        best = max(floats)  # finite unless an inf/nan decided it; then filter (rare)
+        if not math.isfinite(best):
+            finite = [v for v in floats if math.isfinite(v)]
+            best = max(finite) if finite else None
+        return best
+
+    def fact(self, kind: str, h: int) -> Any:
+        slot = (kind, h)
+        value = self._facts.get(slot, _MISSING)
+        if value is _MISSING:
+            value = self._facts[slot] = self._compute(kind, h)
+        return value
+
+    def _compute(self, kind: str, h: int) -> Any:
+        row = self.rows[h]
+        if not isinstance(row, dict):
+            return None if kind in ("rowid", "norm", "tokens", "tcj") else ("non_dict", repr(row))
+        if kind == "norm":
+            return collapse(side_text(row, h >= self.n))
+        if kind == "tokens":
+            return tokens(self.fact("norm", h))
+        if kind == "tcj":
+            return tool_calls_json(row)
+        if kind == "rowid":
+            return valid_row_id(row)
+        if kind == "raw":
+            return content_text(row.get("content"))
+        if kind == "merge":
+            return build_merge_key(row, self.fact("tcj", h), False)
+        if kind == "dedup":
+            return build_merge_key(row, self.fact("tcj", h), True)
+        if kind == "content":
+            return build_content_key(row, self.fact("norm", h))
+        if kind == "visible":
+            return build_visible_key(row, self.fact("norm", h), self.fact("tcj", h))
+        raise KeyError(kind)
+
+    def same_content(self, hs: int, hl: int) -> bool:
+        """Content keys of state row ``hs`` and local row ``hl`` are equal (raw fields first)."""
+        a, b = self.rows[hs], self.rows[hl]
+        if type(a) is dict and type(b) is dict:
+            ca = a.get("content")
+            if (
+                type(ca) is str
+                and ca == b.get("content")
+                and a.get("role") == b.get("role")
+                and (a.get("tool_call_id") or "") == (b.get("tool_call_id") or "")
+                and (a.get("tool_name") or a.get("name") or "") == (b.get("tool_name") or b.get("name") or "")
+                and not a.get("api_content")
+                and not b.get("api_content")
+                and (a.get("role") != "user" or strip_workspace_tag(ca) is ca)
+            ):
+                return True
+            if self.fp(hs) != self.fp(hl):
+                return False
+        return self.fact("content", hs) == self.fact("content", hl)
+
+    def same_visible(self, hs: int, hl: int) -> bool:
+        """Visible keys of state row ``hs`` and local row ``hl`` are equal (raw fields first)."""
+        a, b = self.rows[hs], self.rows[hl]
+        if type(a) is dict and type(b) is dict:
+            ca = a.get("content")
+            if type(ca) is str and ca == b.get("content") and a.get("role") == b.get("role"):
+                calls_a, calls_b = a.get("tool_calls"), b.get("tool_calls")
+                if (
+                    ((not calls_a and not calls_b) or same_json(calls_a, calls_b))
+                    and not a.get("api_content")
+                    and not b.get("api_content")
+                    and (a.get("role") != "user" or strip_workspace_tag(ca) is ca)
+                ):
+                    return True
+            elif self.fp(hs) != self.fp(hl):
+                return False
+        return self.fact("visible", hs) == self.fact("visible", hl)
+
+    def fuzzy_visible(self, hs: int, hl: int, max_chars: int) -> bool:
+        """§3.2 fuzzy visible match: same role and api_content, one text (or token string) inside the other."""
+        a, b = self.rows[hs], self.rows[hl]
+        if not isinstance(a, dict) or not isinstance(b, dict) or a.get("role") != b.get("role"):
+            return False
+        if api_content(a) != api_content(b):
+            return False
+        x, y = self.fact("norm", hs), self.fact("norm", hl)
+        if not x or not y or len(x) > max_chars or len(y) > max_chars:
+            return False
+        if (x in y) if len(x) <= len(y) else (y in x):
+            return True
+        tx, ty = self.fact("tokens", hs), self.fact("tokens", hl)
+        if not tx or not ty:
+            return False
+        return (tx in ty) if len(tx) <= len(ty) else (ty in tx)

@@ -1,0 +1,255 @@
+"""Hostile input for the durability suite: a session folder full of traps, broken ``state.db`` files, bad ids.
+
+``build_hostile_folder`` fills ``<root>/sessions`` with corrupt, truncated, non-UTF-8, deeply nested and
+huge (sparse) files, symlinks leading outside (to files, a directory, ``/dev/zero``), a FIFO, a
+directory named like a session, orphan backups; beside it ``<root>/../outside`` holds the files the
+links point at, which nothing may change. ``tree_signature`` snapshots a folder without following links.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import resource
+import sqlite3
+import stat
+from pathlib import Path
+
+from talaria_testing.scenarios import TORN, messages
+
+HUGE_BYTES = 100 * 1024 * 1024
+
+HOSTILE_IDS: tuple = (
+    "../etc/passwd", "..", ".", "/", "a/b", "a\\b", "x\x00y", "", " ", "\t", "a" * 201, "é", "ünï",
+    "%2e%2e", "..%2f", "dur1.json", "dur1.json.bak", "x.y", "nul\n", "CON", "~root", "$HOME", "*", "?",
+    "_index", "_deleted_webui_sessions", "_pruned_webui_orphans", "-", "--", "a b",
+    123, 0, -1, 1.5, True, None, [], {}, ["dur1"], {"id": "dur1"},
+)  # fmt: skip
+RESERVED_IDS = ("_index", "_deleted_webui_sessions", "_pruned_webui_orphans")
+
+
+def _doc(sid: str, n: int, **extra) -> bytes:
+    return json.dumps({"session_id": sid, "title": sid, "messages": messages(n), **extra}).encode()
+
+
+BIGINT_DOC = b'{"session_id": "bigint", "title": "t", "updated_at": 1' + b"0" * 400 + b', "messages": []}'
+
+
+def sparse(path: Path, size: int, head: bytes = b"") -> None:
+    with open(path, "wb") as fh:
+        fh.write(head)
+        fh.truncate(size)
+
+
+def build_outside(outside: Path) -> None:
+    outside.mkdir(parents=True, exist_ok=True)
+    (outside / "secret.json").write_bytes(_doc("link_out", 3))
+    (outside / "secret_bak.json").write_bytes(_doc("link_out", 10))
+    (outside / "victim_bak.json").write_bytes(_doc("victim", 10))
+    (outside / "victim2.json").write_bytes(_doc("victim2", 2))
+    (outside / "index_target.json").write_bytes(b'["do not overwrite me"]')
+    (outside / "a_dir").mkdir(exist_ok=True)
+    (outside / "a_dir" / "inner.json").write_bytes(_doc("inner", 2))
+
+
+def build_hostile_folder(sessions: Path, outside: Path, *, huge_valid: bool = False) -> dict[str, str]:
+    """Fill ``sessions`` (valid sessions already saved by the caller stay); returns {name: what it is}."""
+    build_outside(outside)
+    kinds: dict[str, str] = {}
+
+    def put(name: str, data: bytes, kind: str) -> None:
+        (sessions / name).write_bytes(data)
+        kinds[name] = kind
+
+    put("torn.json", TORN, "truncated JSON")
+    put("empty.json", b"", "empty file")
+    put("nul.json", b"\0" * 100, "NUL bytes")
+    put("list.json", b"[1, 2, 3]", "JSON list")
+    put("str.json", b'"a string"', "JSON string")
+    put("msgstr.json", b'{"session_id": "msgstr", "messages": "not a list"}', "messages not a list")
+    put("nondict.json", b'{"session_id": "nondict", "title": "t", "messages": [1, "a", null, [], {"role": 5}]}', "rows of odd types")
+    put("deep.json", b"[" * 200_000, "nesting 200k deep")
+    put("deepobj.json", b'{"messages": [], "x": ' + b"[" * 5000 + b"]" * 5000 + b"}", "valid but 5k deep")
+    put("latin1.json", b'{"session_id": "latin1", "title": "caf\xe9 \xff\xfe", "messages": []}', "non-UTF-8 bytes")
+    put("surrogate.json", b'{"session_id": "surrogate", "title": "\\ud800\\udfff\\ud800", "messages": [{"role": "user", "content": "\\udc80", "timestamp": 1}]}', "lone surrogate escapes")
+    put("bom.json", b"\xef\xbb\xbf" + _doc("bom", 2), "UTF-8 BOM")
+    put("nan.json", b'{"session_id": "nan", "title": "t", "created_at": NaN, "updated_at": Infinity, "messages": []}', "NaN/Infinity literals")
+    weird = {"session_id": 5, "title": ["x"], "messages": [{"role": ["user"], "content": {"a": 1}, "timestamp": "soon"}],
+             "context_messages": "nope", "truncation_watermark": "x", "created_at": "yesterday", "pinned": "maybe"}  # fmt: skip
+    put("weirdtypes.json", json.dumps(weird).encode(), "fields of the wrong types")
+    put("idmismatch.json", _doc("someone_else", 3), "session_id differs from the file name")
+    put("bad name.json", _doc("bad name", 2), "file name outside the id alphabet")
+    put("a.b.json", _doc("a.b", 2), "dotted file name")
+    sparse(sessions / "huge.json", HUGE_BYTES)
+    kinds["huge.json"] = "100 MB of zeros (sparse)"
+    put("hugebak.json", _doc("hugebak", 2), "small live, huge backup")
+    sparse(sessions / "hugebak.json.bak", HUGE_BYTES, b'{"messages": [')
+    kinds["hugebak.json.bak"] = "100 MB backup, unparsable"
+    put("corruptbak.json", _doc("corruptbak", 2), "valid live, corrupt backup")
+    put("corruptbak.json.bak", TORN, "corrupt backup")
+    put("orphan.json.bak", _doc("orphan", 5), "orphan backup (must come back)")
+    put("x.json.replaced-abc", b"odd kept name", "kept-file look-alike")
+    if huge_valid:
+        body = b'{"session_id": "hugevalid", "title": "big", "messages": [{"role": "user", "content": "'
+        with open(sessions / "hugevalid.json", "wb") as fh:
+            fh.write(body)
+            chunk = b"a" * (1 << 20)
+            for _ in range(HUGE_BYTES // len(chunk)):
+                fh.write(chunk)
+            fh.write(b'", "timestamp": 1}]}')
+        kinds["hugevalid.json"] = "100 MB valid session"
+    links = {
+        "link_out.json": outside / "secret.json",
+        "link_out.json.bak": outside / "secret_bak.json",
+        "victim.json.bak": outside / "victim_bak.json",
+        "victim2.json": outside / "victim2.json",
+        "dangling.json": outside / "missing.json",
+        "zero.json": Path("/dev/zero"),
+        "dirlink.json": outside / "a_dir",
+        "_index.json": outside / "index_target.json",
+    }
+    for name, target in links.items():
+        try:
+            (sessions / name).unlink()
+        except FileNotFoundError:
+            pass
+        os.symlink(target, sessions / name)
+        kinds[name] = f"symlink to {target}"
+    os.symlink("loop.json", sessions / "loop.json")
+    kinds["loop.json"] = "symlink loop"
+    put("victim.json", _doc("victim", 2), "live whose backup is a link outside")
+    put("victim2.json.bak", _doc("victim2", 10), "backup whose live file is a link outside")
+    os.mkfifo(sessions / "fifo.json")
+    kinds["fifo.json"] = "FIFO"
+    (sessions / "dir.json").mkdir()
+    kinds["dir.json"] = "directory"
+    return kinds
+
+
+def tree_signature(folder: Path, *, hash_limit: int = 8 << 20) -> dict[str, tuple]:
+    """{relative path: (kind, size, mtime_ns, sha1 or link target)} without following links or opening FIFOs."""
+    out: dict[str, tuple] = {}
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in filenames + dirnames:
+            full = os.path.join(dirpath, name)
+            rel = os.path.relpath(full, folder)
+            st = os.lstat(full)
+            if stat.S_ISLNK(st.st_mode):
+                out[rel] = ("link", os.readlink(full))
+            elif stat.S_ISREG(st.st_mode):
+                digest = ""
+                if st.st_size <= hash_limit:
+                    with open(full, "rb") as fh:
+                        digest = hashlib.sha1(fh.read()).hexdigest()
+                out[rel] = ("file", st.st_size, st.st_mtime_ns, digest)
+            elif stat.S_ISDIR(st.st_mode):
+                out[rel] = ("dir",)
+            else:
+                out[rel] = ("special", stat.S_IFMT(st.st_mode))
+    return out
+
+
+def contents_present(folder: Path) -> set[str]:
+    """sha1 of every regular file below ``folder`` up to 8 MiB (to find kept copies of small files)."""
+    return {sig[3] for sig in tree_signature(folder).values() if sig[0] == "file" and sig[3]}
+
+
+# ---------------------------------------------------------------------- state.db files
+
+
+def _real_db(path: Path, *, wal: bool = False) -> None:
+    conn = sqlite3.connect(path)
+    if wal:
+        conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT, title TEXT, started_at REAL)")
+    conn.execute("CREATE TABLE messages (id INTEGER PRIMARY KEY, session_id TEXT, role TEXT, content TEXT, timestamp REAL)")
+    for sid in ("orphan", "good1"):
+        conn.execute("INSERT INTO sessions VALUES (?, 'webui', ?, 1.0)", (sid, sid))
+        for i, m in enumerate(messages(4)):
+            conn.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, ?, ?, ?)", (sid, m["role"], m["content"], m["timestamp"] + i))
+    conn.commit()
+    conn.close()
+
+
+def hostile_state_dbs(folder: Path) -> dict[str, Path]:
+    """Broken and odd ``state.db`` files, each in its own folder (so ``-wal``/``-shm`` beside it are visible)."""
+    out: dict[str, Path] = {}
+
+    def slot(name: str) -> Path:
+        d = folder / name
+        d.mkdir(parents=True)
+        out[name] = d / "state.db"
+        return out[name]
+
+    slot("garbage").write_bytes(os.urandom(4096))
+    slot("text").write_bytes(b"this is not a database\n" * 100)
+    slot("empty").write_bytes(b"")
+    good = slot("truncated")
+    _real_db(good)
+    good.write_bytes(good.read_bytes()[:1500])
+    header = slot("header_only")
+    header.write_bytes(b"SQLite format 3\x00" + b"\xff" * 84)
+    sparse(slot("huge"), HUGE_BYTES, b"SQLite format 3\x00")
+    slot("directory").mkdir()
+    schema = slot("wrong_schema")
+    conn = sqlite3.connect(schema)
+    conn.execute("CREATE TABLE messages (x)")
+    conn.execute("CREATE TABLE sessions (y)")
+    conn.commit()
+    conn.close()
+    _real_db(slot("valid"))
+    wal = slot("wal_clean")
+    _real_db(wal, wal=True)
+    link = slot("symlink_outside")
+    target = folder / "db_target.db"
+    _real_db(target)
+    link.symlink_to(target)
+    return out
+
+
+# ---------------------------------------------------------------------- a handler and a bounded child
+
+
+class RecordingHandler:
+    """The ``BaseHTTPRequestHandler`` shape the routes need, recording the response."""
+
+    def __init__(self, method: str = "GET", headers: dict | None = None):
+        self.wfile = io.BytesIO()
+        self.status: int | None = None
+        self.sent_headers: dict[str, str] = {}
+        self.headers = headers or {}
+        self.command = method
+        self.client_address = ("127.0.0.1", 0)
+
+    def send_response(self, status, message=None):
+        self.status = status
+
+    def send_header(self, key, value):
+        self.sent_headers[key] = value
+
+    def end_headers(self):
+        pass
+
+    def json(self):
+        try:
+            return json.loads(self.wfile.getvalue() or b"null")
+        except ValueError:
+            return None
+
+
+def get_session_child(root: str, sid: str, conn) -> None:
+    """``GET /api/session?session_id=sid`` with memory capped at 3 GiB; sends ``(status, payload)``."""
+    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+    from api import routes
+    from talaria_testing.scenarios import bound
+
+    with bound(Path(root), restore=False):
+        handler = RecordingHandler()
+        try:
+            routes.dispatch(handler, "GET", "/api/session", {"session_id": sid})
+            conn.send((handler.status, handler.json()))
+        except BaseException as exc:  # noqa: BLE001 - reported to the parent as a crash
+            conn.send((None, f"{type(exc).__name__}: {exc}"))
+

@@ -1,0 +1,187 @@
+"""Disk full, read-only file system and I/O errors during a save.
+
+The person gets a clear error, nothing on disk is damaged, the session in memory keeps its messages and a
+later save succeeds. A real small tmpfs is used when this process may mount one (root); the same faults
+are also injected at the system call, which works everywhere.
+"""
+
+from __future__ import annotations
+
+import errno
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from api import models
+from api.session_recovery import recover_all_sessions_on_startup
+from talaria_testing import promises
+from talaria_testing.faults import FaultInjector, fill, remount, small_tmpfs
+from talaria_testing.scenarios import SID, bound, message, messages
+
+SECTION = "faults"
+
+
+def _session_file(sessions: Path) -> Path:
+    return sessions / f"{SID}.json"
+
+
+def _leftovers(sessions: Path) -> list[str]:
+    return sorted(p.name for p in sessions.iterdir() if ".tmp." in p.name)
+
+
+def _grow_and_fail(sessions: Path, make_fault, counters, label: str) -> None:
+    """Save a grown session under a fault, check the promises, lift the fault, save again."""
+    s = models.Session(session_id=SID, title="Faults", model="fake", messages=messages(10))
+    s.save()
+    models.cache_session(s)
+    before = _session_file(sessions).read_bytes()
+    s.messages.extend(messages(4, start=10))
+    with make_fault() as fault, pytest.raises(OSError) as caught:
+        s.save()
+    counters.add(SECTION, "faults_injected")
+    counters.add(SECTION, f"fault.{label}")
+    assert caught.value.errno in (errno.ENOSPC, errno.EROFS, errno.EIO), caught.value
+    if fault is not None and hasattr(fault, "fired"):
+        assert fault.fired, "the fault never fired"
+    after = _session_file(sessions).read_bytes()
+    doc = promises.parse(after)
+    assert isinstance(doc, dict), "the live file is damaged"
+    assert after == before or len(doc["messages"]) == 14, "the live file is neither the old nor the new version"
+    assert _leftovers(sessions) == [], "a temp file was left behind"
+    assert len(s.messages) == 14 and models.get_session(SID) is s, "the session in memory lost its messages"
+    s.save()
+    assert len(models.Session.load(SID).messages) == 14
+
+
+INJECTED = [
+    ("enospc_at_create", errno.ENOSPC, "open", 0),
+    ("enospc_at_first_write", errno.ENOSPC, "write", 0),
+    ("enospc_mid_write", errno.ENOSPC, "write", 1000),
+    ("erofs_at_create", errno.EROFS, "open", 0),
+    ("eio_at_fsync", errno.EIO, "fsync", 0),
+    ("eio_at_folder_fsync", errno.EIO, "fsync_dir", 0),
+]
+
+
+@pytest.mark.parametrize(("label", "err", "at", "after_bytes"), INJECTED, ids=[c[0] for c in INJECTED])
+def test_injected_fault_during_save_changes_nothing_and_a_later_save_succeeds(label, err, at, after_bytes, counters, tmp_path):
+    with bound(tmp_path) as sessions:
+        _grow_and_fail(
+            sessions,
+            lambda: FaultInjector(sessions, err, at, match=lambda n: n.startswith(SID) or n == "sessions", after_bytes=after_bytes),
+            counters,
+            label,
+        )
+
+
+def test_shrinking_save_never_lands_without_its_backup(counters, tmp_path):
+    """Promise 5: a save that drops rows without provenance stays recoverable even when its backup cannot be written."""
+    with bound(tmp_path) as sessions:
+        s = models.Session(session_id=SID, title="Faults", model="fake", messages=messages(12))
+        s.save()
+        s.messages = s.messages[:3]  # the #1558 bug shape: a stale stub saved over the full file
+        with FaultInjector(sessions, errno.ENOSPC, "open", match=lambda n: n.startswith(f"{SID}.json.bak")):
+            try:
+                s.save()
+            except OSError:
+                pass
+        counters.add(SECTION, "faults_injected")
+        recover_all_sessions_on_startup(sessions, rebuild_index=True)
+        assert len(models.Session.load(SID).messages) == 12, "the dropped rows are gone for good: no backup was written"
+
+
+def test_disk_full_on_a_real_small_tmpfs(counters, tmp_path):
+    with small_tmpfs(tmp_path / "mnt", "512k") as mnt:
+        if mnt is None:
+            pytest.skip("mounting a tmpfs is not permitted here (the injected faults cover this)")
+        with bound(mnt) as sessions:
+            filler: list[Path] = []
+
+            class DiskFull:
+                def __enter__(self):
+                    filler.append(fill(mnt))
+                    return None
+
+                def __exit__(self, *exc):
+                    filler.pop().unlink()
+
+            _grow_and_fail(sessions, DiskFull, counters, "real_tmpfs_enospc")
+        counters.set(SECTION, "real_tmpfs", True)
+
+
+def test_disk_full_shrinking_save_on_a_real_small_tmpfs(counters, tmp_path):
+    """The backup of a large file does not fit, the shrunk file does: the loss must stay recoverable."""
+    with small_tmpfs(tmp_path / "mnt", "1m") as mnt:
+        if mnt is None:
+            pytest.skip("mounting a tmpfs is not permitted here")
+        with bound(mnt) as sessions:
+            big = [dict(message(i), content=f"row {i} " + "z" * 4000) for i in range(60)]
+            s = models.Session(session_id=SID, title="Faults", model="fake", messages=big)
+            s.save()
+            from api import session_index
+
+            session_index.flush()
+            filler = fill(mnt)
+            filler_size = filler.stat().st_size
+            filler.unlink()
+            (mnt / "filler").write_bytes(b"\0" * (filler_size - 64 * 1024))  # leave ~64 KiB free
+            s.messages = s.messages[:3]
+            try:
+                s.save()
+            except OSError:
+                pass
+            counters.add(SECTION, "faults_injected")
+            recover_all_sessions_on_startup(sessions, rebuild_index=True)
+            assert len(models.Session.load(SID).messages) == 60, "the dropped rows are gone for good: no backup was written"
+
+
+def test_read_only_file_system_during_save(counters, tmp_path):
+    with small_tmpfs(tmp_path / "mnt", "512k") as mnt:
+        if mnt is None:
+            pytest.skip("mounting a tmpfs is not permitted here (the injected EROFS covers this)")
+        with bound(mnt) as sessions:
+
+            class ReadOnly:
+                def __enter__(self):
+                    remount(mnt, "ro")
+
+                def __exit__(self, *exc):
+                    remount(mnt, "rw")
+
+            _grow_and_fail(sessions, ReadOnly, counters, "real_read_only")
+
+
+class _Handler:
+    def __init__(self):
+        self.wfile = io.BytesIO()
+        self.status = None
+        self.headers = {}
+        self.command = "POST"
+
+    def send_response(self, status):
+        self.status = status
+
+    def send_header(self, key, value):
+        pass
+
+    def end_headers(self):
+        pass
+
+
+@pytest.mark.parametrize(("err", "words"), [(errno.ENOSPC, ("space", "full")), (errno.EROFS, ("read-only", "read only"))])
+def test_the_api_answers_a_failed_save_with_a_json_error_that_names_the_cause(err, words, counters, tmp_path):
+    from api import routes
+
+    with bound(tmp_path) as sessions:
+        models.Session(session_id=SID, title="Faults", model="fake", messages=messages(6)).save()
+        before = _session_file(sessions).read_bytes()
+        handler = _Handler()
+        with FaultInjector(sessions, err, "open", match=lambda n: n.startswith(SID)):
+            routes.dispatch(handler, "POST", "/api/session/rename", {}, {"session_id": SID, "title": "New"})
+        counters.add(SECTION, "api_faults")
+        payload = json.loads(handler.wfile.getvalue())
+        assert handler.status >= 500 and set(payload) == {"error"}, (handler.status, payload)
+        assert _session_file(sessions).read_bytes() == before
+        assert any(w in payload["error"].lower() for w in words), f"unclear error for the person: {payload}"

@@ -1,0 +1,272 @@
+"""Chatting in a real browser against the real server and hermes-agent, with the fake LLM answering."""
+
+from __future__ import annotations
+
+import re
+import time
+
+from playwright.sync_api import expect
+
+from talaria_testing.fake_llm import Reply
+
+from .conftest import open_page
+from .helpers import DroppingProxy, goto_app, import_session, screenshot, send, transcript_state, wait_turn_done
+
+STREAMED = "Streaming works: **bold** words arrive one by one, then `inline code` and the end."
+TODO_ARGS = {"todos": [{"id": "1", "content": "write the browser tests", "status": "pending"}]}
+
+# Records the text of each live bubble as it leaves the page (the moment `done` re-renders).
+WATCH_LIVE = """() => {
+  window.__live = [];
+  window.__liveLengths = [];
+  new MutationObserver((records) => {
+    const live = document.querySelector('.msg.live .live-text');
+    if (live) window.__liveLengths.push(live.textContent.length);
+    for (const r of records) for (const n of r.removedNodes) {
+      if (n.nodeType === 1 && n.classList.contains('live') && !n.isConnected) {
+        window.__live.push(n.querySelector('.live-text')?.textContent ?? '');
+      }
+    }
+  }).observe(document.getElementById('messages'), {childList: true, subtree: true, characterData: true});
+}"""
+
+
+def new_session(page) -> str:
+    goto_app(page)
+    page.click("#new-session")
+    page.wait_for_url(re.compile(r"#/s/[A-Za-z0-9_-]+$"))
+    expect(page.locator("#chat-title")).to_have_text("Untitled")
+    return page.url.rsplit("/", 1)[1]
+
+
+def history(turns: int) -> list[dict]:
+    rows = []
+    for i in range(turns):
+        rows.append({"role": "user", "content": f"Question number {i}: tell me about topic {i}."})
+        rows.append({"role": "assistant", "content": f"Topic {i} is interesting. " * 150})
+    return rows
+
+
+def test_an_answer_streams_token_by_token_then_renders_markdown(page, server, llm):
+    llm.script(Reply(text=STREAMED, token_delay=0.06))
+    sid = new_session(page)
+    page.evaluate(WATCH_LIVE)
+    turn = send(page, "Hello there, please stream")
+    expect(page.locator(".msg-user").last).to_contain_text("Hello there, please stream")
+    live = page.locator(".msg.live .live-text")
+    expect(live).to_contain_text("Streaming")
+    expect(page.locator("#stop")).to_be_visible()
+    expect(page.locator("#send")).to_be_hidden()
+    screenshot(page, "chat-streaming")
+    wait_turn_done(page, turn)
+
+    answer = page.locator(".msg-assistant").last
+    expect(answer.locator(".msg-body strong")).to_have_text("bold")
+    expect(answer.locator(".msg-body code")).to_have_text("inline code")
+    lengths = page.evaluate("window.__liveLengths")
+    assert len(set(lengths)) >= 5, f"the answer did not arrive in pieces: {lengths}"
+    assert page.evaluate("window.__live") == [STREAMED]
+    # The first message names the session; the sidebar and header follow.
+    expect(page.locator("#chat-title")).to_have_text("Hello there, please stream")
+    expect(page.locator(f'.session-row[data-sid="{sid}"] .session-title')).to_have_text("Hello there, please stream")
+    saved = server.get_json(f"/api/session?session_id={sid}")["session"]
+    assert [m["role"] for m in saved["messages"]] == ["user", "assistant"]
+    assert saved["messages"][1]["content"] == STREAMED
+    screenshot(page, "chat-answer")
+
+
+def test_tool_calls_and_reasoning_are_collapsible_cards(page, server, llm):
+    llm.script(
+        Reply(text="Let me plan.", reasoning="The user wants a plan; the todo tool fits.", tool_calls=[{"id": "call_t1", "name": "todo", "arguments": TODO_ARGS}]),
+        Reply(text="The plan is written."),
+    )
+    new_session(page)
+    turn = send(page, "Plan the work")
+    wait_turn_done(page, turn)
+    card = page.locator(".tool-card", has_text="todo")
+    expect(card).to_have_count(1)
+    expect(card).not_to_have_attribute("open", "")
+    expect(card.locator(".tool-args")).to_be_hidden()
+    card.locator("summary").click()
+    expect(card.locator(".tool-args")).to_contain_text("write the browser tests")
+    expect(card.locator(".tool-result")).not_to_be_empty()
+    expect(card.locator(".tool-state")).to_have_text("done")
+    expect(page.locator(".msg-assistant").last).to_contain_text("The plan is written.")
+    reasoning = page.locator(".reasoning")
+    if reasoning.count():
+        reasoning.first.locator("summary").click()
+        expect(reasoning.first.locator(".reasoning-body")).to_contain_text("todo tool fits")
+    screenshot(page, "chat-tool-card")
+
+
+def test_compress_shows_the_marker_and_a_reload_shows_the_same_state(page, server, llm):
+    session = import_session(server, "Long talk to compress", history(6))
+    goto_app(page, f"/#/s/{session['session_id']}")
+    expect(page.locator(".msg")).to_have_count(12)
+    llm.script(Reply(text="Seventh answer, streamed."))
+    turn = send(page, "One more question")
+    wait_turn_done(page, turn)
+
+    box = page.locator("#composer-input")
+    box.fill("/comp")
+    expect(page.locator("#slash-list [role=option]")).to_have_count(1)
+    box.press("Tab")
+    expect(box).to_have_value("/compress ")
+    box.type("topic 5")
+    box.press("Enter")
+    marker = page.locator(".compress-marker")
+    expect(marker).to_have_count(1, timeout=30000)
+    # Long answers summarized into a short summary: the marker tells how much room was made.
+    expect(marker.locator("summary")).to_have_text(re.compile(r"^earlier turns compressed here — about [\d,]+ tokens saved$"))
+    saved = server.get_json(f"/api/session?session_id={session['session_id']}&msg_limit=1")["session"]
+    assert saved["compression_anchor_visible_idx"] is not None
+    expect(marker.locator(".compress-marker-summary")).to_be_hidden()
+    marker.locator("summary").click()
+    expect(marker.locator(".compress-marker-summary")).to_be_visible()
+    expect(marker.locator(".compress-marker-summary")).not_to_be_empty()
+    expect(page.locator("#context-meter")).to_be_visible()
+    # The marker sits after the anchor message; every message is still there.
+    expect(page.locator(".msg")).to_have_count(14)
+    screenshot(page, "compression-marker")
+
+    marker.locator("summary").click()  # collapse again so both views compare equal
+    before = transcript_state(page)
+    title_before = page.locator("#chat-title").inner_text()
+    meter_before = page.locator("#context-meter-label").inner_text()
+    page.reload()
+    expect(page.locator(".compress-marker")).to_have_count(1)
+    expect(page.locator(".msg")).to_have_count(14)
+    assert transcript_state(page) == before
+    assert page.locator("#chat-title").inner_text() == title_before
+    assert page.locator("#context-meter-label").inner_text() == meter_before
+
+
+def test_stop_ends_the_answer_mid_stream_and_keeps_what_arrived(page, server, llm):
+    words = " ".join(f"word{i}" for i in range(40))
+    llm.script(Reply(text=words, hang_after=4), Reply(text="After the stop, all is well."))
+    sid = new_session(page)
+    turn = send(page, "Say many words")
+    expect(page.locator(".msg.live .live-text")).to_contain_text("word2")
+    assert llm.wait_for_hang(10)
+    page.click("#stop")
+    wait_turn_done(page, turn)
+    expect(page.locator("#send")).to_be_visible()
+    answer = page.locator(".msg-assistant").last
+    expect(answer).to_contain_text("word0")
+    expect(answer).not_to_contain_text("word39")
+    screenshot(page, "chat-stopped")
+    saved = server.get_json(f"/api/session?session_id={sid}")["session"]
+    assert saved["active_stream_id"] is None
+    assert "word39" not in str(saved["messages"])
+
+    turn = send(page, "Still there?")
+    wait_turn_done(page, turn)
+    expect(page.locator(".msg-assistant").last).to_contain_text("After the stop, all is well.")
+
+
+def test_escape_stops_a_streaming_answer(page, server, llm):
+    llm.script(Reply(text="alpha beta gamma delta epsilon zeta eta theta", hang_after=2))
+    new_session(page)
+    turn = send(page, "Greek letters please")
+    expect(page.locator(".msg.live .live-text")).to_contain_text("alpha")
+    assert llm.wait_for_hang(10)
+    page.keyboard.press("Escape")
+    wait_turn_done(page, turn)
+    expect(page.locator(".msg-assistant").last).not_to_contain_text("theta")
+
+
+def test_a_dropped_stream_resumes_from_the_last_event_without_loss_or_repeat(browser, server, llm):
+    text = " ".join(f"piece{i}" for i in range(30))
+    llm.script(Reply(text=text, token_delay=0.03))
+    proxy = DroppingProxy(server.port, cut_after=6)
+    try:
+        with open_page(browser, proxy.url) as page:
+            new_session(page)
+            page.evaluate(WATCH_LIVE)
+            turn = send(page, "Count the pieces")
+            wait_turn_done(page, turn)
+            assert page.evaluate("window.__live") == [text]
+            expect(page.locator(".msg-assistant").last.locator(".msg-body")).to_have_text(text)
+    finally:
+        proxy.close()
+    first, second = proxy.streams[:2]
+    assert first["first_id"] == 1
+    # The browser reconnected with the id of the last event it had, and the server went on from there.
+    assert second["headers"].get("last-event-id") == "6"
+    assert second["first_id"] == 7
+
+
+def test_edit_the_last_message_and_resend_replaces_the_turn(page, server, llm):
+    llm.script(Reply(text="First answer."), Reply(text="Answer to the edited question."))
+    sid = new_session(page)
+    turn = send(page, "Original question")
+    wait_turn_done(page, turn)
+    page.locator(".msg-user").last.get_by_role("button", name="Edit your last message and resend").click()
+    box = page.locator("#composer-input")
+    expect(box).to_have_value("Original question")
+    expect(page.locator("#edit-note")).to_be_visible()
+    turn = send(page, "Edited question")
+    wait_turn_done(page, turn)
+    expect(page.locator(".msg")).to_have_count(2)
+    expect(page.locator(".msg-user")).to_have_text(re.compile("Edited question"))
+    expect(page.locator(".msg-assistant")).to_contain_text("Answer to the edited question.")
+    saved = server.get_json(f"/api/session?session_id={sid}")["session"]
+    assert [m["content"] for m in saved["messages"]] == ["Edited question", "Answer to the edited question."]
+
+
+def test_slash_commands_complete_and_run(page, server, llm):
+    llm.script(Reply(text="Answer one."), Reply(text="Answer two."), Reply(text="Answer two again."))
+    sid = new_session(page)
+    box = page.locator("#composer-input")
+    box.fill("/")
+    expect(page.locator("#slash-list [role=option]")).to_have_count(6)
+    box.fill("/u")
+    options = page.locator("#slash-list [role=option]")
+    expect(options).to_have_count(2)
+    box.press("ArrowDown")
+    expect(options.nth(1)).to_have_attribute("aria-selected", "true")
+    screenshot(page, "slash-completion")
+    box.press("Escape")
+    expect(page.locator("#slash-list")).to_be_hidden()
+
+    box.fill("/title Commands at work")
+    box.press("Enter")
+    expect(page.locator("#chat-title")).to_have_text("Commands at work")
+
+    turn = send(page, "First")
+    wait_turn_done(page, turn)
+    turn = send(page, "Second")
+    wait_turn_done(page, turn)
+    expect(page.locator(".msg")).to_have_count(4)
+
+    box.fill("/undo")
+    box.press("Enter")
+    expect(page.locator(".msg")).to_have_count(2)
+    expect(page.locator(".toast", has_text="Removed 2 messages")).to_be_visible()
+
+    turn = send(page, "/retry")
+    wait_turn_done(page, turn)
+    expect(page.locator(".msg")).to_have_count(2)
+    expect(page.locator(".msg-user")).to_contain_text("First")
+    expect(page.locator(".msg-assistant")).to_contain_text("Answer two again.")
+
+    box.fill("/clear")
+    box.press("Enter")
+    expect(page.locator(".msg")).to_have_count(0)
+    expect(page.locator("#empty-state")).to_be_visible()
+    saved = server.get_json(f"/api/session?session_id={sid}")["session"]
+    assert saved["messages"] == [] and saved["title"] in ("Commands at work", "Untitled")
+    time.sleep(0.1)
+
+
+def test_export_links_download_the_session(page, server):
+    session = import_session(server, "Export me", history(1))
+    goto_app(page, f"/#/s/{session['session_id']}")
+    expect(page.locator(".msg")).to_have_count(2)
+    page.click("#export-menu summary")
+    for link, suffix in (("JSON", ".json"), ("Markdown", ".md"), ("HTML", ".html")):
+        with page.expect_download() as info:
+            page.get_by_role("menuitem", name=link).click()
+        download = info.value
+        assert download.suggested_filename.endswith(suffix)
+        assert "Topic 0" in open(download.path(), encoding="utf-8").read()

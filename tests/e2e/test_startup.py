@@ -1,0 +1,75 @@
+"""What the page shows before the first message: the recovery banner after a restore, the login page."""
+
+from __future__ import annotations
+
+import re
+import time
+
+from playwright.sync_api import expect
+
+from .conftest import open_page, start_server
+from .helpers import goto_app, screenshot, session_store
+
+PASSWORD = "correct horse battery staple"
+
+
+def test_recovery_banner_names_the_restored_session_and_links_the_audit(browser, llm, tmp_path):
+    ids = {}
+
+    def prepare(server):
+        base = time.time() - 60
+        with session_store(server.session_dir) as models:
+            turns = [
+                {"role": "user" if i % 2 == 0 else "assistant", "content": f"line {i}", "timestamp": base + i} for i in range(6)
+            ]
+            session = models.Session(title="Lost and found", messages=turns)
+            session.save(skip_index=True)
+            session.messages = turns[:2]  # a shrink nobody asked for: the save keeps a .bak
+            session.save(skip_index=True)
+            ids["sid"] = session.session_id
+
+    server = start_server(tmp_path / "srv", llm, prepare=prepare)
+    try:
+        assert server.get_json("/api/recovery/startup")["restored"] == 1
+        with open_page(browser, server.base_url) as page:
+            goto_app(page)
+            banner = page.locator("#recovery-banner")
+            expect(banner).to_be_visible()
+            expect(banner).to_contain_text("Recovered 1 session")
+            expect(banner.get_by_role("link", name="Lost and found")).to_be_visible()
+            expect(banner.get_by_role("link", name="See the recovery report")).to_have_attribute(
+                "href", "/api/session/recovery/audit"
+            )
+            screenshot(page, "recovery-banner")
+            banner.get_by_role("link", name="Lost and found").click()
+            expect(page.locator(".msg")).to_have_count(6)
+            banner.get_by_role("button", name="Dismiss the recovery notice").click()
+            expect(banner).to_be_hidden()
+    finally:
+        server.stop()
+
+
+def test_login_page_guards_the_app_and_posts_carry_the_csrf_token(browser, llm, tmp_path):
+    server = start_server(tmp_path / "srv", llm, password=PASSWORD)
+    try:
+        with open_page(browser, server.base_url) as page:
+            page.goto(server.base_url + "/")
+            expect(page.locator("#login")).to_be_visible()
+            expect(page.locator("#app")).to_be_hidden()
+            screenshot(page, "login")
+            page.fill("#login-password", PASSWORD)
+            page.press("#login-password", "Enter")
+            expect(page.locator("#app")).to_be_visible()
+            page.click("#new-session")  # a POST: refused without the CSRF header
+            page.wait_for_url(re.compile(r"#/s/[A-Za-z0-9_-]+$"))
+            expect(page.locator("#chat-title")).to_have_text("Untitled")
+            page.reload()  # the cookie keeps the login; /api/auth/status hands the CSRF token back
+            expect(page.locator("#app")).to_be_visible()
+            expect(page.locator("#chat-title")).to_have_text("Untitled")
+            send_title = page.locator("#composer-input")
+            send_title.fill("/title Guarded")
+            send_title.press("Enter")
+            expect(page.locator("#chat-title")).to_have_text("Guarded")
+            expect(page.locator("#logout")).to_be_visible()
+    finally:
+        server.stop()

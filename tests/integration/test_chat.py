@@ -1,0 +1,495 @@
+"""Chat turns end to end: the real server subprocess, the real hermes-agent, a fake LLM on 127.0.0.1.
+
+The fake runs in this process (scripted replies, request log); the server reaches it through the
+``config.yaml`` in its own ``HERMES_HOME``. Events are read over real SSE connections.
+"""
+
+from __future__ import annotations
+
+import copy
+import http.client
+import json
+import threading
+import time
+
+import pytest
+
+from api import models
+from talaria_testing.fake_llm import FakeLLM, Reply, write_hermes_config
+from talaria_testing.server_proc import ServerProc
+
+pytestmark = pytest.mark.integration
+
+MARKER = "[CONTEXT COMPACTION — REFERENCE ONLY]"
+INTERRUPTED_TEXT = "⚠ This answer was interrupted (the server stopped before it finished)."
+TODO_ARGS = {"todos": [{"id": "1", "content": "write the tests", "status": "pending"}]}
+
+
+# ---------------------------------------------------------------------- SSE client
+
+
+class SSE:
+    """One connection to ``/api/chat/stream``; iterating yields ``(id, name, data)`` as frames arrive."""
+
+    def __init__(
+        self, srv: ServerProc, stream_id: str, last_event_id: int | None = None, timeout: float = 30
+    ):
+        self.conn = http.client.HTTPConnection(srv.host, srv.port, timeout=timeout)
+        headers = {"Accept": "text/event-stream"}
+        if last_event_id is not None:
+            headers["Last-Event-ID"] = str(last_event_id)
+        self.conn.request("GET", f"/api/chat/stream?stream_id={stream_id}", headers=headers)
+        self.resp = self.conn.getresponse()
+        assert self.resp.status == 200, self.resp.read()
+        assert self.resp.getheader("Content-Type", "").startswith("text/event-stream")
+
+    def __iter__(self):
+        fields: dict[str, str] = {}
+        while True:
+            line = self.resp.readline()
+            if not line:
+                return
+            line = line.decode("utf-8").rstrip("\r\n")
+            if not line:
+                if "event" in fields:
+                    yield int(fields["id"]), fields["event"], json.loads(fields["data"])
+                fields = {}
+            elif not line.startswith(":"):
+                key, _, value = line.partition(":")
+                fields[key] = value[1:] if value.startswith(" ") else value
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> SSE:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def read_all(
+    srv: ServerProc, stream_id: str, last_event_id: int | None = None
+) -> list[tuple[int, str, dict]]:
+    with SSE(srv, stream_id, last_event_id) as sse:
+        return list(sse)
+
+
+def start(srv: ServerProc, sid: str, message: str) -> str:
+    return srv.post_json("/api/chat/start", {"session_id": sid, "message": message})["stream_id"]
+
+
+def chat(srv: ServerProc, sid: str, message: str) -> list[tuple[int, str, dict]]:
+    return read_all(srv, start(srv, sid, message))
+
+
+def names(events) -> list[str]:
+    return [n for _, n, _ in events]
+
+
+def named(events, name: str) -> list[dict]:
+    return [d for _, n, d in events if n == name]
+
+
+def text_of(events) -> str:
+    return "".join(d["text"] for d in named(events, "token"))
+
+
+def assert_well_formed(events) -> None:
+    """Ids count up from 1 without gaps, and ``done`` comes last, once."""
+    assert [i for i, _, _ in events] == list(range(1, len(events) + 1))
+    assert names(events).count("done") == 1 and names(events)[-1] == "done"
+
+
+def new_session(srv: ServerProc) -> str:
+    return srv.post_json("/api/session/new", {})["session"]["session_id"]
+
+
+def session(srv: ServerProc, sid: str) -> dict:
+    return srv.get_json(f"/api/session?session_id={sid}")["session"]
+
+
+def on_disk(srv: ServerProc, sid: str) -> dict:
+    return json.loads((srv.session_dir / f"{sid}.json").read_text(encoding="utf-8"))
+
+
+def roles_and_text(messages: list[dict]) -> list[tuple[str, str]]:
+    return [(m["role"], m.get("content") or "") for m in messages]
+
+
+def assert_settled(data: dict, partial_ok: bool = False) -> None:
+    assert data["active_stream_id"] is None and data["pending_user_message"] is None
+    assert not data.get("pending_started_at") and not data.get("is_streaming")
+    assert partial_ok or not any(m.get("_partial") for m in data["messages"])
+
+
+# ---------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def llm():
+    with FakeLLM() as server:
+        yield server
+
+
+@pytest.fixture
+def fake(llm):
+    llm.reset()
+    yield llm
+    llm.release()
+
+
+def _server(root, base_url: str | None, toolsets: str = "none", **config) -> ServerProc:
+    srv = ServerProc(root, env={"TALARIA_AGENT_TOOLSETS": toolsets, "TALARIA_CHECKPOINT_INTERVAL": "0.2"})
+    if base_url is not None:
+        write_hermes_config(srv.hermes_home, base_url, **config)
+    return srv
+
+
+@pytest.fixture(scope="module")
+def srv(llm, tmp_path_factory):
+    server = _server(tmp_path_factory.mktemp("chat"), llm.base_url).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def tool_srv(llm, tmp_path_factory):
+    server = _server(tmp_path_factory.mktemp("chat_tools"), llm.base_url, toolsets="todo").start()
+    yield server
+    server.stop()
+
+
+# ---------------------------------------------------------------------- turns
+
+
+def test_multi_turn_chat_streams_and_sends_the_first_turn_as_history(srv, fake):
+    sid = new_session(srv)
+    fake.script(Reply(text="Hello there, how can I help?"), Reply(text="Paris is the capital."))
+    first = chat(srv, sid, "hi")
+    assert_well_formed(first)
+    assert text_of(first) == "Hello there, how can I help?"
+    assert named(first, "title") == [{"title": "hi"}]
+    assert "error" not in names(first)
+    second = chat(srv, sid, "capital of France?")
+    assert_well_formed(second)
+    assert text_of(second) == "Paris is the capital."
+    sent = fake.chat_requests()[-1]["body"]["messages"]
+    assert roles_and_text([m for m in sent if m["role"] != "system"]) == [
+        ("user", "hi"),
+        ("assistant", "Hello there, how can I help?"),
+        ("user", "capital of France?"),
+    ]
+    data = session(srv, sid)
+    expected = [
+        ("user", "hi"),
+        ("assistant", "Hello there, how can I help?"),
+        ("user", "capital of France?"),
+        ("assistant", "Paris is the capital."),
+    ]
+    assert roles_and_text(data["messages"]) == expected
+    assert_settled(data)
+    assert roles_and_text(named(second, "done")[0]["session"]["messages"]) == expected
+    assert roles_and_text(on_disk(srv, sid)["messages"]) == expected
+
+
+def test_a_tool_call_turn_streams_tool_events_and_stores_the_whole_exchange(tool_srv, fake):
+    sid = new_session(tool_srv)
+    fake.script(
+        Reply(text="Let me plan.", tool_calls=[{"id": "call_t1", "name": "todo", "arguments": TODO_ARGS}]),
+        Reply(text="Planned one task."),
+    )
+    events = chat(tool_srv, sid, "plan my day")
+    assert_well_formed(events)
+    assert named(events, "tool") == [{"id": "call_t1", "name": "todo", "args": TODO_ARGS}]
+    (done,) = named(events, "tool_complete")
+    assert done["id"] == "call_t1" and done["name"] == "todo" and done["is_error"] is False
+    assert "write the tests" in done["result"]
+    assert names(events).index("tool") < names(events).index("tool_complete")
+    assert text_of(events).endswith("Planned one task.")
+    messages = session(tool_srv, sid)["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"]
+    call = messages[1]["tool_calls"][0]
+    assert call["id"] == "call_t1" and call["function"]["name"] == "todo"
+    assert json.loads(call["function"]["arguments"]) == TODO_ARGS
+    assert messages[2]["tool_call_id"] == "call_t1" and "write the tests" in messages[2]["content"]
+    assert messages[3]["content"] == "Planned one task."
+
+
+def test_a_provider_error_arrives_as_an_error_event_and_the_session_stays_usable(srv, fake):
+    sid = new_session(srv)
+    fake.script(*[Reply(status=500, error="upstream exploded")] * 3)
+    events = chat(srv, sid, "hello?")
+    assert_well_formed(events)
+    (error,) = named(events, "error")
+    assert "upstream exploded" in error["message"] and "500" in error["message"]
+    assert names(events).index("error") < names(events).index("done")
+    data = session(srv, sid)
+    assert_settled(data)
+    assert data["messages"][0]["content"] == "hello?"
+    assert data["messages"][-1].get("_error") and "upstream exploded" in data["messages"][-1]["content"]
+    fake.reset()
+    fake.script(Reply(text="All good now."))
+    again = chat(srv, sid, "try again")
+    assert_well_formed(again)
+    assert "error" not in names(again) and text_of(again) == "All good now."
+    sent = fake.chat_requests()[-1]["body"]["messages"]
+    assert not any("upstream exploded" in str(m.get("content")) for m in sent)  # the error row is not context
+    after = session(srv, sid)["messages"]
+    assert roles_and_text(after[-2:]) == [("user", "try again"), ("assistant", "All good now.")]
+    assert [m["content"] for m in after if m["role"] == "user"] == ["hello?", "try again"]
+
+
+def test_cancel_mid_stream_keeps_the_partial_text_and_frees_the_session(srv, fake):
+    sid = new_session(srv)
+    fake.script(Reply(text="one two three four five six", hang_after=2))
+    stream_id = start(srv, sid, "count")
+    seen = []
+    with SSE(srv, stream_id) as sse:
+        for event in sse:
+            seen.append(event)
+            if len(named(seen, "token")) == 2:
+                assert fake.wait_for_hang(10)
+                srv.post_json("/api/chat/cancel", {"stream_id": stream_id})
+    assert_well_formed(seen)
+    assert text_of(seen) == "one two "
+    assert "cancelled" in names(seen) and "error" not in names(seen)
+    assert names(seen).index("cancelled") < names(seen).index("done")
+    data = session(srv, sid)
+    assert_settled(data)
+    assert data["messages"][0]["content"] == "count"
+    partial = data["messages"][-1]
+    # the agent stores the interrupted text without its trailing space
+    assert (
+        partial["role"] == "assistant"
+        and partial["content"].rstrip() == "one two"
+        and partial["_cancelled"] is True
+    )
+    fake.reset()
+    fake.script(Reply(text="Fresh answer."))
+    again = chat(srv, sid, "go on")
+    assert_well_formed(again)
+    assert text_of(again) == "Fresh answer." and "cancelled" not in names(again)
+    assert roles_and_text(session(srv, sid)["messages"][-2:]) == [
+        ("user", "go on"),
+        ("assistant", "Fresh answer."),
+    ]
+
+
+def test_sse_reconnect_with_last_event_id_receives_exactly_the_missed_events(srv, fake):
+    sid = new_session(srv)
+    text = "the quick brown fox jumps over the lazy dog and runs far away"
+    fake.script(Reply(text=text, token_delay=0.05))
+    stream_id = start(srv, sid, "tell me a story")
+    first = []
+    with SSE(srv, stream_id) as sse:
+        for event in sse:
+            first.append(event)
+            if len(first) == 3:
+                break  # drop the connection mid-turn
+    assert [i for i, _, _ in first] == [1, 2, 3]
+    resumed = read_all(srv, stream_id, last_event_id=3)
+    assert resumed and resumed[0][0] == 4
+    replay = read_all(srv, stream_id)  # the whole journal, from the start
+    assert_well_formed(replay)
+    assert first == replay[:3] and resumed == replay[3:]
+    assert text_of(replay) == text
+    late = read_all(srv, stream_id, last_event_id=len(replay) - 1)
+    assert late == replay[-1:]
+    assert read_all(srv, stream_id, last_event_id=len(replay)) == []
+    assert roles_and_text(session(srv, sid)["messages"]) == [("user", "tell me a story"), ("assistant", text)]
+
+
+def test_a_server_killed_mid_turn_restarts_with_the_checkpoint_and_an_interrupted_marker(fake, tmp_path):
+    srv = _server(tmp_path, fake.base_url).start()
+    try:
+        sid = new_session(srv)
+        fake.script(Reply(text="Earlier answer."), Reply(text="alpha beta gamma delta epsilon", hang_after=3))
+        chat(srv, sid, "first question")
+        stream_id = start(srv, sid, "second question")
+        with SSE(srv, stream_id) as sse:
+            tokens = []
+            for _, name, data in sse:
+                if name == "token":
+                    tokens.append(data["text"])
+                if len(tokens) == 3:
+                    break
+        assert "".join(tokens) == "alpha beta gamma "
+        deadline = time.monotonic() + 10
+        while not any(
+            m.get("_partial") and m["content"] == "alpha beta gamma " for m in on_disk(srv, sid)["messages"]
+        ):
+            assert time.monotonic() < deadline, "no checkpoint reached the disk"
+            time.sleep(0.05)
+        srv.kill()
+        fake.release()
+        srv.start()
+        assert sid in srv.get_json("/api/recovery/startup")["interrupted_turns"]
+        data = session(srv, sid)
+        assert_settled(data, partial_ok=True)  # the checkpoint stays marked partial, before the marker
+        rows = data["messages"]
+        assert roles_and_text(rows[:4]) == [
+            ("user", "first question"),
+            ("assistant", "Earlier answer."),
+            ("user", "second question"),
+            ("assistant", "alpha beta gamma "),
+        ]
+        assert rows[3]["_partial"] is True and not rows[3].get("_error")
+        assert (
+            len(rows) == 5
+            and rows[4]["_error"]
+            and rows[4]["_interrupted"]
+            and "interrupted" in rows[4]["content"]
+        )
+        fake.reset()
+        fake.script(Reply(text="Back again."))
+        again = chat(srv, sid, "are you there?")
+        assert_well_formed(again)
+        assert "error" not in names(again) and text_of(again) == "Back again."
+        after = session(srv, sid)["messages"]
+        assert after[:5] == rows
+        assert roles_and_text(after[5:]) == [("user", "are you there?"), ("assistant", "Back again.")]
+        sent = [m for m in fake.chat_requests()[-1]["body"]["messages"] if m["role"] != "system"]
+        assert [m["content"] for m in sent if m["role"] == "user"] == [
+            "first question",
+            "second question",
+            "are you there?",
+        ]
+    finally:
+        srv.stop()
+
+
+def test_a_graceful_stop_mid_turn_saves_the_partial_answer_as_interrupted_not_cancelled(fake, tmp_path):
+    srv = _server(tmp_path, fake.base_url).start()
+    try:
+        sid = new_session(srv)
+        fake.script(Reply(text="alpha beta gamma delta", hang_after=2))
+        stream_id = start(srv, sid, "question")
+        seen, stopper = [], threading.Thread(target=srv.stop)
+        with SSE(srv, stream_id) as sse:
+            for event in sse:
+                seen.append(event)
+                if len(named(seen, "token")) == 2 and not stopper.is_alive():
+                    assert fake.wait_for_hang(10)
+                    stopper.start()  # SIGTERM while the answer is still streaming
+        stopper.join(30)
+        assert srv.proc.returncode == 0
+        assert_well_formed(seen)
+        assert "cancelled" not in names(seen)
+        assert [e["message"] for e in named(seen, "error")] == [INTERRUPTED_TEXT]
+        fake.release()
+        srv.start()
+        assert sid not in srv.get_json("/api/recovery/startup")["interrupted_turns"]  # settled before exit
+        data = session(srv, sid)
+        assert_settled(data, partial_ok=True)
+        rows = data["messages"]
+        assert roles_and_text(rows[:2]) == [("user", "question"), ("assistant", "alpha beta")]
+        assert rows[1]["_partial"] is True and not rows[1].get("_cancelled")
+        assert len(rows) == 3 and rows[2]["_error"] and rows[2]["_interrupted"]
+        fake.reset()
+        fake.script(Reply(text="Back."))
+        assert text_of(chat(srv, sid, "again")) == "Back."
+    finally:
+        srv.stop()
+
+
+# ---------------------------------------------------------------------- automatic compression
+
+
+def _long_history(pairs: int = 25, size: int = 5500) -> list[dict]:
+    rows = []
+    for i in range(2 * pairs):
+        role = "user" if i % 2 == 0 else "assistant"
+        head = f"{role} message {i}: "
+        body = " ".join(f"w{(i * 131 + k) % 997}" for k in range(size // 5))
+        rows.append({"role": role, "content": (head + body)[:size], "timestamp": 1_750_000_000.0 + i * 10})
+    return rows
+
+
+def _write_session(srv: ServerProc, sid: str, messages: list[dict], monkeypatch) -> None:
+    """Save a session into the server's state folder through ``api.models`` before the server starts."""
+    srv.session_dir.mkdir(parents=True, exist_ok=True)
+    srv.workspace.mkdir(parents=True, exist_ok=True)
+    monkeypatch.setattr(models, "SESSION_DIR", srv.session_dir)
+    monkeypatch.setattr(models, "SESSION_INDEX_FILE", srv.session_dir / "_index.json")
+    sess = models.Session(
+        session_id=sid,
+        title="A long conversation",
+        workspace=str(srv.workspace),
+        messages=copy.deepcopy(messages),
+        context_messages=copy.deepcopy(messages),
+    )
+    sess.save()
+    with models.LOCK:
+        models.SESSIONS.pop(sid, None)
+
+
+def test_an_automatic_compression_inside_a_turn_keeps_every_visible_row(fake, tmp_path, monkeypatch):
+    srv = _server(tmp_path, fake.base_url, context_length=65536)
+    history = _long_history()
+    _write_session(srv, "long_chat", history, monkeypatch)
+    before = on_disk(srv, "long_chat")["messages"]
+    fake.script_summary(Reply(text="## Goal\nSUMMARY-FROM-THE-FAKE of the long conversation."))
+    fake.script(Reply(text="Here is my answer."), Reply(text="Still here."))
+    srv.start()
+    try:
+        events = chat(srv, "long_chat", "one more question")
+        assert_well_formed(events)
+        assert "error" not in names(events)
+        (compressed,) = named(events, "compressed")
+        # the anchor is the last row before this turn, whatever the checkpoints did meanwhile
+        assert compressed["anchor_idx"] == len(history) - 1 and compressed["summary"].startswith(MARKER)
+        assert names(events).index("compressed") < names(events).index("done")
+        assert len(fake.summary_requests()) == 1
+        sent = fake.chat_requests()[-1]["body"]["messages"]
+        assert any(MARKER in str(m.get("content")) for m in sent) and len(sent) < len(history)
+        saved = on_disk(srv, "long_chat")
+        assert saved["messages"][: len(before)] == before  # every earlier row, unchanged
+        assert json.dumps(saved["messages"][: len(before)]) == json.dumps(before)
+        assert roles_and_text(saved["messages"][len(before) :]) == [
+            ("user", "one more question"),
+            ("assistant", "Here is my answer."),
+        ]
+        (summary_row,) = [m for m in saved["context_messages"] if MARKER in str(m.get("content"))]
+        assert "SUMMARY-FROM-THE-FAKE" in summary_row["content"]  # the summary the fake wrote
+        assert len(saved["context_messages"]) < len(history)
+        assert saved["compression_anchor_visible_idx"] == len(history) - 1
+        assert saved["compression_anchor_message_key"]["ts"] == history[-1]["timestamp"]
+        assert session(srv, "long_chat")["total_messages"] == len(history) + 2
+
+        srv.stop()
+        srv.start()
+        reloaded = on_disk(srv, "long_chat")
+        assert reloaded["messages"] == saved["messages"]
+        assert any(MARKER in str(m.get("content")) for m in reloaded["context_messages"])
+        assert len(reloaded["context_messages"]) < len(history)
+        again = chat(srv, "long_chat", "and another")
+        assert_well_formed(again)
+        assert "compressed" not in names(again) and text_of(again) == "Still here."
+        sent = fake.chat_requests()[-1]["body"]["messages"]
+        assert any(MARKER in str(m.get("content")) for m in sent) and len(sent) < len(history)
+        assert len(fake.summary_requests()) == 1
+        final = on_disk(srv, "long_chat")["messages"]
+        assert final[: len(before)] == before and len(final) == len(history) + 4
+    finally:
+        srv.stop()
+
+
+# ---------------------------------------------------------------------- no provider
+
+
+def test_without_a_provider_a_turn_ends_with_an_error_saying_how_to_configure_one(tmp_path):
+    srv = _server(tmp_path, None).start()
+    try:
+        assert not (srv.hermes_home / "config.yaml").exists()
+        sid = new_session(srv)
+        events = chat(srv, sid, "hello?")
+        assert_well_formed(events)
+        (error,) = named(events, "error")
+        advice = error["message"] + "\n" + error.get("hint", "")
+        assert "config.yaml" in advice and "base_url" in advice
+        data = session(srv, sid)
+        assert_settled(data)
+        assert data["messages"][0]["content"] == "hello?" and data["messages"][-1].get("_error")
+    finally:
+        srv.stop()

@@ -1,0 +1,93 @@
+"""Manual compression through the real hermes-agent ``ContextCompressor`` on the real server.
+
+The fake LLM on 127.0.0.1 serves the summary; nothing else is faked.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from talaria_testing.fake_llm import FakeLLM, write_hermes_config
+from talaria_testing.server_proc import ServerProc
+
+pytestmark = pytest.mark.integration
+MARKER = "[CONTEXT COMPACTION — REFERENCE ONLY]"
+SID = "realcompress"
+
+
+def _conversation(pairs=12):
+    rows = []
+    for i in range(pairs):
+        rows.append({"role": "user", "content": f"Question {i}: " + "tell me more " * 40, "timestamp": 1000.0 + 2 * i})
+        rows.append({"role": "assistant", "content": f"Answer {i}: " + "here is more " * 60, "timestamp": 1001.0 + 2 * i})
+    return rows
+
+
+def _write_session(session_dir, messages):
+    session_dir.mkdir(parents=True, exist_ok=True)
+    payload = {"session_id": SID, "title": "Long talk", "model": "fake-model", "created_at": 1.0, "updated_at": 2.0, "messages": messages}
+    (session_dir / f"{SID}.json").write_text(json.dumps(payload), encoding="utf-8")
+
+
+def _on_disk(srv):
+    return json.loads((srv.session_dir / f"{SID}.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture
+def llm():
+    with FakeLLM() as fake:
+        yield fake
+
+
+def test_compress_with_the_real_agent_changes_only_the_context_and_survives_restart(tmp_path, llm):
+    srv = ServerProc(tmp_path, env={"TALARIA_AGENT_TOOLSETS": "none"})
+    write_hermes_config(srv.hermes_home, llm.base_url)
+    original = _conversation()
+    _write_session(srv.session_dir, original)
+    with srv.start():
+        status, _, body = srv.request("POST", "/api/session/compress", {"session_id": SID, "focus_topic": "the answers"})
+        assert status == 200, body
+        answer = json.loads(body)
+        assert answer["ok"] is True
+        assert "context_messages" not in answer["session"]
+        assert llm.summary_requests(), "the compressor asked the fake LLM for a summary"
+        assert "the answers" in json.dumps(llm.summary_requests()[-1]["body"])
+    data = _on_disk(srv)
+    assert data["messages"] == original
+    assert any(MARKER in str(m.get("content")) for m in data["context_messages"])
+    assert not any(MARKER in str(m.get("content")) for m in data["messages"])
+    assert len(data["context_messages"]) < len(original)
+    assert data["compression_anchor_mode"] == "manual"
+    assert data["truncation_watermark"] == data["truncation_boundary"]
+
+    with srv.start():  # a restart runs startup recovery; the compression must stand
+        session = srv.get_json(f"/api/session?session_id={SID}")["session"]
+        assert session["compression_anchor_mode"] == "manual"
+    after = _on_disk(srv)
+    assert after["messages"] == original
+    assert after["context_messages"] == data["context_messages"]
+
+
+def test_compress_bad_input_is_a_clear_json_error_and_changes_nothing(tmp_path, llm):
+    srv = ServerProc(tmp_path, env={"TALARIA_AGENT_TOOLSETS": "none"})
+    write_hermes_config(srv.hermes_home, llm.base_url)
+    _write_session(srv.session_dir, _conversation(1))
+    before = (srv.session_dir / f"{SID}.json").read_bytes()
+    with srv.start():
+        cases = [
+            ({}, 400, "Missing required field(s): session_id"),
+            ({"session_id": "   "}, 400, "session_id is required"),
+            ({"session_id": "../etc/passwd"}, 400, None),
+            ({"session_id": "nope"}, 404, "Session not found"),
+            ({"session_id": SID, "focus_topic": "x" * 100_000}, 400, "Not enough conversation to compress (need at least 4 messages)."),
+        ]
+        for payload, want_status, want_error in cases:
+            status, headers, body = srv.request("POST", "/api/session/compress", payload)
+            assert status == want_status, (payload, body)
+            error = json.loads(body)["error"]
+            assert error
+            if want_error:
+                assert error == want_error
+    assert (srv.session_dir / f"{SID}.json").read_bytes() == before
