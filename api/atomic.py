@@ -35,10 +35,19 @@ def fsync_dir(directory: Path) -> None:
     _step("dir_fsynced", directory)
 
 
-def write_bytes_durable(path: Path, data: bytes, *, sync_dir: bool = True, mode: int = 0o644) -> None:
+def write_bytes_durable(
+    path: Path,
+    data: bytes,
+    *,
+    sync_dir: bool = True,
+    mode: int = 0o644,
+    before_replace: Callable[[os.stat_result], None] | None = None,
+) -> os.stat_result:
     """Atomically replace ``path`` with ``data``; on return both file and directory entry are on disk.
 
     ``mode`` applies from the temp file's creation on, so a secret is never readable by others.
+    ``before_replace`` sees the new file's stat (inode, size, mtime survive the rename) before it becomes
+    visible, so a caller can recognise its own write the instant it lands. Returns that stat.
     """
     path = Path(path)
     tmp = temp_path_for(path)
@@ -53,8 +62,11 @@ def write_bytes_durable(path: Path, data: bytes, *, sync_dir: bool = True, mode:
             _step("tmp_written", tmp)
             os.fsync(fd)
             _step("tmp_fsynced", tmp)
+            st = os.fstat(fd)
         finally:
             os.close(fd)
+        if before_replace is not None:
+            before_replace(st)
         os.replace(tmp, path)
         _step("replaced", path)
     except BaseException:
@@ -65,6 +77,7 @@ def write_bytes_durable(path: Path, data: bytes, *, sync_dir: bool = True, mode:
         raise
     if sync_dir:
         fsync_dir(path.parent)
+    return st
 
 
 def copy_durable(src: Path, dst: Path, *, sync_dir: bool = True) -> bytes:

@@ -185,6 +185,13 @@ def _validate_compressed(compressed: Any) -> list[dict]:
     return compressed
 
 
+def _current(sid: str) -> models.Session | None:
+    try:
+        return models.get_session(sid)
+    except KeyError:
+        return None
+
+
 def _stream_state(session: models.Session) -> tuple:
     return (
         session.active_stream_id,
@@ -240,6 +247,8 @@ def _compress(session: models.Session, focus_topic: str | None) -> dict:
     summary = _summary(original, compressed, before_tokens, after_tokens, focus_topic)
 
     with _config._get_session_agent_lock(sid):
+        if _current(sid) is not session:
+            raise Conflict("Session was modified during compression; please retry.")
         if _stream_state(session) != stream_before:
             raise Conflict("Session stream state changed during compression; please retry.")
         if sanitize_messages_for_api(session.messages) != original:

@@ -200,6 +200,8 @@ def apply_settings(values: Mapping[str, Any]) -> None:
     SESSION_DIR = STATE_DIR / "sessions"
     SESSION_INDEX_FILE = SESSION_DIR / "_index.json"
     STATE_DB_PATH = HERMES_HOME / "state.db"
+    # hermes-agent reads its home from the environment when first imported: keep it on ours.
+    os.environ["HERMES_HOME"] = str(HERMES_HOME)
     import api.models as _models  # the models module keeps its own bindings (tests patch those)
 
     _models.SESSION_DIR = SESSION_DIR

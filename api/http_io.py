@@ -6,6 +6,7 @@ A ``handler`` is anything ``BaseHTTPRequestHandler``-shaped: ``send_response``, 
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import re
@@ -48,6 +49,15 @@ HTML_CSP = (
 DATA_CSP = "default-src 'none'; frame-ancestors 'none'; sandbox"
 
 DRAIN_MAX_BYTES = 64 * 1024 * 1024
+# Storage failures the person can act on: a clear message (never the path) and a fitting status.
+_OS_ERRORS: dict[int, tuple[int, str]] = {
+    errno.ENOSPC: (507, "Could not save: the disk is full (no space left on the device)."),
+    errno.EDQUOT: (507, "Could not save: the disk quota is full."),
+    errno.EROFS: (503, "Could not save: the state folder is on a read-only file system."),
+    errno.EACCES: (500, "Could not save: permission denied on the state folder."),
+    errno.EPERM: (500, "Could not save: the operation is not permitted on the state folder."),
+    errno.EIO: (500, "Could not save: the disk reported an I/O error."),
+}
 
 _PATH_LIKE = re.compile(r"(?<![\w/.~-])(?:~|[A-Za-z]:)?(?:[\\/][^\s'\"<>|,;:()\[\]{}\\/]+)+[\\/]?")
 
@@ -133,6 +143,10 @@ def respond_error(handler, exc: BaseException) -> None:
         return
     if isinstance(exc, ApiError):
         status, payload = exc.status, exc.payload()
+    elif isinstance(exc, OSError) and exc.errno in _OS_ERRORS:
+        status, message = _OS_ERRORS[exc.errno]
+        log.error("storage error serving %s %s: %s", getattr(handler, "command", "?"), _safe_path(handler), exc)
+        payload = {"error": message}
     else:
         log.error(
             "unexpected error serving %s %s",

@@ -266,10 +266,18 @@ class Session:
                 atomic.write_bytes_durable(self.backup_path, data)
             except OSError as exc:
                 log.warning("backup of %s failed: %s", self.session_id, exc)
-        atomic.write_bytes_durable(path, dumps_session_json(self.to_payload()))
-        st = os.stat(path)
-        self._disk_sig = (st.st_ino, st.st_size, st.st_mtime_ns)
-        self._saved_message_count = incoming
+        previous = (self._disk_sig, self._saved_message_count)
+
+        def remember(st: os.stat_result) -> None:
+            # Known before the rename, so a concurrent get_session never mistakes our own write for a stranger's.
+            self._disk_sig = (st.st_ino, st.st_size, st.st_mtime_ns)
+            self._saved_message_count = incoming
+
+        try:
+            st = atomic.write_bytes_durable(path, dumps_session_json(self.to_payload()), before_replace=remember)
+        except BaseException:
+            self._disk_sig, self._saved_message_count = previous
+            raise
         if not skip_index:
             session_index.note_saved(
                 Path(SESSION_DIR), Path(SESSION_INDEX_FILE), self.compact(), (st.st_size, st.st_mtime_ns)
@@ -281,10 +289,10 @@ class Session:
     # ------------------------------------------------------------------ load
 
     @classmethod
-    def from_payload(cls, data: dict, *, sig: tuple | None = None) -> Session:
+    def from_payload(cls, data: dict, *, sig: tuple | None = None, may_have_partials: bool = True) -> Session:
         messages = data.get("messages")
         on_disk = len(messages) if isinstance(messages, list) else 0
-        if isinstance(messages, list):
+        if may_have_partials and isinstance(messages, list):
             collapsed, _ = collapse_adjacent_duplicate_partials(messages)
             if collapsed is not messages:
                 data = dict(data, messages=collapsed)
@@ -308,7 +316,8 @@ class Session:
         if not isinstance(data, dict):
             raise ValueError(f"session file {path.name} does not hold a JSON object")
         data.setdefault("session_id", sid)
-        session = cls.from_payload(data, sig=(st.st_ino, st.st_size, st.st_mtime_ns))
+        sig = (st.st_ino, st.st_size, st.st_mtime_ns)
+        session = cls.from_payload(data, sig=sig, may_have_partials=b'"_partial"' in raw)
         if session._saved_message_count != len(session.messages):
             session.save(touch_updated_at=False, skip_index=True)
         return session

@@ -11,6 +11,12 @@ lookups go through indexes built on first use, and a lookup that provably cannot
 (a state row newer than every transcript row, a fully replayed transcript) builds none. Fuzzy matching
 is bounded as §3.2 says (≤ 1000 distinct transcript keys, texts ≤ 200 000 chars).
 
+Deliberate difference: rule d applies to every row whose *dedup* key is unseen, where the reference
+skips it for rows whose whole-second merge key is seen. Rows with a seen dedup key are absorbed by
+rule e either way, so this only changes one case: a same-second copy of a kept row, newer than the
+transcript, after an undo/edit/compress. The reference appends it (the removed row springs back and
+merging again is not idempotent); here the watermark keeps it out.
+
 Reading notes where §3.3 leaves room: rule h absorbs when *some* transcript key the row matches still
 has an unabsorbed transcript row (the first such key in transcript order takes the count); the prefix
 replay's fuzzy match uses the same 1000-key bound; rule 6a (native-image mirror) compares user rows
@@ -450,28 +456,24 @@ class _Merge:
         if target is not None:
             self._absorb(h, target)
             return
-        merge_seen: Any = ...
-        if W is not None and ts is not None:  # d: the watermark filters
-            merge_seen = self.find("merge", h)
-            if merge_seen is None:
-                consumed = self.p >= len(self.seq)
-                S, B = self.S, self.B
-                advanced = (S is not None and S > W) or (B is not None and B < W and consumed)
-                if ts > W:
-                    if not advanced or (S is not None and ts <= S):
-                        return
-                elif (ts < W or t.role(h) == "user") and self.find("content", h) is None:
+        dedup_seen = self.find("dedup", h)
+        if W is not None and ts is not None and dedup_seen is None:  # d: the watermark filters
+            consumed = self.p >= len(self.seq)
+            S, B = self.S, self.B
+            advanced = (S is not None and S > W) or (B is not None and B < W and consumed)
+            if ts > W:
+                if not advanced or (S is not None and ts <= S):
                     return
-        dedup_seen = self.find("dedup", h)  # e
-        if dedup_seen is not None:
+            elif (ts < W or t.role(h) == "user") and self.find("content", h) is None:
+                return
+        if dedup_seen is not None:  # e
             self._absorb(h, dedup_seen)
             return
         S = self.S
         older = S is not None and ts is not None and ts <= S
         kind = t.fact("merge", h)[0]
         if older or kind == "message_id":  # f, g
-            if merge_seen is ...:
-                merge_seen = self.find("merge", h)
+            merge_seen = self.find("merge", h)
             if merge_seen is not None:
                 self._absorb(h, merge_seen)
                 return

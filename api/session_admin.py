@@ -12,6 +12,7 @@ import logging
 import operator
 import os
 import re
+import stat
 import threading
 from pathlib import Path
 from typing import Any
@@ -59,17 +60,39 @@ def is_session_name(sid: Any) -> bool:
     return is_safe_session_id(sid) and not sid.startswith("_")
 
 
+def session_file_is_regular(path: Path) -> bool:
+    """True when ``path`` is absent or a plain file (not a link, FIFO, device or folder).
+
+    The index lists only plain files; reading anything else could hang (a FIFO), never end
+    (``/dev/zero``) or read outside the folder (a link), so such a name is treated as no session.
+    """
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
 def load_session(sid: str) -> models.Session:
     """The session, or NotFound; an unreadable file is a clear 500 that points at the recovery audit."""
     if not is_session_name(sid):
         raise NotFound("Session not found")
+    if not session_file_is_regular(_session_dir() / f"{sid}.json"):
+        log.warning("session %s is not a plain file; not reading it", sid)
+        raise NotFound("Session not found")
     try:
-        return models.get_session(sid)
+        session = models.get_session(sid)
     except KeyError:
         raise NotFound("Session not found") from None
-    except (ValueError, OSError) as exc:
-        log.warning("session %s could not be loaded: %s", sid, exc)
+    except Exception as exc:  # noqa: BLE001 - a hostile or damaged file: parse errors, wrong types, depth
+        log.warning("session %s could not be loaded: %s: %s", sid, type(exc).__name__, exc)
         raise ApiError("Session file could not be read; run the recovery audit", status=500) from None
+    if session.session_id != sid:
+        # A file whose inner id names another session: saving it would write that other file.
+        log.warning("session file %s.json holds session_id %r; not serving it", sid, session.session_id)
+        raise ApiError("Session file names a different session; run the recovery audit", status=500)
+    return session
 
 
 def clean_title(value: Any, field: str = "title") -> str:
@@ -86,11 +109,15 @@ def clean_title(value: Any, field: str = "title") -> str:
 # ---------------------------------------------------------------------- reading
 
 
+def _is_display_role(role: Any) -> bool:
+    return isinstance(role, str) and role in DISPLAY_ROLES
+
+
 def display_message(msg: dict, idx: int) -> dict:
     """A stored message plus ``_idx`` and, for user/assistant text, the sanitized ``html``."""
     out = dict(msg)
     out["_idx"] = idx
-    if msg.get("role") in DISPLAY_ROLES:
+    if _is_display_role(msg.get("role")):
         try:
             from api.render import render_message
 
@@ -450,7 +477,7 @@ def snippet(text: str, pos: int, length: int, before: int = 60, after: int = 100
 def find_in_messages(messages: list, needle: str) -> dict | None:
     """``{"message_idx", "snippet"}`` of the first user/assistant message containing ``needle`` (lowercase)."""
     for idx, msg in enumerate(messages):
-        if not isinstance(msg, dict) or msg.get("role") not in DISPLAY_ROLES:
+        if not isinstance(msg, dict) or not _is_display_role(msg.get("role")):
             continue
         text = message_text(msg)
         lowered = text.lower()
@@ -466,15 +493,18 @@ def _content_match(sid: str, needle: str) -> dict | None:
         cached = models.SESSIONS.get(sid)
     if cached is not None and not cached._loaded_metadata_only:
         return find_in_messages(list(cached.messages), needle)
+    path = _session_dir() / f"{sid}.json"
+    if not session_file_is_regular(path):
+        return None
     try:
-        raw = (_session_dir() / f"{sid}.json").read_bytes()
+        raw = path.read_bytes()
     except OSError:
         return None
     if not _raw_may_contain(raw, needle):
         return None
     try:
         data = models.loads_json(raw)
-    except (ValueError, UnicodeDecodeError):
+    except Exception:  # noqa: BLE001 - a damaged file is simply not a match
         return None
     messages = data.get("messages") if isinstance(data, dict) else None
     return find_in_messages(messages, needle) if isinstance(messages, list) else None

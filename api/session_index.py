@@ -44,7 +44,7 @@ _LOCK = threading.RLock()
 def _sort_key(row: dict) -> float:
     try:
         return float(row.get("updated_at") or 0)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return 0.0
 
 

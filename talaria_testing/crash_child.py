@@ -31,7 +31,11 @@ def grow_session_forever(session_dir: str, sid: str, conn) -> None:
     n = len(session.messages)
     while True:
         session.messages.append(
-            {"role": "user" if n % 2 == 0 else "assistant", "content": f"message {n} " + "x" * (n % 97), "timestamp": 1000.0 + n}
+            {
+                "role": "user" if n % 2 == 0 else "assistant",
+                "content": f"message {n} " + "x" * (n % 97),
+                "timestamp": 1000.0 + n,
+            }
         )
         n += 1
         session.save()
@@ -93,7 +97,11 @@ def _last_user(messages: list) -> int | None:
 def _next_ts(messages: list) -> float:
     from talaria_testing.scenarios import BASE_TS
 
-    stamps = [m.get("timestamp") for m in messages if isinstance(m, dict) and isinstance(m.get("timestamp"), (int, float))]
+    stamps = [
+        m.get("timestamp")
+        for m in messages
+        if isinstance(m, dict) and isinstance(m.get("timestamp"), (int, float))
+    ]
     return max([BASE_TS, *stamps]) + 1.0
 
 
@@ -103,14 +111,31 @@ def _plan(op: str, messages: list, rng: random.Random, serial: int) -> tuple[lis
     if op == "turn":
         rows = [
             {"role": "user", "content": f"q{serial}", "timestamp": ts},
-            {"role": "assistant", "content": f"a{serial} " + "x" * rng.randint(0, 400), "timestamp": ts + 0.5},
+            {
+                "role": "assistant",
+                "content": f"a{serial} " + "x" * rng.randint(0, 400),
+                "timestamp": ts + 0.5,
+            },
         ]
         return [messages + rows], {"rows": rows}
     if op == "streamed_turn":
         user = {"role": "user", "content": f"sq{serial}", "timestamp": ts}
-        partial = {"role": "assistant", "content": f"sa{serial} partial", "timestamp": ts + 0.5, "_partial": True}
-        final = {"role": "assistant", "content": f"sa{serial} " + "y" * rng.randint(0, 400), "timestamp": ts + 0.6}
-        return [messages + [user, partial], messages + [user, final]], {"user": user, "partial": partial, "final": final}
+        partial = {
+            "role": "assistant",
+            "content": f"sa{serial} partial",
+            "timestamp": ts + 0.5,
+            "_partial": True,
+        }
+        final = {
+            "role": "assistant",
+            "content": f"sa{serial} " + "y" * rng.randint(0, 400),
+            "timestamp": ts + 0.6,
+        }
+        return [messages + [user, partial], messages + [user, final]], {
+            "user": user,
+            "partial": partial,
+            "final": final,
+        }
     if op in ("undo", "retry"):
         idx = _last_user(messages)
         return [messages if idx is None else messages[:idx]], {}
@@ -196,3 +221,53 @@ def random_ops_child(root: str, seed: int, conn) -> None:
             conn.send(("ack", k, _digest(models.get_session(SID).messages), refused))
             k += 1
             time.sleep(0)
+
+
+# ---------------------------------------------------------------------- a chat turn (api.streaming, fake agent)
+
+
+def chat_turn_child(root: str, stop_at: int, conn) -> None:
+    """Run one chat turn on ``SID`` through ``api.streaming`` with the scripted agent; pause at step ``stop_at``.
+
+    Reports ``("step", k, name, file)``, ``("started", stream_id)`` once ``start_turn`` returned and
+    ``("done", k)`` once the turn finished (its final merge saved).
+    """
+    import threading
+
+    import pytest
+
+    from api import atomic, streaming
+    from talaria_testing import fake_turns
+    from talaria_testing.scenarios import SID, bound
+
+    send_lock = threading.Lock()
+
+    def send(msg) -> None:
+        with send_lock:
+            conn.send(msg)
+
+    with bound(Path(root), restore=False):
+        fake_turns.install(pytest.MonkeyPatch())
+        count = 0
+        count_lock = threading.Lock()
+
+        def hook(step: str, path: Path) -> None:
+            nonlocal count
+            with count_lock:
+                count += 1
+                mine = count
+            send(("step", mine, step, Path(path).name))
+            if mine == stop_at:
+                send(("paused", mine))
+                _block()
+
+        atomic.STEP_HOOK = hook
+        started = streaming.start_turn(SID, fake_turns.USER_TEXT)
+        send(("started", started["stream_id"]))
+        turn = streaming.get_turn(started["stream_id"])
+        with turn.cond:
+            while not turn.finished:
+                turn.cond.wait(1.0)
+        send(("done", count))
+        if stop_at == AFTER_DONE:
+            _block()

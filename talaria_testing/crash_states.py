@@ -101,7 +101,11 @@ def _apply(op: Op, names: dict[str, int], dirs: set[str]) -> bool:
             return False
         dirs.add(op.path)
     elif op.kind == "rmdir":
-        if op.path not in dirs or any(parent(n) == op.path for n in names) or any(parent(d) == op.path for d in dirs):
+        if (
+            op.path not in dirs
+            or any(parent(n) == op.path for n in names)
+            or any(parent(d) == op.path for d in dirs)
+        ):
             return False
         dirs.discard(op.path)
     return True

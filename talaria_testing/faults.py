@@ -23,7 +23,9 @@ def small_tmpfs(path: Path, size: str = "256k") -> Iterator[Path | None]:
     if os.geteuid() != 0:
         yield None
         return
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(path)], capture_output=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(path)], capture_output=True
+    )
     if done.returncode != 0:
         yield None
         return

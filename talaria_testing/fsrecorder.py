@@ -16,7 +16,19 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-_WRAPPED = ("open", "write", "fsync", "fdatasync", "close", "replace", "rename", "link", "unlink", "mkdir", "rmdir")
+_WRAPPED = (
+    "open",
+    "write",
+    "fsync",
+    "fdatasync",
+    "close",
+    "replace",
+    "rename",
+    "link",
+    "unlink",
+    "mkdir",
+    "rmdir",
+)
 
 
 @dataclass(frozen=True)
@@ -137,7 +149,9 @@ class FsRecorder:
         if rs is None and rd is None:
             return
         if rs is None or rd is None or rs in self.dirs:
-            raise NotImplementedError(f"recorder: {name} of {src} -> {dst} crosses the folder or moves a directory")
+            raise NotImplementedError(
+                f"recorder: {name} of {src} -> {dst} crosses the folder or moves a directory"
+            )
         ino = self.names.pop(rs)
         self.names[rd] = ino
         self.log.append(Op("rename", rs, rd, ino=ino))
@@ -149,7 +163,9 @@ class FsRecorder:
         self._move("rename", src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
 
     def _link(self, src, dst, *, src_dir_fd=None, dst_dir_fd=None, follow_symlinks=True):
-        self._real["link"](src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd, follow_symlinks=follow_symlinks)
+        self._real["link"](
+            src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd, follow_symlinks=follow_symlinks
+        )
         rs, rd = self._rel(src, src_dir_fd), self._rel(dst, dst_dir_fd)
         if rs is not None and rd is not None:
             self.names[rd] = self.names[rs]

@@ -69,13 +69,29 @@ def build_hostile_folder(sessions: Path, outside: Path, *, huge_valid: bool = Fa
     put("list.json", b"[1, 2, 3]", "JSON list")
     put("str.json", b'"a string"', "JSON string")
     put("msgstr.json", b'{"session_id": "msgstr", "messages": "not a list"}', "messages not a list")
-    put("nondict.json", b'{"session_id": "nondict", "title": "t", "messages": [1, "a", null, [], {"role": 5}]}', "rows of odd types")
+    put(
+        "nondict.json",
+        b'{"session_id": "nondict", "title": "t", "messages": [1, "a", null, [], {"role": 5}]}',
+        "rows of odd types",
+    )
     put("deep.json", b"[" * 200_000, "nesting 200k deep")
     put("deepobj.json", b'{"messages": [], "x": ' + b"[" * 5000 + b"]" * 5000 + b"}", "valid but 5k deep")
-    put("latin1.json", b'{"session_id": "latin1", "title": "caf\xe9 \xff\xfe", "messages": []}', "non-UTF-8 bytes")
-    put("surrogate.json", b'{"session_id": "surrogate", "title": "\\ud800\\udfff\\ud800", "messages": [{"role": "user", "content": "\\udc80", "timestamp": 1}]}', "lone surrogate escapes")
+    put(
+        "latin1.json",
+        b'{"session_id": "latin1", "title": "caf\xe9 \xff\xfe", "messages": []}',
+        "non-UTF-8 bytes",
+    )
+    put(
+        "surrogate.json",
+        b'{"session_id": "surrogate", "title": "\\ud800\\udfff\\ud800", "messages": [{"role": "user", "content": "\\udc80", "timestamp": 1}]}',
+        "lone surrogate escapes",
+    )
     put("bom.json", b"\xef\xbb\xbf" + _doc("bom", 2), "UTF-8 BOM")
-    put("nan.json", b'{"session_id": "nan", "title": "t", "created_at": NaN, "updated_at": Infinity, "messages": []}', "NaN/Infinity literals")
+    put(
+        "nan.json",
+        b'{"session_id": "nan", "title": "t", "created_at": NaN, "updated_at": Infinity, "messages": []}',
+        "NaN/Infinity literals",
+    )
     weird = {"session_id": 5, "title": ["x"], "messages": [{"role": ["user"], "content": {"a": 1}, "timestamp": "soon"}],
              "context_messages": "nope", "truncation_watermark": "x", "created_at": "yesterday", "pinned": "maybe"}  # fmt: skip
     put("weirdtypes.json", json.dumps(weird).encode(), "fields of the wrong types")
@@ -164,11 +180,16 @@ def _real_db(path: Path, *, wal: bool = False) -> None:
     if wal:
         conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT, title TEXT, started_at REAL)")
-    conn.execute("CREATE TABLE messages (id INTEGER PRIMARY KEY, session_id TEXT, role TEXT, content TEXT, timestamp REAL)")
+    conn.execute(
+        "CREATE TABLE messages (id INTEGER PRIMARY KEY, session_id TEXT, role TEXT, content TEXT, timestamp REAL)"
+    )
     for sid in ("orphan", "good1"):
         conn.execute("INSERT INTO sessions VALUES (?, 'webui', ?, 1.0)", (sid, sid))
         for i, m in enumerate(messages(4)):
-            conn.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, ?, ?, ?)", (sid, m["role"], m["content"], m["timestamp"] + i))
+            conn.execute(
+                "INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, ?, ?, ?)",
+                (sid, m["role"], m["content"], m["timestamp"] + i),
+            )
     conn.commit()
     conn.close()
 
@@ -240,8 +261,8 @@ class RecordingHandler:
 
 
 def get_session_child(root: str, sid: str, conn) -> None:
-    """``GET /api/session?session_id=sid`` with memory capped at 3 GiB; sends ``(status, payload)``."""
-    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+    """``GET /api/session?session_id=sid`` with memory capped at 1.5 GiB; sends ``(status, payload)``."""
+    resource.setrlimit(resource.RLIMIT_AS, (1536 << 20, 1536 << 20))
     from api import routes
     from talaria_testing.scenarios import bound
 
@@ -252,4 +273,3 @@ def get_session_child(root: str, sid: str, conn) -> None:
             conn.send((handler.status, handler.json()))
         except BaseException as exc:  # noqa: BLE001 - reported to the parent as a crash
             conn.send((None, f"{type(exc).__name__}: {exc}"))
-

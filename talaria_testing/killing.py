@@ -19,6 +19,8 @@ _PRELOAD = [
     "api.reconcile",
     "api.routes",
     "talaria_testing.hostile",
+    "api.streaming",
+    "talaria_testing.fake_turns",
     "talaria_testing.crash_child",
     "talaria_testing.scenarios",
     "talaria_testing.promises",

@@ -62,7 +62,11 @@ def fingerprint(data: bytes | None) -> tuple:
     if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
         return ("raw", hashlib.sha1(data).hexdigest()[:16])
     ctx = doc.get("context_messages")
-    ctx_rows = [(m.get("role"), m.get("content")) if isinstance(m, dict) else m for m in ctx] if isinstance(ctx, list) else None
+    ctx_rows = (
+        [(m.get("role"), m.get("content")) if isinstance(m, dict) else m for m in ctx]
+        if isinstance(ctx, list)
+        else None
+    )
     return ("doc", len(doc["messages"]), _digest(doc["messages"]), _digest(ctx_rows), doc.get("title"))
 
 
@@ -73,7 +77,11 @@ def describe(fp: tuple) -> str:
 
 
 def _row_key(m: Any) -> tuple:
-    return (m.get("role"), orjson.dumps(m.get("content"), option=orjson.OPT_SORT_KEYS), m.get("timestamp")) if isinstance(m, dict) else ("?", repr(m), None)
+    return (
+        (m.get("role"), orjson.dumps(m.get("content"), option=orjson.OPT_SORT_KEYS), m.get("timestamp"))
+        if isinstance(m, dict)
+        else ("?", repr(m), None)
+    )
 
 
 @dataclass
@@ -141,11 +149,15 @@ def _nothing_destroyed(pre: dict[str, bytes], post: dict[str, bytes]) -> list[st
         if _is_kept_name(rel):
             continue
         if data not in remaining:
-            out.append(f"P6 recovery destroyed {rel} ({len(data)} bytes, fingerprint {describe(fingerprint(data))})")
+            out.append(
+                f"P6 recovery destroyed {rel} ({len(data)} bytes, fingerprint {describe(fingerprint(data))})"
+            )
     return out
 
 
-def check(exp: Expectation, pre: dict[str, bytes], post: dict[str, bytes], *, acknowledged: bool) -> list[str]:
+def check(
+    exp: Expectation, pre: dict[str, bytes], post: dict[str, bytes], *, acknowledged: bool
+) -> list[str]:
     """Promises 1-6 for one crashed-then-recovered state folder (``pre`` before recovery, ``post`` after)."""
     out: list[str] = []
     pre_fp = fingerprint(pre.get(live_rel()))
@@ -158,23 +170,31 @@ def check(exp: Expectation, pre: dict[str, bytes], post: dict[str, bytes], *, ac
     if acknowledged:
         want = exp.restored_fp if exp.kind == RECOVERY else exp.new_fp
         if pre_fp != want:
-            out.append(f"P1 the operation returned but the file holds {describe(pre_fp)}, not {describe(want)}")
+            out.append(
+                f"P1 the operation returned but the file holds {describe(pre_fp)}, not {describe(want)}"
+            )
     if exp.kind == LOSS:
         if post_fp != exp.old_fp:
-            out.append(f"P5 genuine loss not recovered: after recovery {describe(post_fp)}, want {describe(exp.old_fp)}")
+            out.append(
+                f"P5 genuine loss not recovered: after recovery {describe(post_fp)}, want {describe(exp.old_fp)}"
+            )
     elif exp.kind == RECOVERY:
         if post_fp != exp.restored_fp:
-            out.append(f"P5 restore incomplete after re-running recovery: {describe(post_fp)}, want {describe(exp.restored_fp)}")
+            out.append(
+                f"P5 restore incomplete after re-running recovery: {describe(post_fp)}, want {describe(exp.restored_fp)}"
+            )
     elif post_fp != pre_fp:
         tag = "P4" if exp.kind in (DELIBERATE, COMPRESS, DELETE) else "P2"
-        out.append(f"{tag} recovery changed {describe(pre_fp)} into {describe(post_fp)} ({exp.kind} operation)")
+        out.append(
+            f"{tag} recovery changed {describe(pre_fp)} into {describe(post_fp)} ({exp.kind} operation)"
+        )
     if exp.kind in (DELETE, UNDELETE) and pre_fp == ("absent",) and post_fp != ("absent",):
         out.append("P4 a deleted session came back after recovery")
     if exp.kind == COMPRESS:
         old_doc, post_doc = exp.old_doc(), parse(post.get(live_rel()))
-        if isinstance(post_doc, dict) and isinstance(old_doc, dict):
-            if orjson.dumps(post_doc.get("messages")) != orjson.dumps(old_doc.get("messages")):
-                out.append("P3 compression changed the visible transcript")
+        same_kind = isinstance(post_doc, dict) and isinstance(old_doc, dict)
+        if same_kind and orjson.dumps(post_doc.get("messages")) != orjson.dumps(old_doc.get("messages")):
+            out.append("P3 compression changed the visible transcript")
     other_before = fingerprint(exp.old.get(live_rel(OTHER)))
     other_after = fingerprint(post.get(live_rel(OTHER)))
     if other_after != other_before:
@@ -244,22 +264,92 @@ def spring_back_violations(exp: Expectation, post: dict[str, bytes], sessions: P
         kept = {_row_key(m) for m in session.messages}
         removed = [m for m in state_rows if _row_key(m) not in kept]
         for prefer_context in (False, True):
-            merged = reconciled_state_db_messages_for_session(session, prefer_context=prefer_context, state_messages=state_rows)
-            back = [m for m in merged if isinstance(m, dict) and _row_key(m) in {_row_key(r) for r in removed}]
+            merged = reconciled_state_db_messages_for_session(
+                session, prefer_context=prefer_context, state_messages=state_rows
+            )
+            back = [
+                m for m in merged if isinstance(m, dict) and _row_key(m) in {_row_key(r) for r in removed}
+            ]
             if back:
                 view = "model context" if prefer_context else "display"
-                out.append(f"P4 reconciliation with state.db brought back {len(back)} removed row(s) into the {view}")
+                out.append(
+                    f"P4 reconciliation with state.db brought back {len(back)} removed row(s) into the {view}"
+                )
     else:
         new_doc = exp.new_doc()
         generation = new_doc.get("compression_generation") if isinstance(new_doc, dict) else None
         if not generation or generation == old_doc.get("compression_generation"):
             return []  # uncompress: the full context is meant to come back
-        merged = reconciled_state_db_messages_for_session(session, prefer_context=True, state_messages=state_rows)
+        merged = reconciled_state_db_messages_for_session(
+            session, prefer_context=True, state_messages=state_rows
+        )
         if len(merged) != len(session.context_messages):
             out.append(
                 f"P4 compressed context sprang back: reconciled context has {len(merged)} rows, compressed {len(session.context_messages)}"
             )
-        shown = reconciled_state_db_messages_for_session(session, prefer_context=False, state_messages=state_rows)
+        shown = reconciled_state_db_messages_for_session(
+            session, prefer_context=False, state_messages=state_rows
+        )
         if len(shown) != len(session.messages):
-            out.append(f"P3 reconciliation changed the transcript after compression: {len(shown)} vs {len(session.messages)} rows")
+            out.append(
+                f"P3 reconciliation changed the transcript after compression: {len(shown)} vs {len(session.messages)} rows"
+            )
+    return out
+
+
+def chat_turn_outcome(old_msgs: list, post: dict) -> str:
+    doc = parse(post.get(live_rel())) or {}
+    tail = (doc.get("messages") or [])[len(old_msgs) :]
+    if not tail:
+        return "no_turn"
+    if tail[-1].get("_interrupted"):
+        return "interrupted_with_partial" if any(m.get("_partial") for m in tail) else "interrupted"
+    return "complete"
+
+
+def chat_turn_violations(old_msgs: list, post: dict, *, started: bool, finished: bool) -> list[str]:
+    """A chat turn (``talaria_testing.fake_turns``) after a crash and startup: the rows before it are
+    untouched; once ``start_turn`` returned the user row is there; a finished turn is stored exactly; an
+    unfinished one ends with the interrupted marker after at most its checkpointed partial answer."""
+    from talaria_testing.fake_turns import ANSWER, USER_TEXT
+
+    doc = parse(post.get(live_rel()))
+    if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
+        return ["P1 the session file does not parse after recovery"]
+    out = []
+    msgs = doc["messages"]
+    if msgs[: len(old_msgs)] != old_msgs:
+        out.append("P2 rows from before the turn changed")
+    if doc.get("active_stream_id") or doc.get("pending_user_message"):
+        out.append("the turn is still pending after startup")
+    tail = [
+        (m.get("role"), m.get("content"), bool(m.get("_partial")), bool(m.get("_interrupted")))
+        for m in msgs[len(old_msgs) :]
+    ]
+    user = ("user", USER_TEXT, False, False)
+    complete = [user, ("assistant", ANSWER, False, False)]
+    if finished:
+        if tail != complete:
+            out.append(f"P1 the finished turn is not stored exactly: {tail}")
+        return out
+    if not tail:
+        if started:
+            out.append("P1 the acknowledged user message is gone")
+        return out
+    if tail == complete:
+        return out  # the final merge landed just before the kill
+    if tail[0][:2] != user[:2]:
+        out.append(f"the turn's first row is not the user message: {tail[0]}")
+    if not tail[-1][3]:
+        out.append(f"an unfinished turn has no interrupted marker: {tail}")
+    for role, content, partial, _ in tail[1:-1]:
+        if (
+            role != "assistant"
+            or not partial
+            or not isinstance(content, str)
+            or not ANSWER.startswith(content)
+        ):
+            out.append(f"an invented or mangled answer row: {(role, content, partial)}")
+    if len(tail) > 3:
+        out.append(f"more than one partial row kept: {tail}")
     return out

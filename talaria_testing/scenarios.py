@@ -186,9 +186,7 @@ def build_corrupt(sessions: Path, n: int) -> dict:
 
 
 def build_deleted(sessions: Path, n: int) -> dict:
-    from api import session_admin
-
-    from api import session_ops
+    from api import session_admin, session_ops
 
     _base(sessions, n)
     session_ops.undo_last(SID)  # leaves a .bak behind, so an orphan backup could spring back
@@ -203,7 +201,9 @@ def build_streaming(sessions: Path, n: int) -> dict:
     s.active_stream_id = "stream1"
     s.pending_user_message = s.messages[-1]["content"]
     s.pending_started_at = BASE_TS + 5000
-    s.messages.append({"role": "assistant", "content": "partial ans", "timestamp": BASE_TS + 5001, "_partial": True})
+    s.messages.append(
+        {"role": "assistant", "content": "partial ans", "timestamp": BASE_TS + 5001, "_partial": True}
+    )
     s.save()
     return {}
 
@@ -327,8 +327,20 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("save_grow", GROW, build_plain, run_grow, "Session.save, growing"),
     Scenario("save_first", GROW, build_empty, run_first_save, "first save of a new session"),
     Scenario("save_shrink_loss", LOSS, build_plain, run_loss, "shrinking save: .bak, then the live file"),
-    Scenario("save_shrink_loss_compressed", LOSS, build_compressed, run_loss, "genuine loss after a manual compression"),
-    Scenario("save_over_corrupt", GROW, build_corrupt, run_over_corrupt, "save over an unparsable file (kept aside)"),
+    Scenario(
+        "save_shrink_loss_compressed",
+        LOSS,
+        build_compressed,
+        run_loss,
+        "genuine loss after a manual compression",
+    ),
+    Scenario(
+        "save_over_corrupt",
+        GROW,
+        build_corrupt,
+        run_over_corrupt,
+        "save over an unparsable file (kept aside)",
+    ),
     Scenario("index_flush", GROW, build_plain, run_index_flush, "save + _index.json flush"),
     Scenario("rename", GROW, build_plain, run_rename, "title change + save"),
     Scenario("checkpoint", GROW, build_streaming, run_checkpoint, "turn checkpoint (partial answer grows)"),
@@ -342,8 +354,16 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("clear", DELIBERATE, build_plain, run_clear, "clear"),
     Scenario("undo_after_compress", DELIBERATE, build_compressed, run_undo, "undo on a compressed session"),
     Scenario("restore", RECOVERY, build_lost, run_recovery, "startup recovery restores a loss"),
-    Scenario("restore_compressed", RECOVERY, build_lost_compressed, run_recovery, "recovery of a compressed session"),
-    Scenario("restore_corrupt", RECOVERY, build_lost_corrupt, run_recovery, "recovery over a corrupt live file"),
+    Scenario(
+        "restore_compressed",
+        RECOVERY,
+        build_lost_compressed,
+        run_recovery,
+        "recovery of a compressed session",
+    ),
+    Scenario(
+        "restore_corrupt", RECOVERY, build_lost_corrupt, run_recovery, "recovery over a corrupt live file"
+    ),
     Scenario("restore_orphan", RECOVERY, build_lost_orphan, run_recovery, "recovery of an orphan backup"),
     Scenario("delete", DELETE, build_plain, run_delete, "delete (tombstone, move to trash)"),
     Scenario("undelete", UNDELETE, build_deleted, run_undelete, "undo a delete"),
@@ -370,7 +390,9 @@ def run_in_place_write(sessions: Path, info: dict) -> None:
         atomic._step("tmp_fsynced", path)
 
 
-MUTANTS: tuple[Scenario, ...] = (Scenario("mutant_in_place_write", GROW, build_plain, run_in_place_write, "naive in-place write"),)
+MUTANTS: tuple[Scenario, ...] = (
+    Scenario("mutant_in_place_write", GROW, build_plain, run_in_place_write, "naive in-place write"),
+)
 BY_NAME = {s.name: s for s in SCENARIOS + MUTANTS}
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import logging
+import os
 
 import pytest
 from hypothesis import given
@@ -296,3 +298,15 @@ def test_query_int_accepts_non_negative_integers(raw, expected):
 def test_query_int_rejects_everything_else(raw):
     with pytest.raises(BadRequest):
         query_int({"n": raw}, "n")
+
+
+@pytest.mark.parametrize(
+    ("err", "status", "word"),
+    [(errno.ENOSPC, 507, "disk is full"), (errno.EROFS, 503, "read-only"), (errno.EACCES, 500, "permission denied")],
+)
+def test_storage_errors_name_the_cause_without_the_path(err, status, word):
+    handler = FakeHandler()
+    respond_error(handler, OSError(err, os.strerror(err), "/srv/state/sessions/abc.json"))
+    assert handler.status == status
+    assert set(handler.payload()) == {"error"} and word in handler.payload()["error"]
+    assert "/srv" not in handler.wfile.getvalue().decode()

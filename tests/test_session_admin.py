@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import types
@@ -12,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from api import models, session_admin, tombstones
-from api.errors import BadRequest, Conflict, NotFound
+from api.errors import ApiError, BadRequest, Conflict, NotFound
 from api.models import Session
 
 
@@ -352,3 +353,21 @@ def test_listing_json_matches_the_listing_and_follows_changes(state_dir):
     listing = json.loads(b"".join(session_admin.list_sessions_json()))
     assert listing == session_admin.list_sessions()
     assert [r["title"] for r in listing["sessions"]] == ["two", "renamed"]
+
+
+def test_files_that_are_not_plain_or_name_another_session_are_not_served(state_dir, tmp_path):
+    outside = tmp_path / "outside.json"
+    outside.write_text(json.dumps({"session_id": "linked", "title": "outside", "messages": []}))
+    (state_dir / "linked.json").symlink_to(outside)
+    os.mkfifo(state_dir / "fifo.json")
+    (state_dir / "other.json").write_text(json.dumps({"session_id": "someone_else", "title": "x", "messages": []}))
+    (state_dir / "weird.json").write_text(json.dumps({"title": ["x"], "messages": [{"role": ["user"], "content": {"a": 1}}]}))
+    for sid in ("linked", "fifo"):
+        with pytest.raises(NotFound):
+            session_admin.get_session_payload(sid)
+    with pytest.raises(ApiError) as info:
+        session_admin.rename_session("other", "renamed")
+    assert info.value.status == 500 and "different session" in info.value.message
+    assert not (state_dir / "someone_else.json").exists()
+    weird = session_admin.get_session_payload("weird")["session"]
+    assert weird["messages"][0]["_idx"] == 0 and "html" not in weird["messages"][0]

@@ -67,6 +67,13 @@ class App {
       await api.logout().catch(() => {});
       location.reload();
     });
+    const exportMenu = $("export-menu");
+    exportMenu.addEventListener("click", (event) => {
+      if (event.target.closest("a")) exportMenu.open = false;
+    });
+    document.addEventListener("click", (event) => {
+      if (exportMenu.open && !exportMenu.contains(event.target)) exportMenu.open = false;
+    });
     window.addEventListener("hashchange", () => this.route());
     document.addEventListener("keydown", (event) => this.shortcut(event));
   }
@@ -90,6 +97,8 @@ class App {
 
   async open(sid, opts = {}) {
     this.toggleSidebar(false);
+    // Re-opening the session whose answer is streaming would only restart the stream.
+    if (sid === this.chat.sessionId && this.chat.streaming && opts.messageIdx === undefined) return;
     if (sessionFromHash() !== sid) history.pushState(null, "", `#/s/${sid}`);
     await this.load(sid, opts);
   }
@@ -160,7 +169,10 @@ class App {
 
   // Sends a message (after cutting the transcript when the last user message was edited).
   async send(text, { editIdx = null } = {}) {
-    if (this.chat.streaming) return false;
+    if (this.chat.streaming) {
+      toast("Wait for the answer to finish, or stop it first.");
+      return false;
+    }
     try {
       const sid = await this.ensureSession();
       if (editIdx !== null && editIdx !== undefined) {
@@ -170,6 +182,7 @@ class App {
       this.chat.appendUserBubble(text);
       const started = await api.chatStart(sid, text);
       this.chat.follow(started.stream_id);
+      this.sessions.refresh().catch(() => {}); // the row shows the turn as live
       return true;
     } catch (err) {
       this.chat.dropPending();

@@ -53,6 +53,8 @@ export class ChatView {
 
   async open(sessionId, { messageIdx } = {}) {
     const seq = ++this.openSeq;
+    // "talaria:open" measures the last open: from here until its first frame is on screen.
+    performance.clearMeasures("talaria:open");
     performance.mark("talaria:open-start");
     this.detachStream();
     const first = await api.session(sessionId, { limit: PAGE_SIZE });

@@ -38,6 +38,7 @@ export class Composer {
     this.active = 0;
     this.editing = null;
     this.busy = false;
+    this.placeholder = input.placeholder;
     form.addEventListener("submit", (event) => {
       event.preventDefault();
       this.submit();
@@ -166,7 +167,7 @@ export class Composer {
   setEnabled(enabled, placeholder) {
     this.input.disabled = !enabled;
     this.sendButton.disabled = !enabled;
-    if (placeholder) this.input.placeholder = placeholder;
+    this.input.placeholder = placeholder || this.placeholder;
   }
 
   setStatus(text) {

@@ -225,9 +225,16 @@ export class SessionList {
       if (opening) menu.querySelector("button").focus();
     });
     menu.addEventListener("keydown", (event) => {
+      const items = [...menu.querySelectorAll(".menu-item")];
+      const at = items.indexOf(document.activeElement);
       if (event.key === "Escape") {
+        event.stopPropagation();
         this.closeMenus();
         toggle.focus();
+      } else if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+        event.preventDefault();
+        const step = event.key === "ArrowDown" ? 1 : -1;
+        items[(at + step + items.length) % items.length].focus();
       }
     });
     box.append(toggle, menu);

@@ -20,8 +20,12 @@ from talaria_testing.counters import Counters
 
 def pytest_addoption(parser):
     group = parser.getgroup("durability")
-    group.addoption("--durability-full", action="store_true", default=False, help="run the durability suite in full")
-    group.addoption("--durability-json", default=None, metavar="PATH", help="write the durability counters to PATH")
+    group.addoption(
+        "--durability-full", action="store_true", default=False, help="run the durability suite in full"
+    )
+    group.addoption(
+        "--durability-json", default=None, metavar="PATH", help="write the durability counters to PATH"
+    )
 
 
 @dataclass(frozen=True)
@@ -35,8 +39,18 @@ class Mode:
     load_seconds: float  # 0 = no load test
 
 
-REDUCED = Mode(full=False, sizes=(8,), random_kills=60, crash_sizes=(8,), threads=8, operations=5000, load_seconds=0)
-FULL = Mode(full=True, sizes=(8, 40, 400), random_kills=600, crash_sizes=(8, 60), threads=16, operations=20000, load_seconds=60)
+REDUCED = Mode(
+    full=False, sizes=(8,), random_kills=60, crash_sizes=(8,), threads=8, operations=5000, load_seconds=0
+)
+FULL = Mode(
+    full=True,
+    sizes=(8, 40, 400),
+    random_kills=600,
+    crash_sizes=(8, 60),
+    threads=16,
+    operations=20000,
+    load_seconds=60,
+)
 
 
 def _option(config, name: str):
@@ -58,7 +72,13 @@ def counters(request, durability):
     yield c
     path = _option(request.config, "--durability-json")
     if path:
-        c.write(path, {"mode": "full" if durability.full else "reduced", "seconds": round(time.monotonic() - started, 1)})
+        c.write(
+            path,
+            {
+                "mode": "full" if durability.full else "reduced",
+                "seconds": round(time.monotonic() - started, 1),
+            },
+        )
 
 
 @pytest.fixture

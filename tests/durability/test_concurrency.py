@@ -32,7 +32,9 @@ class Ledger:
 
     def verify(self, sid: str, session: models.Session, where: str) -> None:
         if session.messages != self.rows[sid]:
-            self.mismatches.append(f"{where}: {sid} holds {len(session.messages)} rows, the ledger {len(self.rows[sid])}")
+            self.mismatches.append(
+                f"{where}: {sid} holds {len(session.messages)} rows, the ledger {len(self.rows[sid])}"
+            )
 
 
 def _worker(tid: int, n_ops: int, ledger: Ledger, tallies: list, errors: list, seed: int) -> None:
@@ -85,7 +87,9 @@ def _worker(tid: int, n_ops: int, ledger: Ledger, tallies: list, errors: list, s
             errors.append(f"{op} t{tid}-{k} on {sid}: {type(exc).__name__}: {exc}")
 
 
-def test_threads_mixing_checkpoints_compress_undo_rename_and_listing_lose_nothing(durability, counters, scratch, tmp_path):
+def test_threads_mixing_checkpoints_compress_undo_rename_and_listing_lose_nothing(
+    durability, counters, scratch, tmp_path
+):
     root = tmp_path if durability.full else scratch  # the full run pays for real fsyncs
     ledger = Ledger()
     errors: list[str] = []
@@ -98,7 +102,9 @@ def test_threads_mixing_checkpoints_compress_undo_rename_and_listing_lose_nothin
             ledger.rows[sid] = list(s.messages)
         started = time.monotonic()
         threads = [
-            threading.Thread(target=_worker, args=(t, per_thread, ledger, tallies, errors, 7919 * t), name=f"dur-{t}")
+            threading.Thread(
+                target=_worker, args=(t, per_thread, ledger, tallies, errors, 7919 * t), name=f"dur-{t}"
+            )
             for t in range(durability.threads)
         ]
         for t in threads:

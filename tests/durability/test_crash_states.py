@@ -49,7 +49,9 @@ def test_every_crash_state_keeps_promises(scenario, durability, counters, scratc
         info = build_template(scenario, template, n)
         rec, final = record(scenario, template, scratch / f"record-{n}", info)
         _dirs, replayed = replay(rec)
-        assert replayed == final, f"the recorder missed writes: {sorted(set(replayed.items()) ^ set(final.items()))[:3]}"
+        assert replayed == final, (
+            f"the recorder missed writes: {sorted(set(replayed.items()) ^ set(final.items()))[:3]}"
+        )
         exp = promises.Expectation(scenario.name, scenario.kind, files_under(template), final)
         stats = Stats()
         seen: set[tuple[str, bool]] = set()
@@ -83,4 +85,64 @@ def test_every_crash_state_keeps_promises(scenario, durability, counters, scratc
 
 
 def _describe(state: CrashState) -> str:
-    return ", ".join(f"{rel}[{len(data)}]" for rel, data in sorted(state.files.items()) if not rel.endswith("_index.json"))
+    return ", ".join(
+        f"{rel}[{len(data)}]" for rel, data in sorted(state.files.items()) if not rel.endswith("_index.json")
+    )
+
+
+def test_every_crash_state_of_a_chat_turn_keeps_promises(counters, scratch, monkeypatch):
+    """Write-ahead save, checkpoints and the final merge of one turn (scripted agent) under power loss."""
+    from api import streaming
+    from talaria_testing import fake_turns
+
+    template = scratch / "template"
+    build_template(SCENARIOS[0], template, 8)
+    old_msgs = promises.parse((template / "sessions" / "dur1.json").read_bytes())["messages"]
+    root = scratch / "record"
+    copy_state(template, root)
+    with bound(root) as sessions:
+        fake_turns.install(monkeypatch)
+        with FsRecorder(root) as rec:
+            started = streaming.start_turn("dur1", fake_turns.USER_TEXT)
+            acked_at = len(rec.log)
+            turn = streaming.get_turn(started["stream_id"])
+            with turn.cond:
+                while not turn.finished:
+                    turn.cond.wait(1.0)
+        final = files_under(root)
+    assert replay(rec)[1] == final, "the recorder missed writes"
+    stats = Stats()
+    seen: set = set()
+    violations: list[str] = []
+    for state in crash_states(rec, stats):
+        flags = (state.point >= acked_at, state.point == len(rec.log))
+        if (state.key, flags) in seen:
+            continue
+        seen.add((state.key, flags))
+        dest = scratch / f"turn-state-{len(seen)}"
+        materialise(state, dest)
+        sessions = dest / "sessions"
+        recover_all_sessions_on_startup(sessions, rebuild_index=True)
+        swept = files_under(dest)
+        with bound(dest):
+            streaming.recover_interrupted_turns(sessions)
+        found = promises.chat_turn_violations(
+            old_msgs, files_under(dest), started=flags[0], finished=flags[1]
+        )
+        remaining = set(swept.values())
+        found += [
+            f"P6 recovery destroyed {rel}"
+            for rel, data in state.files.items()
+            if not promises._is_kept_name(rel) and data not in remaining
+        ]
+        for v in found:
+            where = f"chat turn crash after op {state.point}/{len(rec.log)}"
+            counters.violation(SECTION, where, v)
+            violations.append(f"{where}: {v} | state: {_describe(state)}")
+        shutil.rmtree(dest)
+    counters.add(SECTION, "states_checked", len(seen))
+    counters.add(SECTION, "states_checked.chat_turn", len(seen))
+    counters.add(SECTION, "states_generated", stats.generated)
+    counters.add(SECTION, "crash_points", stats.points)
+    counters.add(SECTION, "fs_ops_recorded", len(rec.log))
+    assert not violations, "\n".join(violations[:20])

@@ -12,7 +12,17 @@ from api.session_recovery import recover_all_sessions_on_startup
 from talaria_testing import promises
 from talaria_testing.crash_states import Stats, crash_states, data_variants
 from talaria_testing.fsrecorder import FsRecorder, Op, replay
-from talaria_testing.scenarios import BY_NAME, DELETE, DELIBERATE, GROW, SID, bound, build_template, copy_state, files_under
+from talaria_testing.scenarios import (
+    BY_NAME,
+    DELETE,
+    DELIBERATE,
+    GROW,
+    SID,
+    bound,
+    build_template,
+    copy_state,
+    files_under,
+)
 
 
 def _recorder(tmp_path: Path, files: dict[str, bytes]) -> FsRecorder:
@@ -88,7 +98,12 @@ def test_pending_renames_in_one_folder_may_land_in_any_order(tmp_path):
 
 def test_impossible_orders_are_dropped_and_counted(tmp_path):
     rec = _recorder(tmp_path, {})
-    rec.log = [Op("create", "t", ino=7), Op("write", ino=7, data=b"x"), Op("fsync", ino=7), Op("rename", "t", "f", ino=7)]
+    rec.log = [
+        Op("create", "t", ino=7),
+        Op("write", ino=7, data=b"x"),
+        Op("fsync", ino=7),
+        Op("rename", "t", "f", ino=7),
+    ]
     stats = Stats()
     states = list(crash_states(rec, stats))
     assert stats.impossible_orders > 0  # the rename without its create
@@ -111,7 +126,9 @@ def test_replay_rebuilds_a_recorded_save_exactly(tmp_path):
             scenario.run(sessions, info)
         final = files_under(root)
     assert replay(rec)[1] == final
-    sequence = [(op.kind, op.dst) for op in rec.log if op.kind in ("rename", "fsync_dir") and "_index" not in op.dst]
+    sequence = [
+        (op.kind, op.dst) for op in rec.log if op.kind in ("rename", "fsync_dir") and "_index" not in op.dst
+    ]
     live = promises.live_rel()
     assert sequence[:4] == [("rename", live + ".bak"), ("fsync_dir", ""), ("rename", live), ("fsync_dir", "")]
 
@@ -149,11 +166,19 @@ def _doc(messages, **fields) -> bytes:
     return promises.orjson.dumps({"session_id": SID, "title": "T", "messages": messages, **fields})
 
 
-MSGS = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}", "timestamp": 10.0 + i} for i in range(6)]
+MSGS = [
+    {"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}", "timestamp": 10.0 + i}
+    for i in range(6)
+]
 
 
 def _exp(kind, old_msgs, new_msgs, **new_fields) -> promises.Expectation:
-    return promises.Expectation("hand", kind, {promises.live_rel(): _doc(old_msgs)}, {promises.live_rel(): _doc(new_msgs, **new_fields)})
+    return promises.Expectation(
+        "hand",
+        kind,
+        {promises.live_rel(): _doc(old_msgs)},
+        {promises.live_rel(): _doc(new_msgs, **new_fields)},
+    )
 
 
 def test_check_flags_a_torn_file_a_destroyed_file_and_a_changed_transcript():
@@ -164,7 +189,10 @@ def test_check_flags_a_torn_file_a_destroyed_file_and_a_changed_transcript():
     post = {promises.live_rel(): _doc(MSGS)}
     assert any(v.startswith("P6") for v in promises.check(exp, pre, post, acknowledged=False))
     shrunk = {promises.live_rel(): _doc(MSGS[:2])}
-    assert any(v.startswith("P2") for v in promises.check(exp, {promises.live_rel(): _doc(MSGS)}, shrunk, acknowledged=True))
+    assert any(
+        v.startswith("P2")
+        for v in promises.check(exp, {promises.live_rel(): _doc(MSGS)}, shrunk, acknowledged=True)
+    )
 
 
 def test_check_flags_a_deletion_that_comes_back():
@@ -178,6 +206,8 @@ def test_spring_back_check_flags_an_undo_without_a_watermark(tmp_path):
     sessions.mkdir()
     undone = _doc(MSGS[:4], intentional_shrink_generation="0" * 12 + "4" + "0" * 3 + "8" + "0" * 15)
     (sessions / f"{SID}.json").write_bytes(undone)
-    exp = promises.Expectation("hand", DELIBERATE, {promises.live_rel(): _doc(MSGS)}, {promises.live_rel(): undone})
+    exp = promises.Expectation(
+        "hand", DELIBERATE, {promises.live_rel(): _doc(MSGS)}, {promises.live_rel(): undone}
+    )
     found = promises.spring_back_violations(exp, {promises.live_rel(): undone}, sessions)
     assert found and all(v.startswith("P4") for v in found)

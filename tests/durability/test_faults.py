@@ -48,7 +48,9 @@ def _grow_and_fail(sessions: Path, make_fault, counters, label: str) -> None:
     after = _session_file(sessions).read_bytes()
     doc = promises.parse(after)
     assert isinstance(doc, dict), "the live file is damaged"
-    assert after == before or len(doc["messages"]) == 14, "the live file is neither the old nor the new version"
+    assert after == before or len(doc["messages"]) == 14, (
+        "the live file is neither the old nor the new version"
+    )
     assert _leftovers(sessions) == [], "a temp file was left behind"
     assert len(s.messages) == 14 and models.get_session(SID) is s, "the session in memory lost its messages"
     s.save()
@@ -66,11 +68,19 @@ INJECTED = [
 
 
 @pytest.mark.parametrize(("label", "err", "at", "after_bytes"), INJECTED, ids=[c[0] for c in INJECTED])
-def test_injected_fault_during_save_changes_nothing_and_a_later_save_succeeds(label, err, at, after_bytes, counters, tmp_path):
+def test_injected_fault_during_save_changes_nothing_and_a_later_save_succeeds(
+    label, err, at, after_bytes, counters, tmp_path
+):
     with bound(tmp_path) as sessions:
         _grow_and_fail(
             sessions,
-            lambda: FaultInjector(sessions, err, at, match=lambda n: n.startswith(SID) or n == "sessions", after_bytes=after_bytes),
+            lambda: FaultInjector(
+                sessions,
+                err,
+                at,
+                match=lambda n: n.startswith(SID) or n == "sessions",
+                after_bytes=after_bytes,
+            ),
             counters,
             label,
         )
@@ -89,7 +99,9 @@ def test_shrinking_save_never_lands_without_its_backup(counters, tmp_path):
                 pass
         counters.add(SECTION, "faults_injected")
         recover_all_sessions_on_startup(sessions, rebuild_index=True)
-        assert len(models.Session.load(SID).messages) == 12, "the dropped rows are gone for good: no backup was written"
+        assert len(models.Session.load(SID).messages) == 12, (
+            "the dropped rows are gone for good: no backup was written"
+        )
 
 
 def test_disk_full_on_a_real_small_tmpfs(counters, tmp_path):
@@ -134,7 +146,9 @@ def test_disk_full_shrinking_save_on_a_real_small_tmpfs(counters, tmp_path):
                 pass
             counters.add(SECTION, "faults_injected")
             recover_all_sessions_on_startup(sessions, rebuild_index=True)
-            assert len(models.Session.load(SID).messages) == 60, "the dropped rows are gone for good: no backup was written"
+            assert len(models.Session.load(SID).messages) == 60, (
+                "the dropped rows are gone for good: no backup was written"
+            )
 
 
 def test_read_only_file_system_during_save(counters, tmp_path):
@@ -170,7 +184,9 @@ class _Handler:
         pass
 
 
-@pytest.mark.parametrize(("err", "words"), [(errno.ENOSPC, ("space", "full")), (errno.EROFS, ("read-only", "read only"))])
+@pytest.mark.parametrize(
+    ("err", "words"), [(errno.ENOSPC, ("space", "full")), (errno.EROFS, ("read-only", "read only"))]
+)
 def test_the_api_answers_a_failed_save_with_a_json_error_that_names_the_cause(err, words, counters, tmp_path):
     from api import routes
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import random
 import string
-from pathlib import Path
 
 import pytest
 
@@ -48,7 +47,9 @@ def hostile(tmp_path, durability):
         good2 = _save("good2", 12)
         good2.messages = good2.messages[:4]
         good2.save()  # a genuine loss: the backup holds 12
-        (sessions / "orphan_tomb.json.bak").write_text(json.dumps({"session_id": "orphan_tomb", "messages": messages(3)}))
+        (sessions / "orphan_tomb.json.bak").write_text(
+            json.dumps({"session_id": "orphan_tomb", "messages": messages(3)})
+        )
         tombstones.add_deleted(sessions, "orphan_tomb")
         kinds = build_hostile_folder(sessions, outside, huge_valid=durability.full)
     return root, sessions, outside, kinds
@@ -71,8 +72,12 @@ def test_recovery_index_and_audit_survive_a_hostile_folder(hostile, counters):
     assert tree_signature(outside) == outside_before, "a file outside the state folder changed"
     assert kept_before <= contents_present(sessions), "recovery lost the bytes of a file it found"
     assert {n: (sessions / n).stat().st_size for n in huge_before} == huge_before
-    assert len(models._load_session_from_path(sessions / "good2.json").messages) == 12, "genuine loss not recovered"
-    assert len(models._load_session_from_path(sessions / "orphan.json").messages) == 5, "orphan backup not restored"
+    assert len(models._load_session_from_path(sessions / "good2.json").messages) == 12, (
+        "genuine loss not recovered"
+    )
+    assert len(models._load_session_from_path(sessions / "orphan.json").messages) == 5, (
+        "orphan backup not restored"
+    )
     assert not (sessions / "orphan_tomb.json").exists(), "a deleted session came back from its backup"
     victim = json.dumps({"session_id": "victim", "title": "victim", "messages": messages(2)}).encode()
     assert (sessions / "victim.json").read_bytes() == victim, "a backup link leading outside was restored"
@@ -85,12 +90,18 @@ def test_hostile_state_dbs_are_never_written_and_never_stop_recovery(counters, t
     for name, db in dbs.items():
         root = tmp_path / f"state-{name}"
         with bound(root) as sessions:
-            (sessions / "orphan.json.bak").write_text(json.dumps({"session_id": "orphan", "messages": messages(5)}))
-            (sessions / "stranger.json.bak").write_text(json.dumps({"session_id": "stranger", "messages": messages(5)}))
+            (sessions / "orphan.json.bak").write_text(
+                json.dumps({"session_id": "orphan", "messages": messages(5)})
+            )
+            (sessions / "stranger.json.bak").write_text(
+                json.dumps({"session_id": "stranger", "messages": messages(5)})
+            )
             before = tree_signature(db.parent)
             result = recover_all_sessions_on_startup(sessions, rebuild_index=True, state_db_path=db)
             audit = audit_session_recovery(sessions, db)
-            shown = models.reconciled_state_db_messages_for_session(models.Session(session_id="orphan", messages=messages(2)))
+            shown = models.reconciled_state_db_messages_for_session(
+                models.Session(session_id="orphan", messages=messages(2))
+            )
             rows = models.get_state_db_session_messages("orphan", db_path=db)
         counters.add(SECTION, "hostile_state_dbs")
         if tree_signature(db.parent) != before:
@@ -100,7 +111,9 @@ def test_hostile_state_dbs_are_never_written_and_never_stop_recovery(counters, t
         if not isinstance(shown, list) or not isinstance(rows, list):
             problems.append(f"state.db '{name}': reconciliation did not answer a list")
         if not (sessions / "orphan.json").exists():
-            problems.append(f"state.db '{name}': an orphan backup the agent still knows (or cannot say) was not restored")
+            problems.append(
+                f"state.db '{name}': an orphan backup the agent still knows (or cannot say) was not restored"
+            )
         if name in ("valid", "wal_clean", "symlink_outside") and (sessions / "stranger.json").exists():
             problems.append(f"state.db '{name}': an orphan backup without a state.db row was restored")
     assert not problems, "\n".join(problems)
@@ -133,7 +146,9 @@ def test_listing_and_index_rebuild_list_exactly_the_readable_sessions(hostile, c
     assert handler.status == 200, handler.json()
     assert {"good1", "good2", "victim"} <= listed
     assert not any("." in sid or " " in sid for sid in listed)
-    assert not listed & {"link_out", "zero", "fifo", "dir", "dirlink", "loop", "dangling", "victim2"}, "a link or special file was listed"
+    assert not listed & {"link_out", "zero", "fifo", "dir", "dirlink", "loop", "dangling", "victim2"}, (
+        "a link or special file was listed"
+    )
     assert tree_signature(outside) == outside_before
 
 
@@ -146,7 +161,9 @@ def test_loading_every_hostile_file_answers_without_crash_hang_or_runaway_memory
         msgs, reached = run_child(get_session_child, (str(root), stem), until=lambda m: True, timeout=5)
         counters.add(SECTION, "hostile_loads")
         if not reached:
-            failures.append(f"GET /api/session?session_id={stem!r} ({kinds.get(stem + '.json')}): no answer within 5 s (hang or crash)")
+            failures.append(
+                f"GET /api/session?session_id={stem!r} ({kinds.get(stem + '.json')}): no answer within 5 s (hang or crash)"
+            )
             continue
         status, payload = msgs[0]
         if status is None:
@@ -160,7 +177,11 @@ def test_loading_every_hostile_file_answers_without_crash_hang_or_runaway_memory
 
 
 CREATING = {"/api/session/new", "/api/session/import"}  # they take no id: they make one
-ID_ROUTES = [(m, p) for (m, p) in routes.ROUTES if (p.startswith("/api/session") or p.startswith("/api/chat")) and p not in CREATING]
+ID_ROUTES = [
+    (m, p)
+    for (m, p) in routes.ROUTES
+    if (p.startswith("/api/session") or p.startswith("/api/chat")) and p not in CREATING
+]
 
 
 def _request(method: str, path: str, fields: dict) -> RecordingHandler:
@@ -173,7 +194,7 @@ def _request(method: str, path: str, fields: dict) -> RecordingHandler:
 
 
 def test_hostile_ids_on_every_route_get_a_json_4xx_and_change_nothing(counters, tmp_path):
-    root, outside = tmp_path / "state", tmp_path / "outside"
+    root = tmp_path / "state"
     with bound(root) as sessions:
         _save(SID, 6)
         tombstones.add_deleted(sessions, "gone1")
@@ -192,8 +213,12 @@ def test_hostile_ids_on_every_route_get_a_json_4xx_and_change_nothing(counters, 
                     payload = handler.json()
                     ok = handler.status is not None and (handler.status < 500 or handler.status == 503)
                     if not ok or not isinstance(payload, dict):
-                        failures.append(f"{method} {path} {field}={sid!r}: {handler.status} {str(payload)[:120]}")
-        changed = {k for k in set(before) | set(tree_signature(root)) if before.get(k) != tree_signature(root).get(k)}
+                        failures.append(
+                            f"{method} {path} {field}={sid!r}: {handler.status} {str(payload)[:120]}"
+                        )
+        changed = {
+            k for k in set(before) | set(tree_signature(root)) if before.get(k) != tree_signature(root).get(k)
+        }
     assert not failures, "\n".join(failures[:20])
     assert not changed, f"hostile ids changed files: {sorted(changed)}"
 
@@ -245,7 +270,13 @@ def _value(rng: random.Random, ids: list):
     if kind == 9:
         return rng.choice(("json", "md", "html", "pdf", "", "../x"))
     if kind == 10:
-        return [{"role": rng.choice(("user", "assistant", "tool", 5)), "content": rng.choice(("hi", None, 3)), "timestamp": rng.choice((1.0, "x", None))}]
+        return [
+            {
+                "role": rng.choice(("user", "assistant", "tool", 5)),
+                "content": rng.choice(("hi", None, 3)),
+                "timestamp": rng.choice((1.0, "x", None)),
+            }
+        ]
     return rng.choice(ids) + rng.choice(("", "-1234567890123", ".json"))
 
 
@@ -259,7 +290,12 @@ FIELDS = (
 def test_fuzzed_requests_on_every_route_never_get_a_500(durability, counters, scratch):
     n_requests = 10_000 if durability.full else 1_500
     rng = random.Random(4242)
-    table = list(routes.ROUTES) + [("GET", "/api/nope"), ("POST", "/api/session"), ("DELETE", "/api/session"), ("PUT", "/api/session/new")]
+    table = list(routes.ROUTES) + [
+        ("GET", "/api/nope"),
+        ("POST", "/api/session"),
+        ("DELETE", "/api/session"),
+        ("PUT", "/api/session/new"),
+    ]
     server_errors: list[str] = []
     statuses: dict[int, int] = {}
     with bound(scratch / "state") as sessions:
@@ -274,15 +310,23 @@ def test_fuzzed_requests_on_every_route_never_get_a_500(durability, counters, sc
             handler = _request(method, path, fields)
             statuses[handler.status] = statuses.get(handler.status, 0) + 1
             if handler.status is None or handler.status >= 500 and handler.status != 503:
-                server_errors.append(f"{method} {path} {str(fields)[:200]} -> {handler.status} {str(handler.json())[:200]}")
+                server_errors.append(
+                    f"{method} {path} {str(fields)[:200]} -> {handler.status} {str(handler.json())[:200]}"
+                )
         session_index.flush()
         with models.LOCK:
             models.SESSIONS.clear()
-        unreadable = [p.name for p in sessions.glob("*.json") if not isinstance(promises.parse(p.read_bytes()), (dict, list))]
+        unreadable = [
+            p.name
+            for p in sessions.glob("*.json")
+            if not isinstance(promises.parse(p.read_bytes()), (dict, list))
+        ]
         index_problems = promises.index_violations(sessions)
     counters.add(SECTION, "fuzzed_requests", n_requests)
     counters.add(SECTION, "fuzz_500s", len(server_errors))
-    counters.set(SECTION, "fuzz_statuses", {str(k): v for k, v in sorted(statuses.items(), key=lambda kv: str(kv[0]))})
+    counters.set(
+        SECTION, "fuzz_statuses", {str(k): v for k, v in sorted(statuses.items(), key=lambda kv: str(kv[0]))}
+    )
     for e in server_errors[:50]:
         counters.violation(SECTION, "route fuzz", e)
     assert not server_errors, "\n".join(server_errors[:15])

@@ -10,11 +10,14 @@ from api.session_recovery import recover_all_sessions_on_startup
 from talaria_testing.crash_child import grow_session_forever
 from talaria_testing.killing import run_child
 
-KILLS = 200
 
 
 def _expected(n):
-    return {"role": "user" if n % 2 == 0 else "assistant", "content": f"message {n} " + "x" * (n % 97), "timestamp": 1000.0 + n}
+    return {
+        "role": "user" if n % 2 == 0 else "assistant",
+        "content": f"message {n} " + "x" * (n % 97),
+        "timestamp": 1000.0 + n,
+    }
 
 
 def _run_and_kill(session_dir, sid, rng) -> int:
@@ -26,17 +29,20 @@ def _run_and_kill(session_dir, sid, rng) -> int:
         seen.append(msg)
         return len(seen) >= wanted
 
-    msgs, _ = run_child(grow_session_forever, (str(session_dir), sid), until=enough, delay=rng.random() * 0.004, timeout=20)
+    msgs, _ = run_child(
+        grow_session_forever, (str(session_dir), sid), until=enough, delay=rng.random() * 0.004, timeout=20
+    )
     return max([m for m in msgs if isinstance(m, int)], default=0)
 
 
-def test_sigkill_mid_save_never_tears_the_file_or_loses_acknowledged_messages(state_dir, counters):
+def test_sigkill_mid_save_never_tears_the_file_or_loses_acknowledged_messages(state_dir, counters, durability):
+    kills = 300 if durability.full else 100
     rng = random.Random(1234)
     sid = "crashgrow"
     acked_max = 0
     violations = []
     started = time.monotonic()
-    for kill in range(KILLS):
+    for kill in range(kills):
         acked = _run_and_kill(state_dir, sid, rng)
         acked_max = max(acked_max, acked)
         loaded = Session.load(sid)  # a torn file would raise here
@@ -46,8 +52,8 @@ def test_sigkill_mid_save_never_tears_the_file_or_loses_acknowledged_messages(st
         if loaded and loaded.messages != [_expected(i) for i in range(count)]:
             violations.append((kill, "content differs", count))
         acked_max = max(acked_max, count)
-    counters.add("kill_matrix", "kill_points", KILLS)
-    counters.add("kill_matrix", "kill_points.grow_forever", KILLS)
+    counters.add("kill_matrix", "kill_points", kills)
+    counters.add("kill_matrix", "kill_points.grow_forever", kills)
     for v in violations:
         counters.violation("kill_matrix", f"grow_forever kill {v[0]}", str(v[1:]))
     counters.set("kill_matrix", "grow_forever_seconds", round(time.monotonic() - started, 1))
@@ -56,4 +62,5 @@ def test_sigkill_mid_save_never_tears_the_file_or_loses_acknowledged_messages(st
     assert summary["restored"] == 0
     assert len(Session.load(sid).messages) >= acked_max
     leftovers = [p.name for p in state_dir.iterdir() if ".tmp." in p.name]
-    assert len(leftovers) <= KILLS  # a kill between create and replace may leave a temp file, never a torn session
+    # a kill between create and replace may leave a temp file, never a torn session
+    assert len(leftovers) <= kills

@@ -64,13 +64,17 @@ def _kill_at_every_step(scenario, sizes, counters, tmp_path) -> list[str]:
             root = tmp_path / f"kill-{n}-{stop_at}"
             copy_state(template, root)
             want = "paused" if stop_at != AFTER_DONE else "done"
-            msgs, reached = run_child(step_child, (scenario.name, str(root), info, stop_at), until=lambda m, w=want: m[0] == w)
+            msgs, reached = run_child(
+                step_child, (scenario.name, str(root), info, stop_at), until=lambda m, w=want: m[0] == w
+            )
             where = f"{scenario.name} n={n} kill after step {stop_at}/{len(steps)}" + (
                 f" ({steps[stop_at - 1]})" if stop_at != AFTER_DONE else " (operation returned)"
             )
             child_steps = [m[2] for m in msgs if m[0] == "step"]
             assert reached, f"{where}: child never got there: {msgs[-3:]}"
-            assert child_steps == steps[: len(child_steps)], f"{where}: child took other steps {child_steps} vs {steps}"
+            assert child_steps == steps[: len(child_steps)], (
+                f"{where}: child took other steps {child_steps} vs {steps}"
+            )
             counters.add(SECTION, "kill_points")
             counters.add(SECTION, f"kill_points.{scenario.name}")
             for v in _recover_and_check(exp, root, acknowledged=stop_at == AFTER_DONE):
@@ -114,7 +118,9 @@ def _random_check(msgs: list, root: Path, initial_digest: str) -> tuple[list[str
             _, k, digest, refused = m
             want = before if refused else pending[3][-1]
             if digest != want:
-                out.append(f"op {pending[2]} #{k} left a transcript other than its specification (refused={refused})")
+                out.append(
+                    f"op {pending[2]} #{k} left a transcript other than its specification (refused={refused})"
+                )
             if pending[4] and not refused:
                 deliberate_landed.add(digest)
             before, allowed, pending = digest, {digest}, None
@@ -122,13 +128,17 @@ def _random_check(msgs: list, root: Path, initial_digest: str) -> tuple[list[str
     pre = files_under(root)
     pre_digest = _messages_digest(pre.get(promises.live_rel()))
     if pre_digest not in allowed:
-        out.append(f"P1/P2 after the kill the transcript is none of the versions the operation could leave ({pending and pending[2]})")
+        out.append(
+            f"P1/P2 after the kill the transcript is none of the versions the operation could leave ({pending and pending[2]})"
+        )
     sessions = root / "sessions"
     result = recover_all_sessions_on_startup(sessions, rebuild_index=True)
     post = files_under(root)
     post_digest = _messages_digest(post.get(promises.live_rel()))
     if result["restored"]:
-        out.append(f"P4 recovery restored {result['restored']} session(s) although every shrink was deliberate")
+        out.append(
+            f"P4 recovery restored {result['restored']} session(s) although every shrink was deliberate"
+        )
     if post_digest != pre_digest:
         out.append("P4 recovery changed the transcript")
     out += [f"P6 {v}" for v in _destroyed(pre, post)]
@@ -156,7 +166,9 @@ def test_sigkill_at_random_moments_of_random_operations(durability, counters, tm
     violations: list[str] = []
     for kill in range(durability.random_kills):
         delay = rng.uniform(0.0, 0.06)
-        msgs, reached = run_child(random_ops_child, (str(root), 1000 + kill), until=lambda m: m[0] == "ready", delay=delay)
+        msgs, reached = run_child(
+            random_ops_child, (str(root), 1000 + kill), until=lambda m: m[0] == "ready", delay=delay
+        )
         assert reached, f"random child {kill} never became ready: {msgs[-3:]}"
         counters.add(SECTION, "kill_points")
         counters.add(SECTION, "kill_points.random_moment")

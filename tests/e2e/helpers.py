@@ -10,6 +10,64 @@ from pathlib import Path
 
 REPO_DIR = Path(__file__).resolve().parents[2]
 SCREENSHOT_DIR = REPO_DIR / "artifacts" / "screenshots"
+DESKTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
+
+
+def start_server(root: Path, llm, *, password: str | None = None, prepare=None):
+    """The real server with its agent pointed at the fake LLM; ``prepare(server)`` runs before start."""
+    from talaria_testing.fake_llm import write_hermes_config
+    from talaria_testing.server_proc import ServerProc
+
+    server = ServerProc(
+        root, password=password, env={"TALARIA_AGENT_TOOLSETS": "todo", "TALARIA_CHECKPOINT_INTERVAL": "0.5"}
+    )
+    server.hermes_home.mkdir(parents=True, exist_ok=True)
+    write_hermes_config(server.hermes_home, llm.base_url)
+    if prepare is not None:
+        server.session_dir.mkdir(parents=True, exist_ok=True)
+        prepare(server)
+    return server.start()
+
+
+class PageGuard:
+    """Collects everything that must not happen on a healthy page."""
+
+    def __init__(self, page):
+        self.problems: list[str] = []
+        self.allowed_statuses: set[int] = set()
+        page.on("console", self._console)
+        page.on("pageerror", lambda exc: self.problems.append(f"page error: {exc}"))
+        page.on(
+            "requestfailed",
+            lambda req: self.problems.append(f"request failed: {req.method} {req.url} ({req.failure})"),
+        )
+        page.on("response", self._response)
+
+    def _console(self, msg) -> None:
+        if msg.type == "error":
+            self.problems.append(f"console error: {msg.text}")
+
+    def _response(self, response) -> None:
+        if response.status >= 400 and response.status not in self.allowed_statuses:
+            self.problems.append(f"HTTP {response.status}: {response.request.method} {response.url}")
+
+
+@contextlib.contextmanager
+def open_page(browser, base_url: str, *, viewport=DESKTOP, color_scheme="light"):
+    """A fresh browser context and page; on a clean exit the page must not have logged any problem."""
+    context = browser.new_context(viewport=viewport, color_scheme=color_scheme, accept_downloads=True)
+    page = context.new_page()
+    page.set_default_timeout(15000)
+    page.guard = PageGuard(page)
+    page.base = base_url
+    try:
+        yield page
+        # Let late responses and console messages arrive before judging the page.
+        page.wait_for_timeout(150)
+        assert not page.guard.problems, "the page was not clean:\n" + "\n".join(page.guard.problems)
+    finally:
+        context.close()
 
 
 def screenshot(page, name: str) -> Path:
@@ -41,16 +99,6 @@ def session_store(session_dir: Path):
             models.SESSIONS.clear()
 
 
-def wait_until(predicate, timeout: float = 10.0, interval: float = 0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError("condition not met in time")
-
-
 def goto_app(page, path: str = "/"):
     page.goto(page.base + path)
     page.wait_for_selector("#app:not([hidden])")
@@ -74,7 +122,9 @@ def send(page, text: str) -> int:
 def wait_turn_done(page, before: int, timeout: float = 30000) -> None:
     """Waits until a turn started after ``before`` finished and the transcript was re-rendered."""
     page.wait_for_function(
-        "(n) => Number(document.getElementById('transcript').dataset.turnsDone || 0) > n", arg=before, timeout=timeout
+        "(n) => Number(document.getElementById('transcript').dataset.turnsDone || 0) > n",
+        arg=before,
+        timeout=timeout,
     )
     page.wait_for_selector(".msg.live", state="detached", timeout=timeout)
     page.wait_for_selector("#stop", state="hidden", timeout=timeout)

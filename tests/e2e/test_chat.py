@@ -4,13 +4,25 @@ from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 
+import pytest
 from playwright.sync_api import expect
 
 from talaria_testing.fake_llm import Reply
 
-from .conftest import open_page
-from .helpers import DroppingProxy, goto_app, import_session, screenshot, send, transcript_state, wait_turn_done
+from .helpers import (
+    DroppingProxy,
+    goto_app,
+    import_session,
+    open_page,
+    screenshot,
+    send,
+    transcript_state,
+    wait_turn_done,
+)
+
+pytestmark = pytest.mark.e2e
 
 STREAMED = "Streaming works: **bold** words arrive one by one, then `inline code` and the end."
 TODO_ARGS = {"todos": [{"id": "1", "content": "write the browser tests", "status": "pending"}]}
@@ -68,7 +80,9 @@ def test_an_answer_streams_token_by_token_then_renders_markdown(page, server, ll
     assert page.evaluate("window.__live") == [STREAMED]
     # The first message names the session; the sidebar and header follow.
     expect(page.locator("#chat-title")).to_have_text("Hello there, please stream")
-    expect(page.locator(f'.session-row[data-sid="{sid}"] .session-title')).to_have_text("Hello there, please stream")
+    expect(page.locator(f'.session-row[data-sid="{sid}"] .session-title')).to_have_text(
+        "Hello there, please stream"
+    )
     saved = server.get_json(f"/api/session?session_id={sid}")["session"]
     assert [m["role"] for m in saved["messages"]] == ["user", "assistant"]
     assert saved["messages"][1]["content"] == STREAMED
@@ -77,7 +91,11 @@ def test_an_answer_streams_token_by_token_then_renders_markdown(page, server, ll
 
 def test_tool_calls_and_reasoning_are_collapsible_cards(page, server, llm):
     llm.script(
-        Reply(text="Let me plan.", reasoning="The user wants a plan; the todo tool fits.", tool_calls=[{"id": "call_t1", "name": "todo", "arguments": TODO_ARGS}]),
+        Reply(
+            text="Let me plan.",
+            reasoning="The user wants a plan; the todo tool fits.",
+            tool_calls=[{"id": "call_t1", "name": "todo", "arguments": TODO_ARGS}],
+        ),
         Reply(text="The plan is written."),
     )
     new_session(page)
@@ -93,9 +111,10 @@ def test_tool_calls_and_reasoning_are_collapsible_cards(page, server, llm):
     expect(card.locator(".tool-state")).to_have_text("done")
     expect(page.locator(".msg-assistant").last).to_contain_text("The plan is written.")
     reasoning = page.locator(".reasoning")
-    if reasoning.count():
-        reasoning.first.locator("summary").click()
-        expect(reasoning.first.locator(".reasoning-body")).to_contain_text("todo tool fits")
+    expect(reasoning).to_have_count(1)
+    expect(reasoning.locator(".reasoning-body")).to_be_hidden()
+    reasoning.locator("summary").click()
+    expect(reasoning.locator(".reasoning-body")).to_have_text("The user wants a plan; the todo tool fits.")
     screenshot(page, "chat-tool-card")
 
 
@@ -117,7 +136,9 @@ def test_compress_shows_the_marker_and_a_reload_shows_the_same_state(page, serve
     marker = page.locator(".compress-marker")
     expect(marker).to_have_count(1, timeout=30000)
     # Long answers summarized into a short summary: the marker tells how much room was made.
-    expect(marker.locator("summary")).to_have_text(re.compile(r"^earlier turns compressed here — about [\d,]+ tokens saved$"))
+    expect(marker.locator("summary")).to_have_text(
+        re.compile(r"^earlier turns compressed here — about [\d,]+ tokens saved$")
+    )
     saved = server.get_json(f"/api/session?session_id={session['session_id']}&msg_limit=1")["session"]
     assert saved["compression_anchor_visible_idx"] is not None
     expect(marker.locator(".compress-marker-summary")).to_be_hidden()
@@ -139,6 +160,11 @@ def test_compress_shows_the_marker_and_a_reload_shows_the_same_state(page, serve
     assert transcript_state(page) == before
     assert page.locator("#chat-title").inner_text() == title_before
     assert page.locator("#context-meter-label").inner_text() == meter_before
+
+    page.locator("#composer-input").fill("/uncompress")
+    page.locator("#composer-input").press("Enter")
+    expect(page.locator(".compress-marker")).to_have_count(0)
+    expect(page.locator(".msg")).to_have_count(14)
 
 
 def test_stop_ends_the_answer_mid_stream_and_keeps_what_arrived(page, server, llm):
@@ -162,6 +188,31 @@ def test_stop_ends_the_answer_mid_stream_and_keeps_what_arrived(page, server, ll
     turn = send(page, "Still there?")
     wait_turn_done(page, turn)
     expect(page.locator(".msg-assistant").last).to_contain_text("After the stop, all is well.")
+
+
+def test_a_second_tab_opened_mid_answer_shows_it_so_far_and_follows_it(page, browser, server, llm):
+    words = " ".join(f"word{i}" for i in range(12))
+    llm.script(Reply(text=words, hang_after=6))
+    sid = new_session(page)
+    turn = send(page, "Tell me twelve words")
+    expect(page.locator(".msg.live .live-text")).to_contain_text("word5")
+    assert llm.wait_for_hang(10)
+    with open_page(browser, server.base_url) as other:
+        goto_app(other, f"/#/s/{sid}")
+        # The journal replays from the first event; the checkpointed partial row is not shown twice.
+        expect(other.locator(".msg.live .live-text")).to_have_text(
+            " ".join(f"word{i}" for i in range(6)) + " "
+        )
+        expect(other.locator(".msg-user")).to_have_count(1)
+        expect(other.locator(".msg-assistant:not(.live)")).to_have_count(0)
+        expect(other.locator("#stop")).to_be_visible()
+        screenshot(other, "second-tab-mid-stream")
+        other_turn = 0
+        llm.release()
+        wait_turn_done(page, turn)
+        wait_turn_done(other, other_turn)
+        expect(other.locator(".msg-assistant .msg-body")).to_have_text(words)
+        assert transcript_state(other) == transcript_state(page)
 
 
 def test_escape_stops_a_streaming_answer(page, server, llm):
@@ -263,10 +314,11 @@ def test_export_links_download_the_session(page, server):
     session = import_session(server, "Export me", history(1))
     goto_app(page, f"/#/s/{session['session_id']}")
     expect(page.locator(".msg")).to_have_count(2)
-    page.click("#export-menu summary")
     for link, suffix in (("JSON", ".json"), ("Markdown", ".md"), ("HTML", ".html")):
+        page.click("#export-menu summary")
         with page.expect_download() as info:
             page.get_by_role("menuitem", name=link).click()
         download = info.value
         assert download.suggested_filename.endswith(suffix)
-        assert "Topic 0" in open(download.path(), encoding="utf-8").read()
+        assert "Topic 0" in Path(download.path()).read_text(encoding="utf-8")
+        expect(page.locator("#export-menu")).not_to_have_attribute("open", "")

@@ -7,8 +7,9 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from .conftest import open_page, start_server
-from .helpers import goto_app, screenshot, session_store
+from .helpers import goto_app, open_page, screenshot, session_store, start_server
+
+pytestmark = pytest.mark.e2e
 
 MESSAGES = 5000
 OPEN_BUDGET_S = 1.0
@@ -19,7 +20,9 @@ def long_transcript(count: int) -> list[dict]:
     out = []
     for i in range(count):
         if i % 2 == 0:
-            out.append({"role": "user", "content": f"Question {i}: what about item {i}?", "timestamp": base + i})
+            out.append(
+                {"role": "user", "content": f"Question {i}: what about item {i}?", "timestamp": base + i}
+            )
         else:
             text = f"Answer {i}: item {i - 1} is fine.\n\n```python\nprint({i})\n```\n\n- one\n- two"
             out.append({"role": "assistant", "content": text, "timestamp": base + i})
@@ -63,7 +66,9 @@ def test_a_5000_message_session_opens_in_under_a_second(long_page, long_server, 
     rendered = page.locator("#messages .msg").count()
     record_property("open_seconds_wall", round(wall, 3))
     record_property("open_seconds_in_page", round(in_page, 3))
-    print(f"\n5,000-message session: opened in {in_page * 1000:.0f} ms in page, {wall * 1000:.0f} ms wall; {rendered} rows rendered")
+    print(
+        f"\n5,000-message session: opened in {in_page * 1000:.0f} ms in page, {wall * 1000:.0f} ms wall; {rendered} rows rendered"
+    )
     screenshot(page, "long-session")
     assert rendered <= 100
     assert in_page < OPEN_BUDGET_S
@@ -89,5 +94,7 @@ def test_scrolling_up_loads_older_pages_without_jumping(long_page, long_server):
         assert -50 <= offset <= 400
     first_after = int(page.locator("#messages .msg").first.get_attribute("data-idx"))
     assert first_after <= first_before - 300
-    indices = [int(i) for i in page.eval_on_selector_all("#messages .msg", "els => els.map(e => e.dataset.idx)")]
+    indices = [
+        int(i) for i in page.eval_on_selector_all("#messages .msg", "els => els.map(e => e.dataset.idx)")
+    ]
     assert indices == list(range(first_after, MESSAGES))

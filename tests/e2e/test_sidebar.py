@@ -5,9 +5,12 @@ from __future__ import annotations
 import re
 import uuid
 
+import pytest
 from playwright.sync_api import expect
 
 from .helpers import goto_app, import_session, screenshot
+
+pytestmark = pytest.mark.e2e
 
 CHAT = [
     {"role": "user", "content": "What is the capital of France?"},
@@ -44,7 +47,10 @@ def test_title_filter_and_content_search_find_sessions(page, server):
     hidden = import_session(
         server,
         unique("Groceries"),
-        [{"role": "user", "content": "milk and eggs"}, {"role": "assistant", "content": f"Also buy {needle} spice."}],
+        [
+            {"role": "user", "content": "milk and eggs"},
+            {"role": "assistant", "content": f"Also buy {needle} spice."},
+        ],
     )
     goto_app(page)
     page.fill("#session-filter", title.lower())
@@ -72,7 +78,9 @@ def test_delete_then_undo_brings_the_session_back(page, server):
     row(page, title).get_by_role("menuitem", name="Delete").click()
     row(page, title).wait_for(state="detached")
     assert page.locator("#empty-state").is_visible()
-    assert not any(r["session_id"] == session["session_id"] for r in server.get_json("/api/sessions")["sessions"])
+    assert not any(
+        r["session_id"] == session["session_id"] for r in server.get_json("/api/sessions")["sessions"]
+    )
 
     toast = page.locator(".toast", has_text=title)
     screenshot(page, "delete-undo-toast")

@@ -5,10 +5,12 @@ from __future__ import annotations
 import re
 import time
 
+import pytest
 from playwright.sync_api import expect
 
-from .conftest import open_page, start_server
-from .helpers import goto_app, screenshot, session_store
+from .helpers import goto_app, open_page, screenshot, session_store, start_server
+
+pytestmark = pytest.mark.e2e
 
 PASSWORD = "correct horse battery staple"
 
@@ -20,7 +22,8 @@ def test_recovery_banner_names_the_restored_session_and_links_the_audit(browser,
         base = time.time() - 60
         with session_store(server.session_dir) as models:
             turns = [
-                {"role": "user" if i % 2 == 0 else "assistant", "content": f"line {i}", "timestamp": base + i} for i in range(6)
+                {"role": "user" if i % 2 == 0 else "assistant", "content": f"line {i}", "timestamp": base + i}
+                for i in range(6)
             ]
             session = models.Session(title="Lost and found", messages=turns)
             session.save(skip_index=True)
@@ -71,5 +74,37 @@ def test_login_page_guards_the_app_and_posts_carry_the_csrf_token(browser, llm, 
             send_title.press("Enter")
             expect(page.locator("#chat-title")).to_have_text("Guarded")
             expect(page.locator("#logout")).to_be_visible()
+    finally:
+        server.stop()
+
+
+def test_agent_sessions_from_other_platforms_open_read_only(browser, llm, tmp_path):
+    def prepare(server):
+        from hermes_state import SessionDB
+
+        db = SessionDB(server.hermes_home / "state.db")
+        try:
+            db.create_session("tg_chat_1", "telegram", model="fake-model")
+            db.set_session_title("tg_chat_1", "Groceries on Telegram")
+            db.append_message("tg_chat_1", "user", "Remind me to buy oat milk")
+            db.append_message("tg_chat_1", "assistant", "Noted: **oat milk** is on the list.")
+        finally:
+            db.close()
+
+    server = start_server(tmp_path / "srv", llm, prepare=prepare)
+    try:
+        with open_page(browser, server.base_url) as page:
+            goto_app(page)
+            expect(page.locator("#session-list .group-title", has_text="Other platforms")).to_be_visible()
+            row = page.locator("#session-list .agent-row", has_text="Groceries on Telegram")
+            expect(row.locator(".session-meta")).to_contain_text("telegram")
+            row.locator(".session-open").click()
+            expect(page.locator(".msg")).to_have_count(2)
+            expect(page.locator(".msg-assistant strong")).to_have_text("oat milk")
+            expect(page.locator("#read-only-note")).to_contain_text("Read-only")
+            expect(page.locator("#composer-input")).to_be_disabled()
+            expect(page.locator("#export-menu")).to_be_hidden()
+            expect(page.locator(".edit-last")).to_have_count(0)
+            screenshot(page, "agent-session-read-only")
     finally:
         server.stop()

@@ -1,0 +1,90 @@
+"""A scripted stand-in for the agent inside ``api.streaming`` (for crash tests of a chat turn).
+
+``install(monkeypatch)`` swaps ``api.agent_runtime.build_agent`` and ``TurnRunner`` for fakes that
+stream ``ANSWER_TOKENS`` one by one (a few milliseconds apart) and then complete with ``ANSWER``; the
+checkpoint interval drops to 20 ms, so a turn checkpoints several times.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+USER_TEXT = "please answer durably"
+ANSWER_TOKENS = [f"tok{i} " for i in range(24)]
+ANSWER = "".join(ANSWER_TOKENS)
+TOKEN_DELAY_S = 0.006
+
+
+class FakeAgent:
+    def __init__(self, session_id: str):
+        self.session_id = session_id
+        self.context_compressor = None
+
+
+def build_agent(session_id, model=None, provider=None, **kwargs) -> FakeAgent:
+    return FakeAgent(session_id)
+
+
+class FakeTurnRunner:
+    def __init__(
+        self,
+        agent,
+        user_text,
+        history,
+        on_event,
+        *,
+        persist_text=None,
+        persist_timestamp=None,
+        system_message=None,
+    ):
+        self.agent = agent
+        self.user_text = user_text
+        self.history = list(history or [])
+        self.on_event = on_event
+        self.result = None
+        self.done = threading.Event()
+        self._stop = threading.Event()
+
+    def start(self) -> FakeTurnRunner:
+        threading.Thread(target=self._run, name="fake-turn", daemon=True).start()
+        return self
+
+    def _run(self) -> None:
+        from api.agent_runtime import TurnResult
+
+        sent = []
+        for tok in ANSWER_TOKENS:
+            if self._stop.is_set():
+                break
+            self.on_event("token", {"text": tok})
+            sent.append(tok)
+            time.sleep(TOKEN_DELAY_S)
+        interrupted = self._stop.is_set()
+        text = "".join(sent)
+        rows = [
+            *self.history,
+            {"role": "user", "content": self.user_text},
+            {"role": "assistant", "content": text},
+        ]
+        self.result = TurnResult(
+            final_response=text, messages=rows, completed=not interrupted, interrupted=interrupted
+        )
+        self.done.set()
+
+    def wait(self, timeout=None):
+        self.done.wait(timeout)
+        return self.result
+
+    def interrupt(self, message=None) -> None:
+        self._stop.set()
+
+
+def install(monkeypatch) -> None:
+    from api import agent_runtime
+    from api import config as api_config
+
+    monkeypatch.setattr(agent_runtime, "build_agent", build_agent)
+    monkeypatch.setattr(agent_runtime, "TurnRunner", FakeTurnRunner)
+    monkeypatch.setattr(agent_runtime, "close_agent", lambda agent: None)
+    monkeypatch.setitem(api_config.SETTINGS_VALUES, "checkpoint_interval", 0.02)
