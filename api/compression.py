@@ -102,10 +102,16 @@ def anchor_message_key(msg: dict) -> dict | None:
     return {"role": msg.get("role"), "ts": ts, "text": text, "attachments": count}
 
 
-def set_anchor(session: models.Session, visible_upto: list) -> None:
+def set_anchor(session: models.Session, visible_upto: list, **details) -> None:
+    """Anchor the compression after the last visible row of ``visible_upto`` (a prefix of ``messages``)."""
     visible = visible_messages_for_anchor(visible_upto)
     session.compression_anchor_visible_idx = len(visible) - 1 if visible else None
     session.compression_anchor_message_key = anchor_message_key(visible[-1]) if visible else None
+    message_idx = None
+    if visible:
+        last = visible[-1]
+        message_idx = next((i for i in range(len(visible_upto) - 1, -1, -1) if visible_upto[i] is last), None)
+    session.compression_anchor_details = {"message_idx": message_idx, **details}
 
 
 def _stamp_missing_message_timestamps(rows: list) -> None:
@@ -254,7 +260,7 @@ def _compress(session: models.Session, focus_topic: str | None) -> dict:
         if sanitize_messages_for_api(session.messages) != original:
             raise Conflict("Session was modified during compression; please retry.")
         if not unchanged:
-            _apply_manual_compression(session, compressed, summary, after_tokens)
+            _apply_manual_compression(session, compressed, summary, before_tokens, after_tokens)
             session.save()
     return {
         "ok": True,
@@ -266,7 +272,7 @@ def _compress(session: models.Session, focus_topic: str | None) -> dict:
 
 
 def _apply_manual_compression(
-    session: models.Session, compressed: list, summary: dict, after_tokens: int
+    session: models.Session, compressed: list, summary: dict, before_tokens: int, after_tokens: int
 ) -> None:
     rows = copy.deepcopy(compressed)
     _stamp_missing_message_timestamps(rows)
@@ -279,6 +285,7 @@ def _apply_manual_compression(
         "compression_anchor_visible_idx": session.compression_anchor_visible_idx,
         "compression_anchor_message_key": session.compression_anchor_message_key,
         "compression_anchor_summary": session.compression_anchor_summary,
+        "compression_anchor_details": session.compression_anchor_details,
         "compression_anchor_mode": session.compression_anchor_mode,
         "compression_generation": session.compression_generation,
     }
@@ -288,7 +295,7 @@ def _apply_manual_compression(
     session.pending_attachments = []
     session.pending_started_at = None
     session.pending_user_source = None
-    set_anchor(session, session.messages)
+    set_anchor(session, session.messages, tokens_before=before_tokens, tokens_after=after_tokens)
     session.compression_anchor_summary = _anchor_summary(summary, compressed)
     session.truncation_watermark = session.truncation_boundary = _truncation_watermark_for(rows)
     session.compression_anchor_mode = "manual"
@@ -337,7 +344,8 @@ def uncompress(session_id: str) -> dict:
         session.context_messages = previous + since if previous else []
         for name in (
             "truncation_watermark", "truncation_boundary", "last_prompt_tokens", "compression_anchor_visible_idx",
-            "compression_anchor_message_key", "compression_anchor_summary", "compression_anchor_mode", "compression_generation",
+            "compression_anchor_message_key", "compression_anchor_summary", "compression_anchor_details",
+            "compression_anchor_mode", "compression_generation",
         ):  # fmt: skip
             setattr(session, name, undo.get(name))
         if since and session.truncation_watermark:
@@ -406,7 +414,10 @@ def compress_job_status(session_id: str) -> dict:
 
 
 def record_auto_compression(
-    session: models.Session, new_context: list, visible_count_before_turn: int
+    session: models.Session,
+    new_context: list,
+    visible_count_before_turn: int,
+    tokens_before: int | None = None,
 ) -> dict:
     """The agent compacted its context inside a turn: store the new context and the anchor, never touch messages."""
     marker_idx = None
@@ -420,13 +431,16 @@ def record_auto_compression(
         else session.messages[:visible_count_before_turn]
     )
     session.context_messages = list(new_context)
-    set_anchor(session, upto)
+    session.compression_undo = None  # the agent replaced the context; a manual undo no longer applies
+    tokens_after = estimate_tokens(session.context_messages)
+    set_anchor(session, upto, tokens_before=tokens_before, tokens_after=tokens_after)
     summary_row = next((m for m in new_context if is_compaction_marker(m)), None)
     if summary_row is not None:
         session.compression_anchor_summary = _collapse(str(summary_row.get("content") or ""))[:2000]
-    session.post_compression_context_tokens_estimate = estimate_tokens(session.context_messages) or None
+    session.post_compression_context_tokens_estimate = tokens_after or None
     return {
         "anchor_idx": session.compression_anchor_visible_idx,
         "summary": session.compression_anchor_summary,
+        "tokens_before": tokens_before,
         "tokens_after": session.post_compression_context_tokens_estimate,
     }

@@ -145,7 +145,9 @@ def respond_error(handler, exc: BaseException) -> None:
         status, payload = exc.status, exc.payload()
     elif isinstance(exc, OSError) and exc.errno in _OS_ERRORS:
         status, message = _OS_ERRORS[exc.errno]
-        log.error("storage error serving %s %s: %s", getattr(handler, "command", "?"), _safe_path(handler), exc)
+        log.error(
+            "storage error serving %s %s: %s", getattr(handler, "command", "?"), _safe_path(handler), exc
+        )
         payload = {"error": message}
     else:
         log.error(

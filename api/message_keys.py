@@ -242,7 +242,12 @@ def build_merge_key(msg: Any, tcj: str, full_precision: bool) -> tuple:
 def build_content_key(msg: Any, norm: str) -> tuple:
     if not isinstance(msg, dict):
         return ("non_dict", repr(msg))
-    key = (msg.get("role"), norm, msg.get("tool_call_id") or "", msg.get("tool_name") or msg.get("name") or "")
+    key = (
+        msg.get("role"),
+        norm,
+        msg.get("tool_call_id") or "",
+        msg.get("tool_name") or msg.get("name") or "",
+    )
     return _with_api(key, api_content(msg))
 
 
@@ -333,7 +338,9 @@ def context_messages_include_compression_marker(messages: Any) -> bool:
             continue
         content = msg.get("content")
         if isinstance(content, list):
-            text = "".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+            text = "".join(
+                p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+            )
         else:
             text = content if isinstance(content, str) else ""
         head = _head(text)

@@ -274,7 +274,9 @@ class Session:
             self._saved_message_count = incoming
 
         try:
-            st = atomic.write_bytes_durable(path, dumps_session_json(self.to_payload()), before_replace=remember)
+            st = atomic.write_bytes_durable(
+                path, dumps_session_json(self.to_payload()), before_replace=remember
+            )
         except BaseException:
             self._disk_sig, self._saved_message_count = previous
             raise

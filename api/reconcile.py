@@ -26,6 +26,8 @@ with the exact same timestamp by their text with images and ``[screenshot]`` pla
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from itertools import compress, repeat
+from operator import eq, gt, is_not
 from typing import Any
 
 from api.message_keys import (
@@ -64,7 +66,9 @@ _context_messages_include_compression_marker = context_messages_include_compress
 def _ends_in_interrupted_turn(sidecar: list) -> bool:
     """Last user/assistant row is an assistant ``_error`` with an assistant ``_partial`` since the last user."""
     idx = len(sidecar) - 1
-    while idx >= 0 and not (isinstance(sidecar[idx], dict) and sidecar[idx].get("role") in ("user", "assistant")):
+    while idx >= 0 and not (
+        isinstance(sidecar[idx], dict) and sidecar[idx].get("role") in ("user", "assistant")
+    ):
         idx -= 1
     if idx < 0 or sidecar[idx].get("role") != "assistant" or not sidecar[idx].get("_error"):
         return False
@@ -308,7 +312,9 @@ class _Merge:
             return False
         lx = len(x)
         by_text = [
-            i for i, y in enumerate(norms) if y and len(y) <= FUZZY_MAX_CHARS and ((y in x) if len(y) <= lx else (x in y))
+            i
+            for i, y in enumerate(norms)
+            if y and len(y) <= FUZZY_MAX_CHARS and ((y in x) if len(y) <= lx else (x in y))
         ]
         first = next((i for i in by_text if self._has_room(keys[i], members[i])), len(keys))
         if not toks:
@@ -317,7 +323,9 @@ class _Merge:
         if tx:
             ltx = len(tx)
             by_tokens = [
-                i for i, ty in enumerate(toks[:first]) if ty and ((ty in tx) if len(ty) <= ltx else (tx in ty))
+                i
+                for i, ty in enumerate(toks[:first])
+                if ty and ((ty in tx) if len(ty) <= ltx else (tx in ty))
             ]
             first = next((i for i in by_tokens if self._has_room(keys[i], members[i])), first)
         if first == len(keys):
@@ -377,7 +385,9 @@ class _Merge:
             if other is None:
                 continue
             if other > ts or (
-                other == ts and t.role(o) == "assistant" and (role == "user" or (empty_call and t.fact("norm", o)))
+                other == ts
+                and t.role(o) == "assistant"
+                and (role == "user" or (empty_call and t.fact("norm", o)))
             ):
                 idx = i
                 break
@@ -498,11 +508,57 @@ class _Merge:
                 return
         self._append(h)  # j
 
+    def _replayed_block(self) -> int:
+        """How many leading state rows replay the transcript row for row, decided column-wise at C speed.
+
+        The same decision as the per-row replay below (rule b), made with list-level operations: equal
+        content and role columns, and a closer look only at rows carrying tool calls, api_content, a
+        possible workspace tag, non-text content or display-only keys. Returns 0 when rows are not dicts.
+        """
+        t, n = self.t, self.n
+        length = min(n, len(t.rows) - n)
+        if len(self.seq) != n or not length:
+            return 0
+        side, state = t.rows[:length], t.rows[n : n + length]
+        try:
+            rc = list(map(dict.get, state, repeat("content")))
+            rr = list(map(dict.get, state, repeat("role")))
+            length = min(_common_prefix(rc, list(map(dict.get, side, repeat("content")))), length)
+            length = min(_common_prefix(rr, list(map(dict.get, side, repeat("role")))), length)
+            del side[length:], state[length:], rc[length:], rr[length:]
+            closer = set(compress(range(length), map(is_not, map(type, rc), repeat(str))))
+            for rows, column in (
+                (state, "tool_calls"),
+                (side, "tool_calls"),
+                (state, "api_content"),
+                (side, "api_content"),
+            ):
+                closer.update(compress(range(length), map(dict.get, rows, repeat(column))))
+        except TypeError:  # a row that is not a dict: the per-row path handles everything
+            return 0
+        users = [i for i in compress(range(length), map(eq, rr, repeat("user"))) if i not in closer]
+        if any(c == "[" or c.isspace() for c in {rc[i][:1] for i in users}):  # maybe a workspace tag
+            closer.update(i for i in users if rc[i][:1] == "[" or rc[i][:1].isspace())
+        display = [
+            i
+            for i in compress(range(length), map(gt, map(len, state), repeat(3)))
+            if not DISPLAY_ONLY_KEYS.isdisjoint(state[i])
+        ]
+        for i in sorted(closer):
+            if type(rc[i]) is not str or not t.same_visible(n + i, i):
+                length = i
+                break
+        for i in display:
+            if i < length:
+                self._absorb(n + i, i)
+        return length
+
     def run(self) -> list:
         t = self.t
         rows, seq, n = t.rows, self.seq, self.n
         nseq = len(seq)
-        for h in range(n, len(rows)):
+        self.p = self._replayed_block()
+        for h in range(n + self.p, len(rows)):
             r = rows[h]
             if type(r) is dict:
                 content = r.get("content")
@@ -534,6 +590,13 @@ class _Merge:
         if self.out is not None:
             return [rows[h] for h in self.out]
         return rows[:n] + [rows[h] for h in self.appended]
+
+
+def _common_prefix(a: list, b: list) -> int:
+    if a == b:  # identical columns compare by identity, almost for free
+        return len(a)
+    same = list(map(eq, a, b))
+    return same.index(False) if False in same else min(len(a), len(b))
 
 
 def merge_session_messages_append_only(
@@ -586,7 +649,8 @@ def state_db_delta_after_context(context: list | None, state: list | None) -> li
                     and content == b.get("content")
                     and a.get("role") == b.get("role")
                     and (a.get("tool_call_id") or "") == (b.get("tool_call_id") or "")
-                    and (a.get("tool_name") or a.get("name") or "") == (b.get("tool_name") or b.get("name") or "")
+                    and (a.get("tool_name") or a.get("name") or "")
+                    == (b.get("tool_name") or b.get("name") or "")
                     and not a.get("api_content")
                     and not b.get("api_content")
                     and (a.get("role") != "user" or strip_workspace_tag(content) is content)
@@ -684,11 +748,15 @@ def reconciled_state_db_messages_for_session(
         state_messages = api.models.get_state_db_session_messages(getattr(session, "session_id", None))
     state = list(state_messages or [])
     if from_context:
-        claimed_cli = bool(getattr(session, "is_cli_session", False)) and not getattr(session, "read_only", False)
+        claimed_cli = bool(getattr(session, "is_cli_session", False)) and not getattr(
+            session, "read_only", False
+        )
         if (
             claimed_cli
             and len(messages) > len(context)
-            and all(message_merge_key(a) == message_merge_key(b) for a, b in zip(context, messages, strict=False))
+            and all(
+                message_merge_key(a) == message_merge_key(b) for a, b in zip(context, messages, strict=False)
+            )
         ):
             local = messages
         elif context_messages_include_compression_marker(local):

@@ -34,7 +34,6 @@ from api.http_io import (
 log = logging.getLogger("talaria.routes")
 
 MESSAGE_MAX_BYTES = 200 * 1024
-FOCUS_MAX_CHARS = 500
 
 # Server-wide state the server sets once at startup (configure()).
 _STATE: dict[str, Any] = {"auth": None, "startup_recovery": None, "started_at": time.time()}
@@ -84,12 +83,11 @@ def _msg_limit(query: dict) -> int | None:
 
 
 def _focus(body: dict) -> str | None:
+    """``focus_topic`` (or ``topic``); ``api.compression`` strips and cuts it (session-core §2.2)."""
     value = body.get("focus_topic", body.get("topic"))
-    if value is None:
-        return None
-    if not isinstance(value, str):
+    if value is not None and not isinstance(value, str):
         raise BadRequest("focus_topic must be a string")
-    return value.strip()[:FOCUS_MAX_CHARS] or None
+    return value
 
 
 def _with_full_session(result: dict, sid: str) -> dict:

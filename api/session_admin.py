@@ -154,6 +154,10 @@ def full_session(
             value = getattr(session, name, None)
             row[name] = list(value) if isinstance(value, list) else value
         row["can_uncompress"] = isinstance(getattr(session, "compression_undo", None), dict)
+        details = session.compression_anchor_details or {}
+        row["compression_anchor_idx"] = (
+            details.get("message_idx") if session.compression_anchor_message_key else None
+        )
     row.update(_paged_messages(messages, msg_limit, msg_before))
     return row
 

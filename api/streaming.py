@@ -51,6 +51,7 @@ class Turn:
         self.partial_text: list[str] = []
         self.partial_reasoning: list[str] = []
         self.tool_events: list[dict] = []
+        self.history_tokens: int | None = None
 
     @property
     def finished(self) -> bool:
@@ -156,6 +157,7 @@ def start_turn(session_id: str, message: str, model: str | None = None) -> dict:
         with _TURNS_LOCK:
             _TURNS[stream_id] = turn
             _LIVE_BY_SESSION[session_id] = turn
+    turn.history_tokens = compression.estimate_tokens(history + [user_msg])
     threading.Thread(
         target=_run_turn,
         args=(turn, session, message, history, now),
@@ -339,7 +341,9 @@ def _finalize(turn: Turn, session: models.Session, result, error: tuple[str, str
         if result is not None and result.compressed:
             new_context = [_stored_row(m) for m in result.messages if isinstance(m, dict)]
             _stamp(new_context, now)
-            compressed_event = compression.record_auto_compression(session, new_context, visible_before)
+            compressed_event = compression.record_auto_compression(
+                session, new_context, visible_before, tokens_before=turn.history_tokens
+            )
         elif session.context_messages:
             session.context_messages.extend(copy.deepcopy(rows))
         if interrupted:

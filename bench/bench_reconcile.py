@@ -49,14 +49,30 @@ def _local_stream(n: int, seed: int, t0: float) -> list[dict]:
     msgs: list[dict] = []
     turn = 0
     while len(msgs) < n:
-        msgs.append({"role": "user", "content": " ".join(rnd.choices(words, k=35)) + "?", "timestamp": t0 + len(msgs) * 4.0})
+        msgs.append(
+            {
+                "role": "user",
+                "content": " ".join(rnd.choices(words, k=35)) + "?",
+                "timestamp": t0 + len(msgs) * 4.0,
+            }
+        )
         turn += 1
         if turn % 10 == 0:
             cid = f"call_{seed}_{turn}"
             call = {"id": cid, "type": "function", "function": {"name": "terminal", "arguments": "{}"}}
-            msgs.append({"role": "assistant", "content": "", "tool_calls": [call], "timestamp": t0 + len(msgs) * 4.0})
+            msgs.append(
+                {"role": "assistant", "content": "", "tool_calls": [call], "timestamp": t0 + len(msgs) * 4.0}
+            )
             out = json.dumps({"output": "\n".join(rnd.choices(words, k=600)), "exit_code": 0})
-            msgs.append({"role": "tool", "content": out, "tool_call_id": cid, "name": "terminal", "timestamp": t0 + len(msgs) * 4.0})
+            msgs.append(
+                {
+                    "role": "tool",
+                    "content": out,
+                    "tool_call_id": cid,
+                    "name": "terminal",
+                    "timestamp": t0 + len(msgs) * 4.0,
+                }
+            )
         text = "\n\n".join(" ".join(rnd.choices(words, k=60)) for _ in range(4))
         msgs.append({"role": "assistant", "content": "## " + text, "timestamp": t0 + len(msgs) * 4.0})
     return msgs[:n]
@@ -148,7 +164,9 @@ def main(argv=None) -> int:
             ("merge_append_only", lambda c: merge_session_messages_append_only(c[0], c[1]), setup_merge),
             (
                 "reconciled_ctx",
-                lambda c: reconciled_state_db_messages_for_session(c[0], prefer_context=True, state_messages=c[1]),
+                lambda c: reconciled_state_db_messages_for_session(
+                    c[0], prefer_context=True, state_messages=c[1]
+                ),
                 setup_ctx,
             ),
         ]

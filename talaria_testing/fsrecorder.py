@@ -108,7 +108,9 @@ class FsRecorder:
         ino = self.names.get(rel)
         if ino is None:
             ino = self.names[rel] = self._new_ino()
-            self.log.append(Op("create", rel, ino=ino))
+            if flags & os.O_CREAT:
+                self.log.append(Op("create", rel, ino=ino))
+            # else: the file was made behind the recorder's back; replay() will not match the folder
         elif flags & os.O_TRUNC:
             self.log.append(Op("trunc", rel, ino=ino))
         self._fds[fd] = ["file", ino, 0]

@@ -302,7 +302,11 @@ def test_query_int_rejects_everything_else(raw):
 
 @pytest.mark.parametrize(
     ("err", "status", "word"),
-    [(errno.ENOSPC, 507, "disk is full"), (errno.EROFS, 503, "read-only"), (errno.EACCES, 500, "permission denied")],
+    [
+        (errno.ENOSPC, 507, "disk is full"),
+        (errno.EROFS, 503, "read-only"),
+        (errno.EACCES, 500, "permission denied"),
+    ],
 )
 def test_storage_errors_name_the_cause_without_the_path(err, status, word):
     handler = FakeHandler()

@@ -51,7 +51,9 @@ def test_merge_key_uses_whole_seconds_and_tool_fields():
 def test_merge_key_timestamp_slot_for_missing_text_and_infinite_values():
     assert message_merge_key({"role": "user", "content": "x"})[3] == ""
     assert message_merge_key({"role": "user", "content": "x", "timestamp": "soon"})[3] == "soon"
-    assert message_merge_key({"role": "user", "content": "x", "timestamp": float("inf")})[3] == "<invalid:inf>"
+    assert (
+        message_merge_key({"role": "user", "content": "x", "timestamp": float("inf")})[3] == "<invalid:inf>"
+    )
 
 
 def test_stable_id_wins_over_every_other_field():
@@ -89,7 +91,12 @@ def test_workspace_tag_is_only_stripped_from_user_rows():
 
 def test_every_key_gains_api_content_when_present():
     row = {"role": "user", "content": "x", "timestamp": 1.0, "api_content": "api x"}
-    for key in (message_merge_key(row), message_dedup_key(row), message_content_key(row), message_visible_key(row)):
+    for key in (
+        message_merge_key(row),
+        message_dedup_key(row),
+        message_content_key(row),
+        message_visible_key(row),
+    ):
         assert key[-1] == "api x"
     assert message_visible_key(dict(row, api_content="")) == ("user", "x", "")
 
@@ -118,7 +125,9 @@ def test_strip_workspace_tag_returns_the_same_object_when_there_is_none():
 # ----------------------------------------------------------------------------- text helpers
 
 _WS = st.sampled_from([" ", "  ", "\n", "\t", "\r\n", "\u00a0", "\u2003", "\x0b"])
-_WORDS = st.lists(st.text(alphabet=st.characters(blacklist_categories=("Zs", "Zl", "Zp", "Cc")), min_size=1), max_size=8)
+_WORDS = st.lists(
+    st.text(alphabet=st.characters(blacklist_categories=("Zs", "Zl", "Zp", "Cc")), min_size=1), max_size=8
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -127,7 +136,9 @@ def test_fingerprint_is_the_same_for_texts_equal_after_collapsing(words, data):
     def spaced():
         seps = [data.draw(st.lists(_WS, min_size=1, max_size=3)) for _ in range(len(words) + 1)]
         lead, *mid = ["".join(s) for s in seps]
-        return data.draw(st.sampled_from(["", lead])) + "".join(w + s for w, s in zip(words, mid, strict=True))
+        return data.draw(st.sampled_from(["", lead])) + "".join(
+            w + s for w, s in zip(words, mid, strict=True)
+        )
 
     a, b = spaced(), spaced()
     assert collapse(a) == collapse(b)
@@ -143,7 +154,9 @@ def test_fingerprint_of_long_texts_reads_the_last_token():
 
 _JSON = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(allow_nan=False), st.text(max_size=3)),
-    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=2), inner, max_size=3)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=2), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 
@@ -206,7 +219,9 @@ def test_merged_prior_context_form_is_not_recognised():
 def test_narrow_marker_test_finds_the_summary_anywhere_in_the_context():
     rows = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": MARKER_TEXT}]
     assert context_messages_include_compression_marker(rows)
-    assert not context_messages_include_compression_marker([{"role": "user", "content": "context compaction"}])
+    assert not context_messages_include_compression_marker(
+        [{"role": "user", "content": "context compaction"}]
+    )
     assert not context_messages_include_compression_marker("not a list")
 
 
@@ -221,31 +236,50 @@ def test_api_content_goes_to_the_row_with_the_same_stable_id():
 
 def test_api_content_goes_to_the_row_with_the_same_row_id():
     side = [{"role": "user", "content": "x", "_row_id": 3}, {"role": "user", "content": "x", "_row_id": 4}]
-    reconcile_api_content_sidecars(side, [{"role": "user", "content": "x", "_state_db_row_id": 4, "api_content": "a"}])
+    reconcile_api_content_sidecars(
+        side, [{"role": "user", "content": "x", "_state_db_row_id": 4, "api_content": "a"}]
+    )
     assert side[1]["api_content"] == "a" and "api_content" not in side[0]
 
 
 def test_api_content_goes_to_the_row_with_the_same_role_and_timestamp():
-    side = [{"role": "user", "content": "one", "timestamp": 1.5}, {"role": "user", "content": "two", "timestamp": 2.5}]
-    reconcile_api_content_sidecars(side, [{"role": "user", "content": "changed", "timestamp": 2.5, "api_content": "a"}])
+    side = [
+        {"role": "user", "content": "one", "timestamp": 1.5},
+        {"role": "user", "content": "two", "timestamp": 2.5},
+    ]
+    reconcile_api_content_sidecars(
+        side, [{"role": "user", "content": "changed", "timestamp": 2.5, "api_content": "a"}]
+    )
     assert side[1]["api_content"] == "a"
 
 
 def test_api_content_falls_back_to_the_same_second_then_to_the_text():
-    side = [{"role": "user", "content": "one", "timestamp": 1.2}, {"role": "user", "content": "[x] two", "timestamp": None}]
-    reconcile_api_content_sidecars(side, [{"role": "user", "content": "one", "timestamp": 1.7, "api_content": "a"}])
+    side = [
+        {"role": "user", "content": "one", "timestamp": 1.2},
+        {"role": "user", "content": "[x] two", "timestamp": None},
+    ]
+    reconcile_api_content_sidecars(
+        side, [{"role": "user", "content": "one", "timestamp": 1.7, "api_content": "a"}]
+    )
     assert side[0]["api_content"] == "a"
     reconcile_api_content_sidecars(side, [{"role": "user", "content": "[x]  two", "api_content": "b"}])
     assert side[1]["api_content"] == "b"
 
 
 def test_api_content_is_never_guessed_between_two_candidates():
-    side = [{"role": "user", "content": "x", "timestamp": 1.0}, {"role": "user", "content": "x", "timestamp": 1.0}]
-    reconcile_api_content_sidecars(side, [{"role": "user", "content": "x", "timestamp": 1.0, "api_content": "a"}])
+    side = [
+        {"role": "user", "content": "x", "timestamp": 1.0},
+        {"role": "user", "content": "x", "timestamp": 1.0},
+    ]
+    reconcile_api_content_sidecars(
+        side, [{"role": "user", "content": "x", "timestamp": 1.0, "api_content": "a"}]
+    )
     assert all("api_content" not in m for m in side)
 
 
 def test_api_content_already_on_the_sidecar_row_is_kept():
     side = [{"role": "user", "content": "x", "timestamp": 1.0, "api_content": "mine"}]
-    reconcile_api_content_sidecars(side, [{"role": "user", "content": "x", "timestamp": 1.0, "api_content": "theirs"}])
+    reconcile_api_content_sidecars(
+        side, [{"role": "user", "content": "x", "timestamp": 1.0, "api_content": "theirs"}]
+    )
     assert side[0]["api_content"] == "mine"

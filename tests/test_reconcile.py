@@ -16,8 +16,12 @@ from api.reconcile import (
     state_db_delta_after_context,
 )
 
-CALL_A = [{"id": "call_a", "type": "function", "function": {"name": "terminal", "arguments": '{"command": "ls"}'}}]
-CALL_B = [{"id": "call_b", "type": "function", "function": {"name": "terminal", "arguments": '{"command": "pwd"}'}}]
+CALL_A = [
+    {"id": "call_a", "type": "function", "function": {"name": "terminal", "arguments": '{"command": "ls"}'}}
+]
+CALL_B = [
+    {"id": "call_b", "type": "function", "function": {"name": "terminal", "arguments": '{"command": "pwd"}'}}
+]
 
 
 def u(text, ts, **extra):
@@ -44,7 +48,12 @@ def texts(rows):
     return [r["content"] for r in rows]
 
 
-U1, A1, U2, A2 = u("first question", 1.0), a("first answer", 2.0), u("second question", 3.0), a("second answer", 4.0)
+U1, A1, U2, A2 = (
+    u("first question", 1.0),
+    a("first answer", 2.0),
+    u("second question", 3.0),
+    a("second answer", 4.0),
+)
 
 
 def session(**fields):
@@ -116,7 +125,12 @@ def test_seed_scenario_compressed_context_does_not_replay_older_rows():
 def test_seed_scenario_with_original_timestamps_and_no_watermark_replays_rows():
     context = [u("one", 1.0), a("four", 4.0)]
     state = [u("one", 1.0), a("two", 2.0), u("three", 3.0), a("four", 4.0), a("", 4.1)]
-    assert texts(merge(context, state)) == ["one", "three", "four", ""]  # the #4836 failure the watermark prevents
+    assert texts(merge(context, state)) == [
+        "one",
+        "three",
+        "four",
+        "",
+    ]  # the #4836 failure the watermark prevents
 
 
 # ----------------------------------------------------------------------------- §3.3 rules 1-5
@@ -164,7 +178,10 @@ def test_rule6a_native_image_mirror_of_a_sidecar_user_row_is_absorbed():
     side = [u("look at this [screenshot]", 5.0), a("nice picture", 6.0)]
     native = {
         "role": "user",
-        "content": [{"type": "text", "text": "look at this"}, {"type": "image_url", "image_url": {"url": "data:x"}}],
+        "content": [
+            {"type": "text", "text": "look at this"},
+            {"type": "image_url", "image_url": {"url": "data:x"}},
+        ],
         "timestamp": 5.0,
     }
     assert merge(side, [native, a("nice picture", 6.0)]) == side
@@ -172,7 +189,11 @@ def test_rule6a_native_image_mirror_of_a_sidecar_user_row_is_absorbed():
 
 def test_rule6a_ambiguous_native_image_mirror_is_not_guessed():
     side = [u("look [screenshot]", 5.0), u("look [screenshot]", 5.0)]
-    native = {"role": "user", "content": [{"type": "text", "text": "look"}, {"type": "image_url"}], "timestamp": 5.0}
+    native = {
+        "role": "user",
+        "content": [{"type": "text", "text": "look"}, {"type": "image_url"}],
+        "timestamp": 5.0,
+    }
     assert len(merge(side, [native])) == 3
 
 
@@ -304,7 +325,9 @@ def test_display_only_keys_of_a_skipped_duplicate_fill_the_kept_row():
 
 def test_large_sessions_skip_fuzzy_matching_and_still_append_new_rows():
     side = [u(f"question {i}", float(i)) if i % 2 == 0 else a(f"answer {i}", float(i)) for i in range(2400)]
-    state = [dict(m) for m in side] + [u("question 1", 5000.0)]  # fuzzily like a hundred rows, exactly like one
+    state = [dict(m) for m in side] + [
+        u("question 1", 5000.0)
+    ]  # fuzzily like a hundred rows, exactly like one
     out = merge(side, state)
     assert len(out) == 2401 and out[-1]["timestamp"] == 5000.0
 
@@ -453,7 +476,10 @@ def test_reconciled_context_merges_only_rows_after_the_mirrored_context():
 
 def test_reconciled_context_falls_back_to_messages_when_the_context_is_empty():
     s = session(messages=[U1, A1], context_messages=[])
-    assert reconciled_state_db_messages_for_session(s, prefer_context=True, state_messages=[U1, A1]) == [U1, A1]
+    assert reconciled_state_db_messages_for_session(s, prefer_context=True, state_messages=[U1, A1]) == [
+        U1,
+        A1,
+    ]
 
 
 def test_reconciled_reads_state_db_through_api_models_at_call_time(monkeypatch):
@@ -473,7 +499,12 @@ def test_reconciled_seed_scenario_returns_the_compressed_context():
     now = 1_800_000_000.0
     context = [u("one", now), a("four", now + 1e-6)]
     messages = [u("one", 1.0), a("two", 2.0), u("three", 3.0), a("four", 4.0)]
-    s = session(messages=messages, context_messages=context, truncation_watermark=now + 1e-6, truncation_boundary=now + 1e-6)
+    s = session(
+        messages=messages,
+        context_messages=context,
+        truncation_watermark=now + 1e-6,
+        truncation_boundary=now + 1e-6,
+    )
     state = messages + [a("", 4.1)]
     assert len(reconciled_state_db_messages_for_session(s, prefer_context=True, state_messages=state)) == 2
 
@@ -483,30 +514,42 @@ MARKER = a("[CONTEXT COMPACTION — REFERENCE ONLY] Earlier turns were compacted
 
 def test_reconciled_compacted_context_without_anchor_is_returned_as_is():
     s = session(messages=[U1, A1, U2, A2], context_messages=[MARKER, A2])
-    out = reconciled_state_db_messages_for_session(s, prefer_context=True, state_messages=[U1, A1, U2, A2, a("x", 99.0)])
+    out = reconciled_state_db_messages_for_session(
+        s, prefer_context=True, state_messages=[U1, A1, U2, A2, a("x", 99.0)]
+    )
     assert out == [MARKER, A2]
 
 
 def test_reconciled_compacted_context_merges_rows_after_the_anchor():
     anchor = {"role": "assistant", "ts": 4.0, "text": "second answer", "attachments": 0}
-    s = session(messages=[U1, A1, U2, A2], context_messages=[MARKER, A2], compression_anchor_message_key=anchor)
+    s = session(
+        messages=[U1, A1, U2, A2], context_messages=[MARKER, A2], compression_anchor_message_key=anchor
+    )
     new = [u("after", 60.0), a("after answer", 61.0)]
-    out = reconciled_state_db_messages_for_session(s, prefer_context=True, state_messages=[U1, A1, U2, A2, *new])
+    out = reconciled_state_db_messages_for_session(
+        s, prefer_context=True, state_messages=[U1, A1, U2, A2, *new]
+    )
     assert out == [MARKER, A2, *new]
 
 
 def test_reconciled_compacted_context_with_an_anchor_missing_from_state_is_returned_as_is():
     anchor = {"role": "assistant", "ts": 77.0, "text": "gone", "attachments": 0}
     s = session(messages=[U1], context_messages=[MARKER, A2], compression_anchor_message_key=anchor)
-    out = reconciled_state_db_messages_for_session(s, prefer_context=True, state_messages=[U1, A1, u("x", 80.0)])
+    out = reconciled_state_db_messages_for_session(
+        s, prefer_context=True, state_messages=[U1, A1, u("x", 80.0)]
+    )
     assert out == [MARKER, A2]
 
 
 def test_reconciled_anchor_timestamp_may_be_iso_8601():
     anchor = {"role": "assistant", "ts": "1970-01-01T00:00:04Z", "text": "second answer", "attachments": 0}
-    s = session(messages=[U1, A1, U2, A2], context_messages=[MARKER, A2], compression_anchor_message_key=anchor)
+    s = session(
+        messages=[U1, A1, U2, A2], context_messages=[MARKER, A2], compression_anchor_message_key=anchor
+    )
     new = u("after", 60.0)
-    out = reconciled_state_db_messages_for_session(s, prefer_context=True, state_messages=[U1, A1, U2, A2, new])
+    out = reconciled_state_db_messages_for_session(
+        s, prefer_context=True, state_messages=[U1, A1, U2, A2, new]
+    )
     assert out == [MARKER, A2, new]
 
 
@@ -520,3 +563,44 @@ def test_reconciled_read_only_cli_session_keeps_its_context():
     s = session(messages=[U1, A1, U2], context_messages=[U1, A1], is_cli_session=True, read_only=True)
     out = reconciled_state_db_messages_for_session(s, prefer_context=True, state_messages=[U1, A1])
     assert out == [U1, A1]
+
+
+@st.composite
+def _replay_case(draw):
+    """A transcript and a state that share a long prefix, with tool calls, tags, api_content and extras."""
+    rows = draw(st.lists(_row(draw(st.sampled_from([1.0, 2.0, 3.0]))), min_size=1, max_size=12))
+    side = [dict(m) for m in rows]
+    state = [dict(m) for m in rows]
+    for i in draw(st.lists(st.integers(0, len(rows) - 1), max_size=3)):
+        change = draw(st.sampled_from(["tag", "both_tagged", "api", "display", "spaces", "list", "text"]))
+        if change == "tag" and state[i]["role"] == "user":
+            state[i]["content"] = "[Workspace::v1: /w]\n" + rows[i]["content"]
+        elif change == "both_tagged":
+            state[i]["content"] = side[i]["content"] = "[Workspace::v1: /w]\n" + rows[i]["content"]
+        elif change == "api":
+            state[i]["api_content"] = "api " + rows[i]["content"]
+        elif change == "display":
+            state[i]["_turnDuration"] = 1.0
+        elif change == "spaces":
+            state[i]["content"] = " " + rows[i]["content"] + "\n"
+        elif change == "list":
+            state[i]["content"] = [{"type": "text", "text": rows[i]["content"]}]
+        else:
+            state[i]["content"] = "changed"
+    return side, state + draw(st.lists(_row(9.0), max_size=2))
+
+
+@settings(max_examples=300, deadline=None)
+@given(_replay_case())
+def test_property_column_wise_replay_decides_like_the_per_row_replay(case):
+    from api import reconcile
+
+    side, state = case
+    fast = merge([dict(m) for m in side], [dict(m) for m in state])
+    original = reconcile._Merge._replayed_block
+    reconcile._Merge._replayed_block = lambda self: 0
+    try:
+        slow = merge([dict(m) for m in side], [dict(m) for m in state])
+    finally:
+        reconcile._Merge._replayed_block = original
+    assert fast == slow

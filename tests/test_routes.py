@@ -94,7 +94,7 @@ def test_compress_validates_session_id_first(body, message, monkeypatch):
     assert (handler.status, handler.payload()) == (400, {"error": message})
 
 
-def test_compress_passes_the_result_through_and_normalises_focus(monkeypatch):
+def test_compress_passes_the_result_and_the_topic_through(monkeypatch):
     calls = []
 
     def fake(sid, focus):
@@ -105,7 +105,7 @@ def test_compress_passes_the_result_through_and_normalises_focus(monkeypatch):
     handler = FakeHandler()
     routes._handle_session_compress(handler, {"session_id": " abc ", "topic": "  " + "f" * 600})
     assert handler.status == 200 and handler.payload()["ok"] is True
-    assert calls == [("abc", "f" * 500)]
+    assert calls == [("abc", "  " + "f" * 600)]  # api.compression strips and cuts it
 
 
 def test_compress_api_errors_keep_their_status(monkeypatch):

@@ -360,8 +360,12 @@ def test_files_that_are_not_plain_or_name_another_session_are_not_served(state_d
     outside.write_text(json.dumps({"session_id": "linked", "title": "outside", "messages": []}))
     (state_dir / "linked.json").symlink_to(outside)
     os.mkfifo(state_dir / "fifo.json")
-    (state_dir / "other.json").write_text(json.dumps({"session_id": "someone_else", "title": "x", "messages": []}))
-    (state_dir / "weird.json").write_text(json.dumps({"title": ["x"], "messages": [{"role": ["user"], "content": {"a": 1}}]}))
+    (state_dir / "other.json").write_text(
+        json.dumps({"session_id": "someone_else", "title": "x", "messages": []})
+    )
+    (state_dir / "weird.json").write_text(
+        json.dumps({"title": ["x"], "messages": [{"role": ["user"], "content": {"a": 1}}]})
+    )
     for sid in ("linked", "fifo"):
         with pytest.raises(NotFound):
             session_admin.get_session_payload(sid)

@@ -41,7 +41,9 @@ def _snapshot(path: Path) -> dict:
 
 def _read_everything(path: Path, sid: str) -> None:
     state_db.get_state_db_session_messages(sid, db_path=path)
-    state_db.get_state_db_session_messages(sid, db_path=path, include_inactive=True, limit=2, since_timestamp=1.0)
+    state_db.get_state_db_session_messages(
+        sid, db_path=path, include_inactive=True, limit=2, since_timestamp=1.0
+    )
     state_db.list_agent_sessions(path)
     state_db.session_ids(path)
     state_db.has_session(sid, path)
@@ -64,7 +66,9 @@ def test_messages_come_back_in_insertion_order_with_optional_columns(agent_db, d
     call = [{"id": "call_1", "type": "function", "function": {"name": "terminal", "arguments": "{}"}}]
     agent_db.append_message("s1", "user", content="hi", timestamp=30.0)
     agent_db.append_message("s1", "assistant", content="", tool_calls=call, timestamp=10.0, reasoning="think")
-    agent_db.append_message("s1", "tool", content="out", tool_name="terminal", tool_call_id="call_1", timestamp=20.0)
+    agent_db.append_message(
+        "s1", "tool", content="out", tool_name="terminal", tool_call_id="call_1", timestamp=20.0
+    )
     rows = state_db.get_state_db_session_messages("s1", db_path=db_path)
     assert [r["timestamp"] for r in rows] == [30.0, 10.0, 20.0]  # ordered by id, not by timestamp
     assert rows[0] == {"role": "user", "content": "hi", "timestamp": 30.0}
@@ -78,7 +82,9 @@ def test_messages_come_back_in_insertion_order_with_optional_columns(agent_db, d
 def test_api_content_rows_carry_their_state_db_row_id(agent_db, db_path):
     agent_db.create_session("s1", "webui")
     agent_db.append_message("s1", "user", content="plain", timestamp=1.0)
-    row_id = agent_db.append_message("s1", "user", content="shown", api_content="[Workspace::v1: /w]\nshown", timestamp=2.0)
+    row_id = agent_db.append_message(
+        "s1", "user", content="shown", api_content="[Workspace::v1: /w]\nshown", timestamp=2.0
+    )
     rows = state_db.get_state_db_session_messages("s1", db_path=db_path)
     assert "_state_db_row_id" not in rows[0]
     assert rows[1]["api_content"] == "[Workspace::v1: /w]\nshown"
@@ -88,9 +94,13 @@ def test_api_content_rows_carry_their_state_db_row_id(agent_db, db_path):
 def test_rows_archived_by_compaction_are_hidden_unless_asked_for(agent_db, db_path):
     agent_db.create_session("s1", "webui")
     for i in range(4):
-        agent_db.append_message("s1", "user" if i % 2 == 0 else "assistant", content=f"m{i}", timestamp=float(i))
+        agent_db.append_message(
+            "s1", "user" if i % 2 == 0 else "assistant", content=f"m{i}", timestamp=float(i)
+        )
     agent_db.archive_and_compact("s1", [{"role": "user", "content": "summary", "timestamp": 10.0}])
-    assert [r["content"] for r in state_db.get_state_db_session_messages("s1", db_path=db_path)] == ["summary"]
+    assert [r["content"] for r in state_db.get_state_db_session_messages("s1", db_path=db_path)] == [
+        "summary"
+    ]
     everything = state_db.get_state_db_session_messages("s1", db_path=db_path, include_inactive=True)
     assert [r["content"] for r in everything] == ["m0", "m1", "m2", "m3", "summary"]
 
@@ -275,7 +285,9 @@ def test_every_connection_is_a_read_only_uri(agent_db, db_path, monkeypatch):
 
     monkeypatch.setattr(sqlite3, "connect", spy)
     _read_everything(db_path, "s1")
-    assert seen and all(uri is True and target.startswith("file:") and "mode=ro" in target for target, uri in seen)
+    assert seen and all(
+        uri is True and target.startswith("file:") and "mode=ro" in target for target, uri in seen
+    )
 
 
 def test_reads_without_a_writer_leave_every_file_byte_identical(db_path):
@@ -327,7 +339,9 @@ def test_reads_between_a_live_writers_commits_keep_every_row(db_path):
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
     try:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        stored = [r[0] for r in conn.execute("SELECT content FROM messages WHERE session_id = 's1' ORDER BY id")]
+        stored = [
+            r[0] for r in conn.execute("SELECT content FROM messages WHERE session_id = 's1' ORDER BY id")
+        ]
     finally:
         conn.close()
     assert stored == written
