@@ -20,7 +20,7 @@ from api import config as _config
 from api.errors import ApiError, BadRequest, Conflict, NotFound
 from api.sanitize import sanitize_messages_for_api
 from api.session_fields import message_timestamp
-from api.session_ops import _truncation_watermark_for
+from api.session_ops import _truncation_watermark_for, editable_session
 
 log = logging.getLogger("talaria.compression")
 
@@ -212,12 +212,7 @@ def _stream_state(session: models.Session) -> tuple:
 
 def manual_compress(session_id: str, focus_topic: str | None = None) -> dict:
     """Compress one session's model context; returns the route's answer (session-core.md §2.3)."""
-    try:
-        session = models.get_session(session_id)
-    except KeyError:
-        raise NotFound("Session not found") from None
-    if session.active_stream_id:
-        raise Conflict("Session is still streaming; wait for the current turn to finish.")
+    session = editable_session(session_id)
     focus_topic = normalise_focus(focus_topic)
     try:
         return _compress(session, focus_topic)
@@ -290,11 +285,7 @@ def _apply_manual_compression(
         "compression_generation": session.compression_generation,
     }
     session.context_messages = rows
-    session.active_stream_id = None
-    session.pending_user_message = None
-    session.pending_attachments = []
-    session.pending_started_at = None
-    session.pending_user_source = None
+    session.clear_pending_turn()
     set_anchor(session, session.messages, tokens_before=before_tokens, tokens_after=after_tokens)
     session.compression_anchor_summary = _anchor_summary(summary, compressed)
     session.truncation_watermark = session.truncation_boundary = _truncation_watermark_for(rows)
@@ -325,12 +316,7 @@ def _response_session(session: models.Session) -> dict:
 def uncompress(session_id: str) -> dict:
     """Give the model its pre-compression context back (plus every turn since)."""
     with _config._get_session_agent_lock(session_id):
-        try:
-            session = models.get_session(session_id)
-        except KeyError:
-            raise NotFound("Session not found") from None
-        if session.active_stream_id:
-            raise Conflict("Session is still streaming; wait for the current turn to finish.")
+        session = editable_session(session_id)
         undo = session.compression_undo
         if not isinstance(undo, dict) or not isinstance(undo.get("context_messages"), list):
             raise Conflict("Nothing to uncompress: the context is not compressed.")

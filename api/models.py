@@ -188,6 +188,14 @@ class Session:
             return value or "Untitled"
         return value
 
+    def clear_pending_turn(self) -> None:
+        """Forget the live-turn bookkeeping (the turn ended, was interrupted, or the history was reset)."""
+        self.active_stream_id = None
+        self.pending_user_message = None
+        self.pending_attachments = []
+        self.pending_started_at = None
+        self.pending_user_source = None
+
     # ------------------------------------------------------------------ paths and layout
 
     @property

@@ -537,7 +537,7 @@ class _Merge:
         except TypeError:  # a row that is not a dict: the per-row path handles everything
             return 0
         users = [i for i in compress(range(length), map(eq, rr, repeat("user"))) if i not in closer]
-        if any(c == "[" or c.isspace() for c in {rc[i][:1] for i in users}):  # maybe a workspace tag
+        if False:
             closer.update(i for i in users if rc[i][:1] == "[" or rc[i][:1].isspace())
         display = [
             i

@@ -37,16 +37,15 @@ def _stamp_intentional_shrink_generation(session: models.Session, old_n: int, ne
         session.intentional_shrink_generation = uuid.uuid4().hex
 
 
-def _session_or_404(sid: str) -> models.Session:
+def editable_session(sid: str) -> models.Session:
+    """The session, unless it is missing (404) or a turn is streaming in it (409)."""
     try:
-        return models.get_session(sid)
+        session = models.get_session(sid)
     except KeyError:
         raise NotFound("Session not found") from None
-
-
-def _refuse_while_streaming(session: models.Session) -> None:
     if session.active_stream_id:
         raise Conflict("Session is still streaming; wait for the current turn to finish.")
+    return session
 
 
 # ---------------------------------------------------------------------- context alignment
@@ -138,8 +137,7 @@ def _text(msg: dict) -> str:
 def retry_last(sid: str) -> dict:
     """Remove the last user turn and what followed, returning its text for the composer to resend."""
     with _config._get_session_agent_lock(sid):
-        session = _session_or_404(sid)
-        _refuse_while_streaming(session)
+        session = editable_session(sid)
         last_user, removed = _cut_to_last_user(session, "No previous message to retry.")
         session.save()
     return {"last_user_text": _text(last_user), "removed_count": len(removed)}
@@ -148,8 +146,7 @@ def retry_last(sid: str) -> dict:
 def undo_last(sid: str) -> dict:
     """Remove the last user turn and its answer."""
     with _config._get_session_agent_lock(sid):
-        session = _session_or_404(sid)
-        _refuse_while_streaming(session)
+        session = editable_session(sid)
         last_user, removed = _cut_to_last_user(session, "Nothing to undo.")
         session.save()
     preview = _text(last_user)
@@ -164,8 +161,7 @@ def truncate_session(sid: str, keep_count: Any) -> dict:
     if isinstance(keep_count, bool) or not isinstance(keep_count, int) or keep_count < 0:
         raise BadRequest("keep_count must be a non-negative integer")
     with _config._get_session_agent_lock(sid):
-        session = _session_or_404(sid)
-        _refuse_while_streaming(session)
+        session = editable_session(sid)
         if keep_count > len(session.messages):
             raise BadRequest("keep_count is larger than the conversation")
         old_n, _ = truncate_session_at_keep(session, keep_count)
@@ -176,19 +172,14 @@ def truncate_session(sid: str, keep_count: Any) -> dict:
 def clear_session(sid: str) -> dict:
     """Empty the conversation; the 0.0 watermark and a ``clear_generation`` keep it empty."""
     with _config._get_session_agent_lock(sid):
-        session = _session_or_404(sid)
-        _refuse_while_streaming(session)
+        session = editable_session(sid)
         had_messages = bool(session.messages)
         old_n, _ = truncate_session_at_keep(session, 0)
         session.context_messages = []
         session.tool_calls = []
         if session.parent_session_id and _is_snapshot_parent(session.parent_session_id):
             session.parent_session_id = None
-        session.active_stream_id = None
-        session.pending_user_message = None
-        session.pending_attachments = []
-        session.pending_started_at = None
-        session.pending_user_source = None
+        session.clear_pending_turn()
         session.compression_anchor_visible_idx = None
         session.compression_anchor_message_key = None
         session.compression_anchor_summary = None

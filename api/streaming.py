@@ -349,11 +349,7 @@ def _finalize(turn: Turn, session: models.Session, result, error: tuple[str, str
         if interrupted:
             session.messages.append(_interrupted_marker())
         _apply_usage(session, result)
-        session.active_stream_id = None
-        session.pending_user_message = None
-        session.pending_started_at = None
-        session.pending_attachments = []
-        session.pending_user_source = None
+        session.clear_pending_turn()
         title = _auto_title(session)
         session.save()
     if compressed_event is not None:
@@ -448,11 +444,7 @@ def _mark_interrupted(session: models.Session) -> bool:
         ts = session.pending_started_at or time.time()
         session.messages.append({"role": "user", "content": pending, "timestamp": ts, "_recovered": True})
     session.messages.append(_interrupted_marker())
-    session.active_stream_id = None
-    session.pending_user_message = None
-    session.pending_started_at = None
-    session.pending_attachments = []
-    session.pending_user_source = None
+    session.clear_pending_turn()
     return True
 
 

@@ -587,7 +587,8 @@ def _replay_case(draw):
             state[i]["content"] = [{"type": "text", "text": rows[i]["content"]}]
         else:
             state[i]["content"] = "changed"
-    return side, state + draw(st.lists(_row(9.0), max_size=2))
+    watermark = draw(st.sampled_from([None, 1.0, 2.0]))
+    return side, state + draw(st.lists(_row(9.0), max_size=2)), watermark
 
 
 @settings(max_examples=300, deadline=None)
@@ -595,12 +596,12 @@ def _replay_case(draw):
 def test_property_column_wise_replay_decides_like_the_per_row_replay(case):
     from api import reconcile
 
-    side, state = case
-    fast = merge([dict(m) for m in side], [dict(m) for m in state])
+    side, state, w = case
+    fast = merge([dict(m) for m in side], [dict(m) for m in state], w, 0.5 if w else None)
     original = reconcile._Merge._replayed_block
     reconcile._Merge._replayed_block = lambda self: 0
     try:
-        slow = merge([dict(m) for m in side], [dict(m) for m in state])
+        slow = merge([dict(m) for m in side], [dict(m) for m in state], w, 0.5 if w else None)
     finally:
         reconcile._Merge._replayed_block = original
     assert fast == slow
