@@ -17,7 +17,7 @@ from typing import Any
 
 from api import agent_runtime, models
 from api import config as _config
-from api.errors import ApiError, BadRequest, Conflict, NotFound
+from api.errors import ApiError, BadRequest, Conflict, redact_paths
 from api.sanitize import sanitize_messages_for_api
 from api.session_fields import message_timestamp
 from api.session_ops import _truncation_watermark_for, editable_session
@@ -26,12 +26,7 @@ log = logging.getLogger("talaria.compression")
 
 MIN_MESSAGES = 4
 FOCUS_MAX_CHARS = 500
-_PATHS = re.compile(r"(?:[A-Za-z]:)?(?:/[^\s/:'\"]+){2,}/?")
 _WS = re.compile(r"\s+")
-
-
-def redact_paths(text: str) -> str:
-    return _PATHS.sub("<path>", text)
 
 
 def normalise_focus(value: Any) -> str | None:
@@ -356,10 +351,7 @@ def _expire_jobs(now: float) -> None:
 
 def start_compress_job(session_id: str, focus_topic: str | None = None) -> dict:
     """Run ``manual_compress`` in the background; poll ``compress_job_status``."""
-    try:
-        models.get_session(session_id)
-    except KeyError:
-        raise NotFound("Session not found") from None
+    editable_session(session_id)
     with _JOBS_LOCK:
         _expire_jobs(time.time())
         job = _JOBS.get(session_id)

@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
+_PATH_LIKE = re.compile(r"(?<![\w/.~-])(?:~|[A-Za-z]:)?(?:[\\/][^\s'\"<>|,;:()\[\]{}\\/]+)+[\\/]?")
+
+
+def redact_paths(text: str) -> str:
+    """Replace file-system paths in an error message with ``<path>`` (messages reach the browser)."""
+    return _PATH_LIKE.sub("<path>", text)
+
 
 class ApiError(Exception):
     status = 400

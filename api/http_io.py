@@ -9,7 +9,6 @@ from __future__ import annotations
 import errno
 import json
 import logging
-import re
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -28,6 +27,7 @@ from api.errors import (  # noqa: F401 - re-exported: routes and tests import th
     TooManyRequests,
     Unauthorized,
     UnsupportedMediaType,
+    redact_paths,
 )
 from api.session_fields import is_safe_session_id
 
@@ -58,8 +58,6 @@ _OS_ERRORS: dict[int, tuple[int, str]] = {
     errno.EPERM: (500, "Could not save: the operation is not permitted on the state folder."),
     errno.EIO: (500, "Could not save: the disk reported an I/O error."),
 }
-
-_PATH_LIKE = re.compile(r"(?<![\w/.~-])(?:~|[A-Za-z]:)?(?:[\\/][^\s'\"<>|,;:()\[\]{}\\/]+)+[\\/]?")
 
 
 # ---------------------------------------------------------------------- responses
@@ -176,11 +174,6 @@ def _close(handler) -> None:
 def _safe_path(handler) -> str:
     path = getattr(handler, "path", "") or ""
     return path.split("?", 1)[0][:200]
-
-
-def redact_paths(text: str) -> str:
-    """Replace filesystem paths in an error message with ``<path>``."""
-    return _PATH_LIKE.sub("<path>", text)
 
 
 # ---------------------------------------------------------------------- requests

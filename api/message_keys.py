@@ -470,15 +470,11 @@ class Rows:
             values = list(map(dict.get, self.rows[: self.n], repeat("timestamp")))
         except TypeError:
             values = [m.get("timestamp") if isinstance(m, dict) else None for m in self.rows[: self.n]]
-        floats = [v for v in values if type(v) is float]
-        if len(floats) != len(values):
-            floats = [t for v in values if (t := parse_timestamp(v)) is not None]
-        if not floats:
-            return None
-        best = max(floats)  # finite unless an inf/nan decided it; then filter (rare)
-        if not math.isfinite(best):
-            finite = [v for v in floats if math.isfinite(v)]
-            best = max(finite) if finite else None
+        if not values or set(map(type, values)) != {float}:
+            values = [t for v in values if (t := parse_timestamp(v)) is not None]
+        best = max(values, default=None)
+        if best is not None and not math.isfinite(best):  # an inf or nan decided max(): filter (rare)
+            best = max((v for v in values if math.isfinite(v)), default=None)
         return best
 
     def fact(self, kind: str, h: int) -> Any:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import stat
 import threading
 import time
 from pathlib import Path
@@ -316,16 +317,14 @@ class Session:
         if not is_safe_session_id(sid):
             return None
         path = Path(SESSION_DIR) / f"{sid}.json"
-        try:
-            with open(path, "rb") as fh:
-                st = os.fstat(fh.fileno())
-                raw = fh.read()
-        except FileNotFoundError:
+        found = read_session_file(path)
+        if found is None:
             return None
+        st, raw = found
         data = loads_json(raw)
         if not isinstance(data, dict):
             raise ValueError(f"session file {path.name} does not hold a JSON object")
-        data.setdefault("session_id", sid)
+        _bind_to_file_name(data, sid)
         sig = (st.st_ino, st.st_size, st.st_mtime_ns)
         session = cls.from_payload(data, sig=sig, may_have_partials=b'"_partial"' in raw)
         if session._saved_message_count != len(session.messages):
@@ -430,10 +429,12 @@ class Session:
 def read_metadata_prefix(path: Path) -> dict | None:
     """Parse only the metadata ahead of ``"messages"`` (the first 64 KiB); None when that is not possible."""
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(METADATA_PREFIX_BYTES)
-    except OSError:
+        found = read_session_file(path, METADATA_PREFIX_BYTES)
+    except (OSError, ValueError):
         return None
+    if found is None:
+        return None
+    head = found[1]
     cut = head.find(b'\n  "messages":')
     if cut < 0:
         return None
@@ -445,15 +446,41 @@ def read_metadata_prefix(path: Path) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
+def read_session_file(path: Path, limit: int | None = None) -> tuple[os.stat_result, bytes] | None:
+    """``(stat, bytes)`` of a regular session file; None when absent. Links, FIFOs and devices are refused."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:  # ELOOP: a symlink where a session file should be
+        raise ValueError(f"{Path(path).name} is not a regular file") from exc
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"{Path(path).name} is not a regular file")
+        return st, (fh.read() if limit is None else fh.read(limit))
+
+
+def _bind_to_file_name(data: dict, sid: str) -> None:
+    """The file name decides the id: a save must land in the same file the session came from."""
+    inner = data.get("session_id")
+    if inner != sid:
+        if inner:
+            log.warning("session file %s.json names itself %r; using the file name", sid, inner)
+        data["session_id"] = sid
+
+
 def _load_session_from_path(path: Path) -> Session | None:
     """Parse one sidecar without saving (index rebuild, recovery); None on any error."""
     try:
-        with open(path, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            data = loads_json(fh.read())
+        found = read_session_file(Path(path))
+        if found is None:
+            return None
+        st, raw = found
+        data = loads_json(raw)
         if not isinstance(data, dict):
             return None
-        data.setdefault("session_id", Path(path).name[: -len(".json")])
+        _bind_to_file_name(data, Path(path).name[: -len(".json")])
         return Session.from_payload(data, sig=(st.st_ino, st.st_size, st.st_mtime_ns))
     except Exception as exc:  # noqa: BLE001 - a broken file is a logged skip
         log.warning("skipping unreadable session file %s: %s", Path(path).name, exc)

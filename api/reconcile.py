@@ -199,7 +199,10 @@ class _Merge:
         self.t = Rows(sidecar, state)
         self.n = len(sidecar)
         self.W, self.B = watermark, boundary
-        self.seq = [h for h in range(self.n) if isinstance(sidecar[h], dict)]  # the visible sequence
+        if set(map(type, sidecar)) == {dict}:  # the visible sequence: the dict rows of the transcript
+            self.seq: range | list[int] = range(self.n)
+        else:
+            self.seq = [h for h in range(self.n) if isinstance(sidecar[h], dict)]
         self.p = 0  # prefix replay cursor into seq
         self.appended: list[int] = []
         self.out: list[int] | None = None  # output handles, materialised on the first insertion
@@ -537,7 +540,7 @@ class _Merge:
         except TypeError:  # a row that is not a dict: the per-row path handles everything
             return 0
         users = [i for i in compress(range(length), map(eq, rr, repeat("user"))) if i not in closer]
-        if False:
+        if any(c == "[" or c.isspace() for c in {rc[i][:1] for i in users}):  # maybe a workspace tag
             closer.update(i for i in users if rc[i][:1] == "[" or rc[i][:1].isspace())
         display = [
             i

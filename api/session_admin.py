@@ -12,7 +12,6 @@ import logging
 import operator
 import os
 import re
-import stat
 import threading
 from pathlib import Path
 from typing import Any
@@ -55,44 +54,20 @@ def _lock(sid: str):
     return _config._get_session_agent_lock(sid)
 
 
-def is_session_name(sid: Any) -> bool:
-    """A safe id that can name a session file (``_``-prefixed names are the folder's own files)."""
-    return is_safe_session_id(sid) and not sid.startswith("_")
-
-
-def session_file_is_regular(path: Path) -> bool:
-    """True when ``path`` is absent or a plain file (not a link, FIFO, device or folder).
-
-    The index lists only plain files; reading anything else could hang (a FIFO), never end
-    (``/dev/zero``) or read outside the folder (a link), so such a name is treated as no session.
-    """
-    try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
-
-
 def load_session(sid: str) -> models.Session:
     """The session, or NotFound; an unreadable file is a clear 500 that points at the recovery audit."""
-    if not is_session_name(sid):
-        raise NotFound("Session not found")
-    if not session_file_is_regular(_session_dir() / f"{sid}.json"):
-        log.warning("session %s is not a plain file; not reading it", sid)
+    if not is_safe_session_id(sid):
         raise NotFound("Session not found")
     try:
-        session = models.get_session(sid)
+        return models.get_session(sid)
     except KeyError:
+        raise NotFound("Session not found") from None
+    except ValueError as exc:  # a link, FIFO or device where a session file should be
+        log.warning("session %s is not readable as a session: %s", sid, exc)
         raise NotFound("Session not found") from None
     except Exception as exc:  # noqa: BLE001 - a hostile or damaged file: parse errors, wrong types, depth
         log.warning("session %s could not be loaded: %s: %s", sid, type(exc).__name__, exc)
         raise ApiError("Session file could not be read; run the recovery audit", status=500) from None
-    if session.session_id != sid:
-        # A file whose inner id names another session: saving it would write that other file.
-        log.warning("session file %s.json holds session_id %r; not serving it", sid, session.session_id)
-        raise ApiError("Session file names a different session; run the recovery audit", status=500)
-    return session
 
 
 def clean_title(value: Any, field: str = "title") -> str:
@@ -402,7 +377,7 @@ def delete_session(sid: str) -> dict:
     The tombstone is written first: after a crash at any point the session is either still live, or
     gone and unable to come back from an orphaned backup or from ``state.db``.
     """
-    if not is_session_name(sid):
+    if not is_safe_session_id(sid):
         raise NotFound("Session not found")
     folder = _session_dir()
     live, bak = folder / f"{sid}.json", folder / f"{sid}.json.bak"
@@ -497,13 +472,13 @@ def _content_match(sid: str, needle: str) -> dict | None:
         cached = models.SESSIONS.get(sid)
     if cached is not None and not cached._loaded_metadata_only:
         return find_in_messages(list(cached.messages), needle)
-    path = _session_dir() / f"{sid}.json"
-    if not session_file_is_regular(path):
-        return None
     try:
-        raw = path.read_bytes()
-    except OSError:
+        found = models.read_session_file(_session_dir() / f"{sid}.json")
+    except (OSError, ValueError):
         return None
+    if found is None:
+        return None
+    raw = found[1]
     if not _raw_may_contain(raw, needle):
         return None
     try:

@@ -10,7 +10,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-SAFE_SESSION_ID = re.compile(r"[A-Za-z0-9_-]{1,200}")
+# A leading "_" is reserved for the folder's own files (_index.json, tombstones).
+SAFE_SESSION_ID = re.compile(r"[A-Za-z0-9-][A-Za-z0-9_-]{0,199}")
 
 
 def is_safe_session_id(sid: Any) -> bool:
