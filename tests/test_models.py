@@ -238,3 +238,23 @@ def test_compact_counts_the_messages_it_holds(state_dir):
     assert row["message_count"] == 4
     assert row["user_message_count"] == 3
     assert row["last_message_at"] == 9.0
+
+
+def test_a_fifo_or_link_in_place_of_a_session_file_is_refused_without_hanging(state_dir, tmp_path):
+    import os
+
+    os.mkfifo(state_dir / "fifo.json")
+    outside = tmp_path / "outside.json"
+    outside.write_text('{"session_id": "linked", "messages": []}')
+    (state_dir / "linked.json").symlink_to(outside)
+    for sid in ("fifo", "linked"):
+        with pytest.raises(ValueError):
+            Session.load(sid)
+
+
+def test_the_file_name_decides_the_session_id(state_dir):
+    (state_dir / "mine.json").write_text('{"session_id": "someone_else", "title": "t", "messages": []}')
+    loaded = Session.load("mine")
+    assert loaded.session_id == "mine"
+    loaded.save()
+    assert not (state_dir / "someone_else.json").exists()
