@@ -24,6 +24,7 @@ from api.session_fields import is_safe_session_id
 log = logging.getLogger("talaria.index")
 
 _STALE_TMP_AGE_S = 3600.0
+_SYNC_REBUILD_FILES = 16  # a first build that had to read more files than this is written at once
 
 
 class _IndexState:
@@ -104,7 +105,7 @@ def _read_index_file(index_file: Path) -> list:
     return data if isinstance(data, list) else []
 
 
-def _build_rows(session_dir: Path, index_file: Path, *, trust_index: bool) -> tuple[dict[str, dict], bool]:
+def _build_rows(session_dir: Path, index_file: Path, *, trust_index: bool) -> tuple[dict[str, dict], bool, int]:
     """Rows for every session file: reuse index rows whose ``_stat`` still matches, re-read the rest."""
     existing = {}
     if trust_index:
@@ -114,6 +115,7 @@ def _build_rows(session_dir: Path, index_file: Path, *, trust_index: bool) -> tu
     files = _scan_session_files(session_dir)
     rows: dict[str, dict] = {}
     changed = len(existing) != len(files)
+    files_read = 0
     for sid, st in files.items():
         row = existing.get(sid)
         if row is not None and row.get("_stat") == [st.st_size, st.st_mtime_ns]:
@@ -121,9 +123,10 @@ def _build_rows(session_dir: Path, index_file: Path, *, trust_index: bool) -> tu
             continue
         fresh = _row_from_file(session_dir / f"{sid}.json", st)
         changed = True
+        files_read += 1
         if fresh is not None:
             rows[sid] = fresh
-    return rows, changed
+    return rows, changed, files_read
 
 
 def _state(session_dir: Path, index_file: Path) -> _IndexState:
@@ -133,11 +136,13 @@ def _state(session_dir: Path, index_file: Path) -> _IndexState:
         if state is not None and state.session_dir == Path(session_dir):
             return state
         state = _IndexState(Path(session_dir), key)
-        state.rows, changed = _build_rows(state.session_dir, key, trust_index=True)
+        state.rows, changed, files_read = _build_rows(state.session_dir, key, trust_index=True)
         _STATES[key] = state
-        if changed or not key.exists():
+        if files_read > _SYNC_REBUILD_FILES:
             state.dirty = True
-            _flush_state(state)  # the first build is written at once, so the file exists when we return
+            _flush_state(state)  # an expensive rebuild is kept at once
+        elif changed or not key.exists():
+            _schedule(state)
         return state
 
 
@@ -234,7 +239,7 @@ def rebuild_index_file(session_dir: Path, index_file: Path | None = None) -> int
     session_dir = Path(session_dir)
     index_file = Path(index_file) if index_file else session_dir / "_index.json"
     forget(session_dir)
-    rows, _ = _build_rows(session_dir, index_file, trust_index=False)
+    rows, _, _ = _build_rows(session_dir, index_file, trust_index=False)
     state = _IndexState(session_dir, index_file)
     state.rows = rows
     state.dirty = True

@@ -102,8 +102,10 @@ def main() -> int:
             floor_bytes = orjson.dumps(payload)
             floor_path = folder / "floor.json"
 
-            def save_new(_c, n=n, msgs=msgs):
-                M.Session(session_id="fresh", messages=msgs[:n]).save()
+            fresh_ids = iter(range(10**6))
+
+            def save_new(_c, n=n, msgs=msgs, ids=fresh_ids):
+                M.Session(session_id=f"fresh{next(ids)}", messages=msgs[:n]).save()
 
             rows.append(
                 (
@@ -138,7 +140,7 @@ def main() -> int:
                 (
                     "load_cold",
                     n,
-                    timed(lambda _c: M.Session.load("fresh"), args.runs),
+                    timed(lambda _c: M.Session.load("fresh0"), args.runs),
                     timed(lambda _c: orjson.loads(floor_path.read_bytes()), args.runs),
                 )
             )

@@ -68,6 +68,7 @@ def test_index_drops_rows_of_deleted_files_and_adds_unknown_files(state_dir):
     Session(session_id="c", messages=[{"role": "user", "content": "x"}]).save(skip_index=True)
     session_index.forget(state_dir)
     assert sorted(r["session_id"] for r in all_sessions()) == ["b", "c"]
+    session_index.flush()
     assert sorted(_index_rows(state_dir)) == ["b", "c"]
 
 
@@ -77,6 +78,7 @@ def test_unparsable_index_file_is_rebuilt_from_the_files(state_dir):
     session_index.forget(state_dir)
     (state_dir / "_index.json").write_text("{not json")
     assert [r["session_id"] for r in all_sessions()] == ["a"]
+    session_index.flush()
     assert list(_index_rows(state_dir)) == ["a"]
 
 
@@ -99,3 +101,11 @@ def test_index_counts_match_files_after_many_saves(state_dir):
         == len(json.loads(s.path.read_text())["messages"])
         == 21
     )
+
+
+def test_a_large_rebuild_is_written_at_once(state_dir):
+    for i in range(20):
+        Session(session_id=f"s{i}", messages=[{"role": "user", "content": "x"}]).save(skip_index=True)
+    session_index.forget(state_dir)
+    assert len(all_sessions()) == 20
+    assert len(_index_rows(state_dir)) == 20
