@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from api import models, session_admin, tombstones
+from api import models, session_admin, session_index, tombstones
 from api.errors import BadRequest, Conflict, NotFound
 from api.models import Session
 
@@ -160,6 +160,7 @@ def test_unsafe_missing_or_reserved_ids_are_404(state_dir):
             session_admin.rename_session(sid, "x")
         with pytest.raises(NotFound):
             session_admin.delete_session(sid)
+    session_index.flush()
     assert (state_dir / "_index.json").is_file() and (state_dir / "_deleted_webui_sessions.json").is_file()
 
 

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from api import models
+from api import models, session_index
 from talaria_testing.fake_llm import FakeLLM, Reply, write_hermes_config
 from talaria_testing.server_proc import ServerProc
 
@@ -420,6 +420,9 @@ def _write_session(srv: ServerProc, sid: str, messages: list[dict], monkeypatch)
         context_messages=copy.deepcopy(messages),
     )
     sess.save()
+    # write the index now and drop this process's copy, so no deferred flush races the server
+    session_index.flush(srv.session_dir / "_index.json")
+    session_index.forget(srv.session_dir)
     with models.LOCK:
         models.SESSIONS.pop(sid, None)
 
