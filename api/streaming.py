@@ -206,6 +206,8 @@ def _run_turn(turn: Turn, session: models.Session, message: str, history: list, 
         if turn.cancel_requested:
             raise _Cancelled()
         runner.start()
+        if turn.cancel_requested:  # a cancel between the check above and start() was cleared by start()
+            runner.interrupt("Stopped by the user")
         interval = float(_config.setting("checkpoint_interval"))
         checkpointed = 0
         while not runner.done.wait(interval):

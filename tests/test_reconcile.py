@@ -355,6 +355,9 @@ def _case(draw):
     (any subset, plus local rows of its own), and a watermark/boundary pair."""
     steps = draw(st.lists(st.sampled_from([0.25, 0.5, 1.0]), max_size=10))
     history = [draw(_row(0.5 + sum(steps[:i]))) for i in range(len(steps))]
+    for i, row in enumerate(history):  # agent messages differ from one another (tool calls carry no text)
+        if row["content"] and not row.get("tool_calls"):
+            row["content"] += f" #{i}"
     local = [draw(_row(draw(_TS))) for _ in range(draw(st.integers(0, 3)))]
     side = [dict(m) for m in history if draw(st.booleans())] + local
     state = [dict(m) for m in history]
