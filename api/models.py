@@ -270,11 +270,10 @@ class Session:
         if existing == -1 and path.exists():
             atomic.keep_aside(path, "corrupt")
         elif existing > incoming:
+            # A shrinking save never lands without its backup: if the backup cannot be written
+            # (disk full, read-only), the save fails and the larger file stays.
             data = existing_bytes if existing_bytes is not None else path.read_bytes()
-            try:
-                atomic.write_bytes_durable(self.backup_path, data)
-            except OSError as exc:
-                log.warning("backup of %s failed: %s", self.session_id, exc)
+            atomic.write_bytes_durable(self.backup_path, data)
         previous = (self._disk_sig, self._saved_message_count)
 
         def remember(st: os.stat_result) -> None:

@@ -11,11 +11,21 @@ lookups go through indexes built on first use, and a lookup that provably cannot
 (a state row newer than every transcript row, a fully replayed transcript) builds none. Fuzzy matching
 is bounded as §3.2 says (≤ 1000 distinct transcript keys, texts ≤ 200 000 chars).
 
-Deliberate difference: rule d applies to every row whose *dedup* key is unseen, where the reference
+Deliberate differences. First, rule d applies to every row whose *dedup* key is unseen, where the reference
 skips it for rows whose whole-second merge key is seen. Rows with a seen dedup key are absorbed by
 rule e either way, so this only changes one case: a same-second copy of a kept row, newer than the
 transcript, after an undo/edit/compress. The reference appends it (the removed row springs back and
 merging again is not idempotent); here the watermark keeps it out.
+
+Second: a row older than the watermark that passes rule d (its content key is seen) may still be
+absorbed by a later rule, but is never inserted or appended. Content keys ignore tool calls, so in the
+reference every tool-call row (content "") passes d whenever the transcript has one, and an edit or
+undo brings the removed turn's tool-call rows back by chronological insert.
+
+Third, so that merging the output again adds nothing: rule i inserts an older tool-call row whose
+content key is seen only when a row *not newer than it* has that key. The reference lets any row
+count, so an empty assistant row appended by one merge makes the next merge insert a tool-call row the
+first one had absorbed.
 
 Reading notes where §3.3 leaves room: rule h absorbs when *some* transcript key the row matches still
 has an unabsorbed transcript row (the first such key in transcript order takes the count); the prefix
@@ -266,8 +276,8 @@ class _Merge:
             return S is None or ts > S
         return ts >= 1 and (S is None or int(ts) > S)
 
-    def find(self, kind: str, h: int) -> int | None:
-        """A registered row whose ``kind`` key equals row h's."""
+    def find(self, kind: str, h: int, not_after: float | None = None) -> int | None:
+        """A registered row whose ``kind`` key equals row h's (optionally one not newer than ``not_after``)."""
         t = self.t
         key = t.fact(kind, h)
         if key[0] == "message_id":
@@ -277,7 +287,7 @@ class _Merge:
         else:
             candidates = self._fp.get(t.fp(h))
         for c in candidates:
-            if t.fact(kind, c) == key:
+            if t.fact(kind, c) == key and (not_after is None or t.ts(c) is None or t.ts(c) <= not_after):
                 return c
         return None
 
@@ -482,6 +492,7 @@ class _Merge:
         if dedup_seen is not None:  # e
             self._absorb(h, dedup_seen)
             return
+        below = W is not None and ts is not None and ts < W  # may still be absorbed, never added
         S = self.S
         older = S is not None and ts is not None and ts <= S
         kind = t.fact("merge", h)[0]
@@ -500,16 +511,20 @@ class _Merge:
             if W is not None and ts == W and consumed and t.role(h) != "user" and content_seen is None:
                 pass  # same-second agent row after a fully replayed transcript: append (j)
             elif t.rows[h].get("tool_calls"):
-                if content_seen is not None:
+                # Only rows not newer than r count, so a row this merge appends cannot flip the decision
+                # on the next merge (the reference counts every row and is then not idempotent).
+                if not below and self.find("content", h, not_after=ts) is not None:
                     self._insert_chronologically(h)
                 return
             elif t.role(h) == "user" and content_seen is None:
-                self._insert_chronologically(h)
+                if not below:
+                    self._insert_chronologically(h)
                 return
             else:
                 self._absorb(h, content_seen)
                 return
-        self._append(h)  # j
+        if not below:
+            self._append(h)  # j
 
     def _replayed_block(self) -> int:
         """How many leading state rows replay the transcript row for row, decided column-wise at C speed.

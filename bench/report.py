@@ -164,7 +164,7 @@ def render(suite: dict, benches: list[dict], full: bool) -> str:
         "",
         *_table(summary_rows(counters), ("what", "count", "violations")),
         "",
-        f"Suite: {suite['summary']} in {suite['seconds']} s (exit {suite['rc']}).",
+        f"Suite: {suite['summary']} (wall clock {suite['seconds']} s, exit {suite['rc']}).",
     ]
     if suite["failed"]:
         lines += ["", "Failing tests (each is a reproducer of a broken promise or a missing behaviour):", ""]
@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text(render(suite, benches, full), encoding="utf-8")
     print("\n".join(_table(summary_rows(suite["counters"]), ("what", "count", "violations"))))
     print(
-        f"\nsuite: {suite['summary']} in {suite['seconds']} s; benchmarks: "
+        f"\nsuite: {suite['summary']} (wall clock {suite['seconds']} s); benchmarks: "
         + ", ".join(f"{b['name']} {b['seconds']} s (exit {b['rc']})" for b in benches)
     )
     print(f"report: {args.out}")

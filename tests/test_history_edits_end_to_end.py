@@ -96,7 +96,13 @@ EDITS = {
 def test_edit_survives_new_turn_reconciliation_restart_and_recovery(edit, state_dir, agent_db, monkeypatch):
     install_fake_compression_runtime(monkeypatch)
     db, db_path = agent_db
-    Session(session_id=SID, title="E2E", model="fake-model", messages=[dict(m) for m in ORIGINAL], context_messages=[dict(m) for m in ORIGINAL]).save()
+    Session(
+        session_id=SID,
+        title="E2E",
+        model="fake-model",
+        messages=[dict(m) for m in ORIGINAL],
+        context_messages=[dict(m) for m in ORIGINAL],
+    ).save()
     operation, visible, context = EDITS[edit]
 
     operation(SID)
@@ -108,10 +114,15 @@ def test_edit_survives_new_turn_reconciliation_restart_and_recovery(edit, state_
     state = _state_rows(db_path)
     assert len(state) == len(ORIGINAL) + 2  # the agent still holds every removed row
     display = merge_session_messages_append_only(
-        session.messages, state, truncation_watermark=session.truncation_watermark, truncation_boundary=session.truncation_boundary
+        session.messages,
+        state,
+        truncation_watermark=session.truncation_watermark,
+        truncation_boundary=session.truncation_boundary,
     )
     assert _contents(display) == expected_visible
-    model_context = reconciled_state_db_messages_for_session(session, prefer_context=True, state_messages=state)
+    model_context = reconciled_state_db_messages_for_session(
+        session, prefer_context=True, state_messages=state
+    )
     assert _contents(model_context) == expected_context
 
     session.save()
@@ -119,7 +130,12 @@ def test_edit_survives_new_turn_reconciliation_restart_and_recovery(edit, state_
     assert summary["restored"] == 0
     reloaded = models.get_session(SID)
     assert _contents(reloaded.messages) == expected_visible
-    assert _contents(reconciled_state_db_messages_for_session(reloaded, prefer_context=True, state_messages=state)) == expected_context
+    assert (
+        _contents(
+            reconciled_state_db_messages_for_session(reloaded, prefer_context=True, state_messages=state)
+        )
+        == expected_context
+    )
 
     # A genuine loss afterwards: a bad write drops the newest rows; the backup brings them back.
     broken = models.get_session(SID)

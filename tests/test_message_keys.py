@@ -225,6 +225,12 @@ def test_narrow_marker_test_finds_the_summary_anywhere_in_the_context():
     assert not context_messages_include_compression_marker("not a list")
 
 
+def test_narrow_marker_test_reads_text_parts_and_skips_rows_without_text():
+    parts = {"role": "assistant", "content": [{"type": "text", "text": MARKER_TEXT}]}
+    assert context_messages_include_compression_marker([{"role": "assistant", "content": None}, parts])
+    assert not context_messages_include_compression_marker([{"role": "assistant", "content": None}, "x"])
+
+
 # ----------------------------------------------------------------------------- api_content reconciliation
 
 

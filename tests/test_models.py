@@ -258,3 +258,24 @@ def test_the_file_name_decides_the_session_id(state_dir):
     assert loaded.session_id == "mine"
     loaded.save()
     assert not (state_dir / "someone_else.json").exists()
+
+
+def test_shrinking_save_fails_when_its_backup_cannot_be_written(state_dir, monkeypatch):
+    from api import atomic
+
+    s = _session(n=4)
+    s.save()
+    before = s.path.read_bytes()
+    real = atomic.write_bytes_durable
+
+    def no_space_for_backups(path, data, **kw):
+        if path.name.endswith(".bak"):
+            raise OSError(28, "No space left on device")
+        return real(path, data, **kw)
+
+    monkeypatch.setattr(atomic, "write_bytes_durable", no_space_for_backups)
+    s.messages = s.messages[:1]
+    with pytest.raises(OSError):
+        s.save()
+    assert s.path.read_bytes() == before
+    assert len(s.messages) == 1  # the caller still holds its state and may retry

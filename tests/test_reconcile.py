@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import types
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import api.models
-from api.message_keys import message_content_key
 from api.reconcile import (
     merge_session_messages_append_only,
     reconciled_state_db_messages_for_session,
@@ -236,9 +234,22 @@ def test_rule6d_rows_older_than_the_watermark_with_unknown_content_stay_out():
 
 
 def test_rule6d_rows_older_than_the_watermark_with_known_content_are_judged_further():
-    side = [U1, call(2.0)]
-    out = merge(side, [call(1.5, CALL_B)], w=5.0, b=5.0)  # content "" is known: rule i inserts it
-    assert [r.get("tool_calls") for r in out] == [None, CALL_B, CALL_A]
+    side = [U1, dict(A1)]
+    out = merge(side, [dict(A1, timestamp=1.5, _turnDuration=2.0)], w=5.0, b=5.0)
+    assert out == [U1, dict(A1, _turnDuration=2.0)]  # absorbed by rule h, its display keys kept
+
+
+def test_rule6d_removed_tool_call_rows_stay_out_after_an_edit():
+    side = [U1, call(2.0), tool("x", 2.5), a("done", 3.0), u("edited", 10.0)]
+    removed = [u("second question", 4.0), call(5.0, CALL_B), tool("y", 5.5, "call_b"), a("second done", 6.0)]
+    state = [*side[:4], *removed, u("edited", 10.0), a("reply", 11.0)]
+    out = merge(side, state, w=10.0, b=3.0)
+    assert texts(out) == ["first question", "", "x", "done", "edited", "reply"]
+
+
+def test_rule6d_same_second_copy_of_a_kept_row_stays_out_after_undo():
+    side = [U1, a("sure", 2.2)]
+    assert merge(side, [U1, a("sure", 2.2), u("again", 2.4), a("sure", 2.7)], w=2.2, b=2.2) == side
 
 
 def test_rule6d_same_second_edit_of_a_user_row_stays_out():
@@ -282,6 +293,14 @@ def test_rule6i_older_tool_call_with_known_content_is_inserted_chronologically()
 def test_rule6i_older_tool_call_with_unknown_content_is_absorbed():
     side = [U1, a("done", 6.0)]
     assert merge(side, [U1, dict(call(3.0), content="checking"), a("done", 6.0)]) == side
+
+
+def test_rule6i_only_rows_not_newer_than_a_tool_call_decide_its_insertion():
+    side = [U1, a("done", 6.0)]
+    state = [U1, call(3.0), a("done", 6.0), a("", 7.0)]
+    once = merge(side, state)
+    assert once == [U1, a("done", 6.0), a("", 7.0)]
+    assert merge(once, state) == once  # the appended empty row does not pull the tool call in later
 
 
 def test_rule6i_older_known_assistant_row_is_absorbed():
@@ -355,7 +374,10 @@ def _case(draw):
     (any subset, plus local rows of its own), and a watermark/boundary pair."""
     steps = draw(st.lists(st.sampled_from([0.25, 0.5, 1.0]), max_size=10))
     history = [draw(_row(0.5 + sum(steps[:i]))) for i in range(len(steps))]
-    for i, row in enumerate(history):  # agent messages differ from one another (tool calls carry no text)
+    # Agent messages differ from one another (tool calls carry no text). With repeated identical texts
+    # the replay cursor and the per-key counts of rules b/h depend on row order, and a second merge can
+    # then add a row the first absorbed (reference behaviour, see the report of issue 3).
+    for i, row in enumerate(history):
         if row["content"] and not row.get("tool_calls"):
             row["content"] += f" #{i}"
     local = [draw(_row(draw(_TS))) for _ in range(draw(st.integers(0, 3)))]
@@ -390,20 +412,27 @@ def test_property_merging_the_output_again_adds_nothing(case):
 
 @settings(max_examples=300, deadline=None)
 @given(_case())
-def test_property_rows_older_than_the_watermark_with_content_the_sidecar_lacks_never_appear(case):
+def test_property_no_state_row_older_than_the_watermark_joins_a_transcript(case):
     side, state, w, b = case
-    if w is None:
+    if w is None or not side:
         return
-    out = merge(side, state, w, b)
-    side_content = {message_content_key(m) for m in side}
-    for row in out:
-        if any(row is m for m in side):
-            continue
-        ts = row.get("timestamp")
-        if ts is not None and ts < w and side:
-            assert message_content_key(row, state_side=True) in side_content
-        if not side and w == 0:
-            pytest.fail("the truncate-to-empty sentinel let a row through")
+    for row in merge(side, state, w, b):
+        if not any(row is m for m in side):
+            assert row["timestamp"] >= w
+
+
+@settings(max_examples=300, deadline=None)
+@given(_case())
+def test_property_cold_reconstruction_keeps_only_rows_outside_the_truncated_span(case):
+    _, state, w, b = case
+    out = merge([], state, w, b)
+    if w == 0:
+        assert out == []
+    elif w is not None:
+        advanced = b is not None and b < w
+        assert all(
+            r["timestamp"] <= (b if advanced else w) or (advanced and r["timestamp"] >= w) for r in out
+        )
 
 
 @settings(max_examples=200, deadline=None)

@@ -65,19 +65,53 @@ def durability(request) -> Mode:
     return FULL if _option(request.config, "--durability-full") else REDUCED
 
 
+COUNTERS = Counters()
+_STARTED = time.monotonic()
+_SECTIONS = {
+    "test_kill_matrix": "kill_matrix",
+    "test_kill_during_save": "kill_matrix",
+    "test_kill_chat_turn": "kill_matrix",
+    "test_crash_states": "crash_states",
+    "test_crash_states_model": "crash_states",
+    "test_faults": "faults",
+    "test_concurrency": "concurrency",
+    "test_hostile_input": "hostile_input",
+    "test_load": "load",
+}
+
+
 @pytest.fixture(scope="session")
-def counters(request, durability):
-    c = Counters()
-    started = time.monotonic()
-    yield c
-    path = _option(request.config, "--durability-json")
+def counters() -> Counters:
+    return COUNTERS
+
+
+def _violations() -> int:
+    return sum(v.get("violations", 0) for v in COUNTERS.to_dict()["sections"].values())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failing test that recorded no violation itself still counts as one (faults, hostile input...)."""
+    if call.when == "setup":
+        item.stash[_BEFORE] = _violations()
+    outcome = yield
+    report = outcome.get_result()
+    if call.when == "call" and report.failed and _violations() == item.stash.get(_BEFORE, 0):
+        message = str(call.excinfo.value).strip().splitlines()[0][:300] if call.excinfo else "failed"
+        COUNTERS.violation(
+            _SECTIONS.get(item.module.__name__.rsplit(".", 1)[-1], "other"), item.nodeid, message
+        )
+
+
+_BEFORE = pytest.StashKey[int]()
+
+
+def pytest_sessionfinish(session):
+    path = _option(session.config, "--durability-json")
     if path:
-        c.write(
-            path,
-            {
-                "mode": "full" if durability.full else "reduced",
-                "seconds": round(time.monotonic() - started, 1),
-            },
+        full = bool(_option(session.config, "--durability-full"))
+        COUNTERS.write(
+            path, {"mode": "full" if full else "reduced", "seconds": round(time.monotonic() - _STARTED, 1)}
         )
 
 

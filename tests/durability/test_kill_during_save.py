@@ -11,7 +11,6 @@ from talaria_testing.crash_child import grow_session_forever
 from talaria_testing.killing import run_child
 
 
-
 def _expected(n):
     return {
         "role": "user" if n % 2 == 0 else "assistant",
@@ -35,7 +34,9 @@ def _run_and_kill(session_dir, sid, rng) -> int:
     return max([m for m in msgs if isinstance(m, int)], default=0)
 
 
-def test_sigkill_mid_save_never_tears_the_file_or_loses_acknowledged_messages(state_dir, counters, durability):
+def test_sigkill_mid_save_never_tears_the_file_or_loses_acknowledged_messages(
+    state_dir, counters, durability
+):
     kills = 300 if durability.full else 100
     rng = random.Random(1234)
     sid = "crashgrow"

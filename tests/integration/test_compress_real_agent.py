@@ -20,14 +20,29 @@ SID = "realcompress"
 def _conversation(pairs=12):
     rows = []
     for i in range(pairs):
-        rows.append({"role": "user", "content": f"Question {i}: " + "tell me more " * 40, "timestamp": 1000.0 + 2 * i})
-        rows.append({"role": "assistant", "content": f"Answer {i}: " + "here is more " * 60, "timestamp": 1001.0 + 2 * i})
+        rows.append(
+            {"role": "user", "content": f"Question {i}: " + "tell me more " * 40, "timestamp": 1000.0 + 2 * i}
+        )
+        rows.append(
+            {
+                "role": "assistant",
+                "content": f"Answer {i}: " + "here is more " * 60,
+                "timestamp": 1001.0 + 2 * i,
+            }
+        )
     return rows
 
 
 def _write_session(session_dir, messages):
     session_dir.mkdir(parents=True, exist_ok=True)
-    payload = {"session_id": SID, "title": "Long talk", "model": "fake-model", "created_at": 1.0, "updated_at": 2.0, "messages": messages}
+    payload = {
+        "session_id": SID,
+        "title": "Long talk",
+        "model": "fake-model",
+        "created_at": 1.0,
+        "updated_at": 2.0,
+        "messages": messages,
+    }
     (session_dir / f"{SID}.json").write_text(json.dumps(payload), encoding="utf-8")
 
 
@@ -47,7 +62,9 @@ def test_compress_with_the_real_agent_changes_only_the_context_and_survives_rest
     original = _conversation()
     _write_session(srv.session_dir, original)
     with srv.start():
-        status, _, body = srv.request("POST", "/api/session/compress", {"session_id": SID, "focus_topic": "the answers"})
+        status, _, body = srv.request(
+            "POST", "/api/session/compress", {"session_id": SID, "focus_topic": "the answers"}
+        )
         assert status == 200, body
         answer = json.loads(body)
         assert answer["ok"] is True
@@ -81,7 +98,11 @@ def test_compress_bad_input_is_a_clear_json_error_and_changes_nothing(tmp_path, 
             ({"session_id": "   "}, 400, "session_id is required"),
             ({"session_id": "../etc/passwd"}, 400, None),
             ({"session_id": "nope"}, 404, "Session not found"),
-            ({"session_id": SID, "focus_topic": "x" * 100_000}, 400, "Not enough conversation to compress (need at least 4 messages)."),
+            (
+                {"session_id": SID, "focus_topic": "x" * 100_000},
+                400,
+                "Not enough conversation to compress (need at least 4 messages).",
+            ),
         ]
         for payload, want_status, want_error in cases:
             status, headers, body = srv.request("POST", "/api/session/compress", payload)
