@@ -68,6 +68,7 @@ __all__ = [
 
 FUZZY_MAX_KEYS = 1000
 FUZZY_MAX_CHARS = 200_000
+_CONTENT_COLUMNS = ("tool_call_id", "tool_name", "name", "api_content")
 _IMAGE_PART_TYPES = frozenset({"image_url", "input_image", "image"})
 _SCREENSHOT = "[screenshot]"
 _context_messages_include_compression_marker = context_messages_include_compression_marker
@@ -527,48 +528,22 @@ class _Merge:
             self._append(h)  # j
 
     def _replayed_block(self) -> int:
-        """How many leading state rows replay the transcript row for row, decided column-wise at C speed.
-
-        The same decision as the per-row replay below (rule b), made with list-level operations: equal
-        content and role columns, and a closer look only at rows carrying tool calls, api_content, a
-        possible workspace tag, non-text content or display-only keys. Returns 0 when rows are not dicts.
-        """
+        """How many leading state rows replay the transcript row for row (rule b), decided column-wise."""
         t, n = self.t, self.n
         length = min(n, len(t.rows) - n)
         if len(self.seq) != n or not length:
             return 0
-        side, state = t.rows[:length], t.rows[n : n + length]
-        try:
-            rc = list(map(dict.get, state, repeat("content")))
-            rr = list(map(dict.get, state, repeat("role")))
-            length = min(_common_prefix(rc, list(map(dict.get, side, repeat("content")))), length)
-            length = min(_common_prefix(rr, list(map(dict.get, side, repeat("role")))), length)
-            del side[length:], state[length:], rc[length:], rr[length:]
-            closer = set(compress(range(length), map(is_not, map(type, rc), repeat(str))))
-            for rows, column in (
-                (state, "tool_calls"),
-                (side, "tool_calls"),
-                (state, "api_content"),
-                (side, "api_content"),
-            ):
-                closer.update(compress(range(length), map(dict.get, rows, repeat(column))))
-        except TypeError:  # a row that is not a dict: the per-row path handles everything
+        state = t.rows[n : n + length]
+        found = _raw_prefix(state, t.rows[:length], ("tool_calls", "api_content"))
+        if found is None:
             return 0
-        users = [i for i in compress(range(length), map(eq, rr, repeat("user"))) if i not in closer]
-        if any(c == "[" or c.isspace() for c in {rc[i][:1] for i in users}):  # maybe a workspace tag
-            closer.update(i for i in users if rc[i][:1] == "[" or rc[i][:1].isspace())
-        display = [
-            i
-            for i in compress(range(length), map(gt, map(len, state), repeat(3)))
-            if not DISPLAY_ONLY_KEYS.isdisjoint(state[i])
-        ]
+        length, closer, contents = found
         for i in sorted(closer):
-            if type(rc[i]) is not str or not t.same_visible(n + i, i):
+            if type(contents[i]) is not str or not t.same_visible(n + i, i):
                 length = i
                 break
-        for i in display:
-            if i < length:
-                self._absorb(n + i, i)
+        for i in compress(range(length), map(gt, map(len, state[:length]), repeat(3))):
+            self._absorb(n + i, i)  # copies display-only keys, if the row has any
         return length
 
     def run(self) -> list:
@@ -608,6 +583,34 @@ class _Merge:
         if self.out is not None:
             return [rows[h] for h in self.out]
         return rows[:n] + [rows[h] for h in self.appended]
+
+
+def _raw_prefix(state: list, local: list, columns: tuple[str, ...]) -> tuple[int, set[int], list] | None:
+    """The leading run where state and local rows have equal raw content and role, at C speed.
+
+    Returns (run length, rows in it that need a closer look, state contents): rows with non-text
+    content, a value in any of ``columns`` on either side, or (state user rows) a possible workspace
+    tag. ``None`` when a row is not a dict.
+    """
+    try:
+        contents = list(map(dict.get, state, repeat("content")))
+        roles = list(map(dict.get, state, repeat("role")))
+        length = min(
+            _common_prefix(contents, list(map(dict.get, local, repeat("content")))),
+            _common_prefix(roles, list(map(dict.get, local, repeat("role")))),
+        )
+        del contents[length:], roles[length:]
+        state, local = state[:length], local[:length]
+        closer = set(compress(range(length), map(is_not, map(type, contents), repeat(str))))
+        for column in columns:
+            closer.update(compress(range(length), map(dict.get, state, repeat(column))))
+            closer.update(compress(range(length), map(dict.get, local, repeat(column))))
+    except TypeError:
+        return None
+    users = [i for i in compress(range(length), map(eq, roles, repeat("user"))) if i not in closer]
+    if any(c == "[" or c.isspace() for c in {contents[i][:1] for i in users}):  # maybe a workspace tag
+        closer.update(i for i in users if contents[i][:1] == "[" or contents[i][:1].isspace())
+    return length, closer, contents
 
 
 def _common_prefix(a: list, b: list) -> int:
@@ -657,26 +660,15 @@ def state_db_delta_after_context(context: list | None, state: list | None) -> li
     for o in range(nc):
         if best >= nc - o:
             break
-        run, limit = 0, min(nc - o, ns)
-        while run < limit:
-            a, b = state[run], context[o + run]
-            if type(a) is dict and type(b) is dict:
-                content = a.get("content")
-                if (  # the content key's fields compared raw: identical rows need no key at all
-                    type(content) is str
-                    and content == b.get("content")
-                    and a.get("role") == b.get("role")
-                    and (a.get("tool_call_id") or "") == (b.get("tool_call_id") or "")
-                    and (a.get("tool_name") or a.get("name") or "")
-                    == (b.get("tool_name") or b.get("name") or "")
-                    and not a.get("api_content")
-                    and not b.get("api_content")
-                    and (a.get("role") != "user" or strip_workspace_tag(content) is content)
-                ):
-                    run += 1
-                    continue
-            if not t.same_content(nc + run, o + run):
-                break
+        limit = min(nc - o, ns)
+        if not t.same_content(nc, o):
+            continue
+        run = 1
+        found = _raw_prefix(state[:limit], context[o : o + limit], _CONTENT_COLUMNS)
+        if found is not None:  # rows the columns prove equal, then row by row from the first doubt
+            length, closer, _ = found
+            run = next((k for k in sorted(closer) if not t.same_content(nc + k, o + k)), length)
+        while run < limit and t.same_content(nc + run, o + run):
             run += 1
         if run > best:
             best, best_o = run, o

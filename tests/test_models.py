@@ -127,7 +127,21 @@ def test_save_load_is_identity_for_any_messages(state_dir, messages, extra, titl
 
 
 @pytest.mark.parametrize(
-    "sid", ["../x", "a/b", "a\x00b", "x" * 10_000, "sessión", "", ".", "..", "a.json", " a"]
+    "sid",
+    [
+        "../x",
+        "a/b",
+        "a\x00b",
+        "x" * 10_000,
+        "sessión",
+        "",
+        ".",
+        "..",
+        "a.json",
+        " a",
+        "_index",
+        "_deleted_webui_sessions",
+    ],
 )
 def test_hostile_session_ids_never_reach_the_file_system(state_dir, sid):
     assert Session.load(sid) is None
