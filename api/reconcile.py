@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from itertools import compress, repeat
-from operator import eq, gt, is_not
+from operator import eq, gt, is_not, not_
 from typing import Any
 
 from api.message_keys import (
@@ -48,9 +48,11 @@ from api.message_keys import (
     content_text,
     context_messages_include_compression_marker,
     is_context_compression_marker,
+    message_content_key,
     message_dedup_key,
     message_merge_key,
     message_timestamp,
+    message_visible_key,
     parse_timestamp,
     reconcile_api_content_sidecars,
     stable_id,
@@ -58,7 +60,11 @@ from api.message_keys import (
     tokens,
 )
 
-__all__ = [
+__all__ = [  # the §3.2 keys live in api.message_keys and are re-exported here
+    "message_merge_key",
+    "message_dedup_key",
+    "message_content_key",
+    "message_visible_key",
     "is_context_compression_marker",
     "_context_messages_include_compression_marker",
     "merge_session_messages_append_only",
@@ -68,7 +74,8 @@ __all__ = [
 
 FUZZY_MAX_KEYS = 1000
 FUZZY_MAX_CHARS = 200_000
-_CONTENT_COLUMNS = ("tool_call_id", "tool_name", "name", "api_content")
+_CONTENT_COLUMNS = frozenset({"tool_call_id", "tool_name", "name", "api_content"})
+_VISIBLE_COLUMNS = frozenset({"tool_calls", "api_content"})
 _IMAGE_PART_TYPES = frozenset({"image_url", "input_image", "image"})
 _SCREENSHOT = "[screenshot]"
 _context_messages_include_compression_marker = context_messages_include_compression_marker
@@ -534,7 +541,7 @@ class _Merge:
         if len(self.seq) != n or not length:
             return 0
         state = t.rows[n : n + length]
-        found = _raw_prefix(state, t.rows[:length], ("tool_calls", "api_content"))
+        found = _raw_prefix(state, t.rows[:length], _VISIBLE_COLUMNS)
         if found is None:
             return 0
         length, closer, contents = found
@@ -585,11 +592,11 @@ class _Merge:
         return rows[:n] + [rows[h] for h in self.appended]
 
 
-def _raw_prefix(state: list, local: list, columns: tuple[str, ...]) -> tuple[int, set[int], list] | None:
+def _raw_prefix(state: list, local: list, columns: frozenset[str]) -> tuple[int, set[int], list] | None:
     """The leading run where state and local rows have equal raw content and role, at C speed.
 
     Returns (run length, rows in it that need a closer look, state contents): rows with non-text
-    content, a value in any of ``columns`` on either side, or (state user rows) a possible workspace
+    content, any of the keys ``columns`` on either side, or (state user rows) a possible workspace
     tag. ``None`` when a row is not a dict.
     """
     try:
@@ -602,9 +609,8 @@ def _raw_prefix(state: list, local: list, columns: tuple[str, ...]) -> tuple[int
         del contents[length:], roles[length:]
         state, local = state[:length], local[:length]
         closer = set(compress(range(length), map(is_not, map(type, contents), repeat(str))))
-        for column in columns:
-            closer.update(compress(range(length), map(dict.get, state, repeat(column))))
-            closer.update(compress(range(length), map(dict.get, local, repeat(column))))
+        closer.update(compress(range(length), map(not_, map(columns.isdisjoint, state))))
+        closer.update(compress(range(length), map(not_, map(columns.isdisjoint, local))))
     except TypeError:
         return None
     users = [i for i in compress(range(length), map(eq, roles, repeat("user"))) if i not in closer]
