@@ -15,9 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from api import atomic, session_index
+from api import atomic, jsonio, session_index
 from api import config as _config
 from api.session_fields import (
     BOOL_FIELDS,
@@ -62,18 +60,10 @@ def _require_safe(sid: Any) -> str:
 
 
 def dumps_session_json(payload: dict) -> bytes:
-    try:
-        return orjson.dumps(payload, option=orjson.OPT_INDENT_2)
-    except (TypeError, orjson.JSONEncodeError):
-        # Lone surrogates, huge ints or odd types: the stdlib escapes what orjson refuses.
-        return json.dumps(payload, indent=2, ensure_ascii=True, default=str).encode("ascii")
+    return jsonio.dumps(payload, indent=True)
 
 
-def loads_json(data: bytes) -> Any:
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return json.loads(data.decode("utf-8", "surrogatepass"))
+loads_json = jsonio.loads
 
 
 def _partial_signature(msg: dict) -> tuple:

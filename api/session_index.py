@@ -15,9 +15,7 @@ import threading
 import time
 from pathlib import Path
 
-import orjson
-
-from api import atomic
+from api import atomic, jsonio
 from api import config as _config
 from api.session_fields import is_safe_session_id
 
@@ -99,8 +97,8 @@ def _row_from_file(path: Path, st: os.stat_result) -> dict | None:
 
 def _read_index_file(index_file: Path) -> list:
     try:
-        data = orjson.loads(index_file.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        data = jsonio.loads(index_file.read_bytes())
+    except (OSError, ValueError):
         return []
     return data if isinstance(data, list) else []
 
@@ -203,8 +201,8 @@ def _flush_state(state: _IndexState) -> None:
         if not state.session_dir.is_dir():
             return  # the folder is gone (a test's tmp dir): nothing to keep current
         try:
-            atomic.write_bytes_durable(state.index_file, orjson.dumps(rows, default=str))
-        except (OSError, TypeError) as exc:
+            atomic.write_bytes_durable(state.index_file, jsonio.dumps(rows))
+        except (OSError, TypeError, ValueError) as exc:
             log.warning("could not write %s: %s", state.index_file, exc)
             with _LOCK:
                 state.dirty = True

@@ -168,8 +168,15 @@ def tree_signature(folder: Path, *, hash_limit: int = 8 << 20) -> dict[str, tupl
 
 
 def contents_present(folder: Path) -> set[str]:
-    """sha1 of every regular file below ``folder`` up to 8 MiB (to find kept copies of small files)."""
-    return {sig[3] for sig in tree_signature(folder).values() if sig[0] == "file" and sig[3]}
+    """sha1 of every regular file below ``folder`` up to 8 MiB (to find kept copies of small files).
+
+    ``_index.json`` is left out: it is a cache that recovery rebuilds from the session files by design.
+    """
+    return {
+        sig[3]
+        for name, sig in tree_signature(folder).items()
+        if sig[0] == "file" and sig[3] and Path(name).name != "_index.json"
+    }
 
 
 # ---------------------------------------------------------------------- state.db files

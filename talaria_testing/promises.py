@@ -40,9 +40,11 @@ def bak_rel(sid: str = SID) -> str:
 def parse(data: bytes | None) -> Any:
     if data is None:
         return None
+    from api import jsonio
+
     try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
+        return jsonio.loads(data)
+    except ValueError:
         return None
 
 

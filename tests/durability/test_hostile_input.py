@@ -332,3 +332,16 @@ def test_fuzzed_requests_on_every_route_never_get_a_500(durability, counters, sc
     assert not server_errors, "\n".join(server_errors[:15])
     assert not unreadable, unreadable
     assert not index_problems, index_problems
+
+
+def test_lone_surrogates_in_a_title_do_not_stop_the_index_from_being_written(counters, tmp_path):
+    """One file whose title holds ``\\ud800`` must not keep ``_index.json`` from reaching the disk."""
+    with bound(tmp_path / "state") as sessions:
+        _save("good1", 6)
+        (sessions / "surrogate.json").write_bytes(
+            b'{"session_id": "surrogate", "title": "\\ud800 odd", "messages": [], "created_at": 1, "updated_at": 2}'
+        )
+        session_index.rebuild_index_file(sessions)
+        counters.add(SECTION, "hostile_files")
+        problems = promises.index_violations(sessions)
+    assert not problems, problems

@@ -37,7 +37,7 @@ def _run_and_kill(session_dir, sid, rng) -> int:
 def test_sigkill_mid_save_never_tears_the_file_or_loses_acknowledged_messages(
     state_dir, counters, durability
 ):
-    kills = 300 if durability.full else 100
+    kills = 300 if durability.full else 200
     rng = random.Random(1234)
     sid = "crashgrow"
     acked_max = 0

@@ -1,0 +1,26 @@
+"""JSON in and out of session files and the index: orjson, with the stdlib for what orjson refuses.
+
+orjson rejects lone surrogates (``"\\ud800"``) and integers beyond 64 bits; such values do reach us
+(messages written by other programs), and one of them must never keep a file from loading or saving.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+
+
+def loads(data: bytes) -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data.decode("utf-8", "surrogatepass"))
+
+
+def dumps(obj: Any, *, indent: bool = False) -> bytes:
+    try:
+        return orjson.dumps(obj, option=orjson.OPT_INDENT_2 if indent else 0, default=str)
+    except (TypeError, orjson.JSONEncodeError):
+        return json.dumps(obj, indent=2 if indent else None, ensure_ascii=True, default=str).encode("ascii")
