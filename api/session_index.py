@@ -103,7 +103,9 @@ def _read_index_file(index_file: Path) -> list:
     return data if isinstance(data, list) else []
 
 
-def _build_rows(session_dir: Path, index_file: Path, *, trust_index: bool) -> tuple[dict[str, dict], bool, int]:
+def _build_rows(
+    session_dir: Path, index_file: Path, *, trust_index: bool
+) -> tuple[dict[str, dict], bool, int]:
     """Rows for every session file: reuse index rows whose ``_stat`` still matches, re-read the rest."""
     existing = {}
     if trust_index:
