@@ -18,6 +18,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +39,10 @@ _TITLE_CHARS = 60
 class Turn:
     """One chat turn's journal: ``(seq, name, data)`` events; readers wait on ``cond``."""
 
-    def __init__(self, stream_id: str, session_id: str):
+    def __init__(self, stream_id: str, session_id: str, user_text: str = ""):
         self.stream_id = stream_id
         self.session_id = session_id
+        self.user_text = user_text
         self.started_at = time.time()
         self.finished_at: float | None = None
         self.events: list[tuple[int, str, dict]] = []
@@ -128,7 +130,7 @@ def start_turn(session_id: str, message: str, model: str | None = None) -> dict:
     if not isinstance(message, str) or not message.strip():
         raise BadRequest("message must be a non-empty string")
     stream_id = uuid.uuid4().hex
-    turn = Turn(stream_id, session_id)
+    turn = Turn(stream_id, session_id, message)
     with _config._get_session_agent_lock(session_id):
         try:
             session = models.get_session(session_id)
@@ -291,54 +293,70 @@ def _stamp(rows: list[dict], base: float) -> None:
             row["timestamp"] = base + k * 1e-6
 
 
+@dataclass
+class _Outcome:
+    """How a turn ends, decided from its result alone (``_turn_outcome``), then applied by ``_finalize``."""
+
+    rows: list[dict]  # the answer rows to append to the transcript
+    error: tuple[str, str | None] | None  # (message, hint) of an error event and its visible row
+    stopped: bool  # the person stopped it (or a shutdown did)
+    interrupted: bool  # a shutdown stopped it: keep the text as partial and add the interrupted marker
+
+
+def _turn_outcome(turn: Turn, result, error: tuple[str, str | None] | None, now: float) -> _Outcome:
+    rows: list[dict] = []
+    if result is not None:
+        failed = result.failed or (result.error and not result.completed and not result.interrupted)
+        rows = _new_rows(result.messages, turn.user_text)
+        # A failed turn's final_response is the agent's error text, not an answer: the error row says it.
+        if not rows and result.final_response and not failed:
+            rows = [{"role": "assistant", "content": result.final_response}]
+        if failed:
+            error = (result.error or "The model call failed.", None)
+    stopped = turn.cancel_requested or (result is not None and result.interrupted)
+    if stopped and not rows and turn.partial_text:
+        rows = [_partial_row(turn, now)]
+    for row in rows:
+        row.pop("_partial", None)
+    # A turn stopped by a shutdown was not cancelled by the person: it ends like a crashed one
+    # (its text kept as partial, then the interrupted marker), only saved in good order.
+    interrupted = turn.stopped_by_shutdown and (result is None or result.interrupted or not result.completed)
+    if stopped and rows:
+        if not interrupted:
+            rows[-1]["_cancelled"] = True
+        elif rows[-1].get("role") == "assistant":
+            rows[-1]["_partial"] = True
+    _stamp(rows, now)
+    return _Outcome(rows, error, stopped, interrupted)
+
+
+def _rows_before_turn(session: models.Session, turn: Turn) -> int:
+    """How many rows preceded this turn (not its write-ahead user row): what a compression covered."""
+    count = len(session.messages)
+    last = session.messages[-1] if session.messages else None
+    if isinstance(last, dict) and last.get("role") == "user" and message_text(last) == turn.user_text:
+        count -= 1
+    return count
+
+
 def _finalize(turn: Turn, session: models.Session, result, error: tuple[str, str | None] | None) -> None:
     compressed_event = None
     with _config._get_session_agent_lock(turn.session_id):
         if session.active_stream_id != turn.stream_id:
             return  # shutdown or a newer turn already settled this one
         _drop_partial_tail(session)
-        # the rows before this turn (not its write-ahead user row, nor a checkpoint): what a compression covered
-        visible_before = len(session.messages)
-        last = session.messages[-1] if session.messages else None
-        if (
-            isinstance(last, dict)
-            and last.get("role") == "user"
-            and message_text(last) == turn_user_text(session, turn)
-        ):
-            visible_before -= 1
+        visible_before = _rows_before_turn(session, turn)
         now = time.time()
-        rows: list[dict] = []
-        if result is not None:
-            failed = result.failed or (result.error and not result.completed and not result.interrupted)
-            rows = _new_rows(result.messages, turn_user_text(session, turn))
-            # A failed turn's final_response is the agent's error text, not an answer: the error row says it.
-            if not rows and result.final_response and not failed:
-                rows = [{"role": "assistant", "content": result.final_response}]
-            if result.interrupted or turn.cancel_requested:
-                rows = rows or ([_partial_row(turn, now)] if turn.partial_text else [])
-            if failed:
-                error = (result.error or "The model call failed.", None)
-        elif turn.cancel_requested and turn.partial_text:
-            rows = [_partial_row(turn, now)]
-        for row in rows:
-            row.pop("_partial", None)
-        stopped = turn.cancel_requested or (result is not None and result.interrupted)
-        # A turn stopped by a shutdown was not cancelled by the person: it ends like a crashed one
-        # (its text kept as partial, then the interrupted marker), only saved in good order.
-        interrupted = turn.stopped_by_shutdown and (
-            result is None or result.interrupted or not result.completed
-        )
-        if stopped:
-            for row in rows[-1:]:
-                if not interrupted:
-                    row["_cancelled"] = True
-                elif row.get("role") == "assistant":
-                    row["_partial"] = True
-        _stamp(rows, now)
-        session.messages.extend(rows)
-        if error is not None:
+        outcome = _turn_outcome(turn, result, error, now)
+        session.messages.extend(outcome.rows)
+        if outcome.error is not None:
             session.messages.append(
-                {"role": "assistant", "content": f"⚠ {error[0]}", "timestamp": time.time(), "_error": True}
+                {
+                    "role": "assistant",
+                    "content": f"⚠ {outcome.error[0]}",
+                    "timestamp": time.time(),
+                    "_error": True,
+                }
             )
         if result is not None and result.compressed:
             new_context = [_stored_row(m) for m in result.messages if isinstance(m, dict)]
@@ -347,8 +365,8 @@ def _finalize(turn: Turn, session: models.Session, result, error: tuple[str, str
                 session, new_context, visible_before, tokens_before=turn.history_tokens
             )
         elif session.context_messages:
-            session.context_messages.extend(copy.deepcopy(rows))
-        if interrupted:
+            session.context_messages.extend(copy.deepcopy(outcome.rows))
+        if outcome.interrupted:
             session.messages.append(_interrupted_marker())
         _apply_usage(session, result)
         session.clear_pending_turn()
@@ -358,30 +376,26 @@ def _finalize(turn: Turn, session: models.Session, result, error: tuple[str, str
         turn.append("compressed", compressed_event)
     if title:
         turn.append("title", {"title": title})
-    if error is not None:
-        turn.append("error", {"message": error[0], **({"hint": error[1]} if error[1] else {})})
-    elif interrupted:
+    if outcome.error is not None:
+        hint = {"hint": outcome.error[1]} if outcome.error[1] else {}
+        turn.append("error", {"message": outcome.error[0], **hint})
+    elif outcome.interrupted:
         turn.append("error", {"message": INTERRUPTED_TEXT})
-    elif stopped:
+    elif outcome.stopped:
         turn.append("cancelled", {})
     from api.session_admin import full_session
 
     turn.append("done", {"session": full_session(session, msg_limit=100)})
 
 
-def turn_user_text(session: models.Session, turn: Turn) -> str:
-    return session.pending_user_message or ""
-
-
 def _apply_usage(session: models.Session, result) -> None:
     if result is None:
         return
     usage = result.usage or {}
-    for ours, theirs in (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"),
-                         ("cache_read_tokens", "cache_read_tokens"), ("cache_write_tokens", "cache_write_tokens")):  # fmt: skip
-        value = usage.get(theirs)
+    for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"):
+        value = usage.get(name)
         if isinstance(value, int):
-            setattr(session, ours, (getattr(session, ours) or 0) + value)
+            setattr(session, name, (getattr(session, name) or 0) + value)
     cost = usage.get("estimated_cost_usd")
     if isinstance(cost, (int, float)):
         session.estimated_cost = (session.estimated_cost or 0) + cost

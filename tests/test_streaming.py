@@ -1,0 +1,150 @@
+"""A chat turn in process (scripted agent): write-ahead, journal, checkpoints, final merge, interrupted turns."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from api import agent_runtime, models, streaming
+from api.agent_runtime import TurnResult
+from api.errors import Conflict, NotFound
+from api.models import Session
+from talaria_testing import fake_turns
+
+
+@pytest.fixture
+def scripted(state_dir, monkeypatch):
+    fake_turns.install(monkeypatch)
+    Session(session_id="chat", title="Untitled", model="fake").save()
+    return state_dir
+
+
+def _wait(turn, timeout=10.0):
+    deadline = time.time() + timeout
+    while not turn.finished and time.time() < deadline:
+        time.sleep(0.01)
+    assert turn.finished
+
+
+def _names(turn):
+    return [name for _, name, _ in turn.events]
+
+
+def test_user_message_is_on_disk_before_the_agent_answers(scripted):
+    started = streaming.start_turn("chat", fake_turns.USER_TEXT)
+    on_disk = json.loads((scripted / "chat.json").read_text())
+    assert on_disk["messages"][0]["content"] == fake_turns.USER_TEXT
+    assert on_disk["active_stream_id"] == started["stream_id"]
+    _wait(streaming.get_turn(started["stream_id"]))
+
+
+def test_turn_journal_numbers_events_and_ends_with_done(scripted):
+    turn = streaming.get_turn(streaming.start_turn("chat", fake_turns.USER_TEXT)["stream_id"])
+    _wait(turn)
+    seqs = [seq for seq, _, _ in turn.events]
+    assert seqs == list(range(1, len(seqs) + 1))
+    assert _names(turn)[-1] == "done"
+    assert "".join(d["text"] for _, n, d in turn.events if n == "token") == fake_turns.ANSWER
+    assert turn.events_after(len(seqs) - 1, 0.01) == ([turn.events[-1]], True)
+
+
+def test_final_merge_saves_the_answer_once_and_clears_pending_fields(scripted):
+    turn = streaming.get_turn(streaming.start_turn("chat", fake_turns.USER_TEXT)["stream_id"])
+    _wait(turn)
+    loaded = Session.load("chat")
+    assert [m["content"] for m in loaded.messages] == [fake_turns.USER_TEXT, fake_turns.ANSWER]
+    assert not any(m.get("_partial") for m in loaded.messages)
+    assert loaded.active_stream_id is None and loaded.pending_user_message is None
+    assert loaded.title == fake_turns.USER_TEXT
+
+
+def test_partial_answer_is_checkpointed_while_streaming(scripted):
+    turn = streaming.get_turn(streaming.start_turn("chat", fake_turns.USER_TEXT)["stream_id"])
+    seen_partial = False
+    while not turn.finished:
+        rows = json.loads((scripted / "chat.json").read_text())["messages"]
+        seen_partial = seen_partial or any(m.get("_partial") and m.get("content") for m in rows)
+        time.sleep(0.005)
+    assert seen_partial
+
+
+def test_second_turn_while_one_streams_is_409(scripted):
+    turn = streaming.get_turn(streaming.start_turn("chat", fake_turns.USER_TEXT)["stream_id"])
+    with pytest.raises(Conflict):
+        streaming.start_turn("chat", "again")
+    _wait(turn)
+
+
+def test_cancel_keeps_the_text_so_far_marked_cancelled(scripted):
+    turn = streaming.get_turn(streaming.start_turn("chat", fake_turns.USER_TEXT)["stream_id"])
+    while not turn.partial_text:
+        time.sleep(0.002)
+    streaming.cancel_turn(stream_id=turn.stream_id)
+    _wait(turn)
+    last = Session.load("chat").messages[-1]
+    assert last["_cancelled"] is True and last["content"]
+    assert "cancelled" in _names(turn)
+
+
+def test_cancel_of_an_unknown_stream_is_404(scripted):
+    with pytest.raises(NotFound):
+        streaming.cancel_turn(stream_id="nope")
+
+
+def test_pending_turn_left_by_a_dead_process_gets_an_interrupted_marker(state_dir):
+    s = Session(session_id="dead", messages=[{"role": "user", "content": "q", "timestamp": 1.0}])
+    s.active_stream_id, s.pending_user_message, s.pending_started_at = "gone", "q", 1.0
+    s.save()
+    models.SESSIONS.clear()
+    assert streaming.recover_interrupted_turns(state_dir) == ["dead"]
+    rows = Session.load("dead").messages
+    assert [m["role"] for m in rows] == ["user", "assistant"]
+    assert rows[-1]["_interrupted"] and rows[-1]["_error"]
+    assert Session.load("dead").pending_user_message is None
+
+
+def test_failed_turn_keeps_the_error_visible_but_out_of_the_answer():
+    turn = streaming.Turn("s", "chat", "q")
+    failed = TurnResult(final_response="API call failed: HTTP 500", failed=True, error="HTTP 500")
+    outcome = streaming._turn_outcome(turn, failed, None, now=5.0)
+    assert outcome.rows == []
+    assert outcome.error == ("HTTP 500", None)
+
+
+def test_turn_outcome_takes_the_rows_after_our_user_message():
+    turn = streaming.Turn("s", "chat", "q")
+    rows = [
+        {"role": "user", "content": "old"},
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "a", "_db_persisted": True},
+    ]
+    outcome = streaming._turn_outcome(
+        turn, TurnResult(final_response="a", messages=rows, completed=True), None, now=5.0
+    )
+    assert outcome.rows == [{"role": "assistant", "content": "a", "timestamp": 5.0}]
+    assert not outcome.stopped and not outcome.interrupted
+
+
+def test_shutdown_stop_is_interrupted_not_cancelled():
+    turn = streaming.Turn("s", "chat", "q")
+    turn.cancel_requested = turn.stopped_by_shutdown = True
+    turn.partial_text = ["half "]
+    outcome = streaming._turn_outcome(turn, TurnResult(interrupted=True), None, now=5.0)
+    assert outcome.interrupted and outcome.stopped
+    assert outcome.rows[-1]["_partial"] is True and "_cancelled" not in outcome.rows[-1]
+
+
+def test_provider_not_configured_ends_the_turn_with_a_hint(state_dir, monkeypatch):
+    Session(session_id="np", model="").save()
+
+    def no_provider(*a, **kw):
+        raise agent_runtime.ProviderNotConfigured()
+
+    monkeypatch.setattr(agent_runtime, "build_agent", no_provider)
+    turn = streaming.get_turn(streaming.start_turn("np", "hello")["stream_id"])
+    _wait(turn)
+    errors = [d for _, n, d in turn.events if n == "error"]
+    assert errors and "config.yaml" in errors[0]["message"] and errors[0]["hint"]
+    assert Session.load("np").messages[-1]["_error"] is True
