@@ -24,3 +24,13 @@ def dumps(obj: Any, *, indent: bool = False) -> bytes:
         return orjson.dumps(obj, option=orjson.OPT_INDENT_2 if indent else 0, default=str)
     except (TypeError, orjson.JSONEncodeError):
         return json.dumps(obj, indent=2 if indent else None, ensure_ascii=True, default=str).encode("ascii")
+
+
+def dumps_document(obj: dict) -> bytes:
+    """One top-level key per line (``\n  "key": value``), each value compact.
+
+    Readers that want only the metadata can stop at the line of a bulky key (``\n  "messages":``);
+    compact values hold no raw newline, so that marker only ever matches at the top level.
+    """
+    lines = [b"  " + dumps(str(key)) + b": " + dumps(value) for key, value in obj.items()]
+    return b"{\n" + b",\n".join(lines) + b"\n}" if lines else b"{}"

@@ -60,7 +60,7 @@ def _require_safe(sid: Any) -> str:
 
 
 def dumps_session_json(payload: dict) -> bytes:
-    return jsonio.dumps(payload, indent=True)
+    return jsonio.dumps_document(payload)
 
 
 loads_json = jsonio.loads
@@ -82,7 +82,7 @@ def _partial_signature(msg: dict) -> tuple:
 
 def collapse_adjacent_duplicate_partials(messages: list) -> tuple[list, int]:
     """Drop a ``_partial`` row identical to the ``_partial`` row right before it."""
-    if not any(isinstance(m, dict) and m.get("_partial") for m in messages):
+    if not any("_partial" in m for m in messages if type(m) is dict):
         return messages, 0
     out: list = []
     prev_sig = None
@@ -289,10 +289,10 @@ class Session:
     # ------------------------------------------------------------------ load
 
     @classmethod
-    def from_payload(cls, data: dict, *, sig: tuple | None = None, may_have_partials: bool = True) -> Session:
+    def from_payload(cls, data: dict, *, sig: tuple | None = None) -> Session:
         messages = data.get("messages")
         on_disk = len(messages) if isinstance(messages, list) else 0
-        if may_have_partials and isinstance(messages, list):
+        if isinstance(messages, list):
             collapsed, _ = collapse_adjacent_duplicate_partials(messages)
             if collapsed is not messages:
                 data = dict(data, messages=collapsed)
@@ -315,7 +315,7 @@ class Session:
             raise ValueError(f"session file {path.name} does not hold a JSON object")
         _bind_to_file_name(data, sid)
         sig = (st.st_ino, st.st_size, st.st_mtime_ns)
-        session = cls.from_payload(data, sig=sig, may_have_partials=b'"_partial"' in raw)
+        session = cls.from_payload(data, sig=sig)
         if session._saved_message_count != len(session.messages):
             session.save(touch_updated_at=False, skip_index=True)
         return session

@@ -16,9 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from api import atomic, models, session_index, tombstones
+from api import atomic, jsonio, models, session_index, tombstones
 from api import config as _config
 from api.errors import ApiError, BadRequest, Conflict, NotFound
 from api.session_fields import is_safe_session_id, message_text, new_session_id
@@ -268,10 +266,7 @@ def _rows_json(rows: list[dict]) -> bytes:
 
 
 def _dumps(payload: Any) -> bytes:
-    try:
-        return orjson.dumps(payload)
-    except (TypeError, orjson.JSONEncodeError):
-        return models.dumps_session_json(payload)
+    return jsonio.dumps(payload)
 
 
 def list_sessions_json() -> list[bytes]:
