@@ -142,6 +142,9 @@ def test_interrupt_mid_stream_returns_partial_text(fake, tmp_path):
     runner = agent_runtime.TurnRunner(agent, "count", [], events).start()
     assert fake.wait_for_hang(10)
     assert events.first_token.wait(10)
+    deadline = time.monotonic() + 10
+    while events.text() != "one two " and time.monotonic() < deadline:  # both sent tokens reached us
+        time.sleep(0.01)
     started = time.monotonic()
     runner.interrupt()
     result = runner.wait(10)
