@@ -565,13 +565,10 @@ def all_sessions() -> list[dict]:
 
 # ---------------------------------------------------------------------- reconciliation names
 
-try:  # the reconciliation module is optional while it is being built
-    from api.reconcile import (  # noqa: F401
-        _context_messages_include_compression_marker,
-        merge_session_messages_append_only,
-        reconciled_state_db_messages_for_session,
-        state_db_delta_after_context,
-    )
-    from api.state_db import get_state_db_session_messages  # noqa: F401
-except ImportError:  # pragma: no cover
-    pass
+from api.reconcile import (  # noqa: E402,F401 - part of the api.models contract
+    _context_messages_include_compression_marker,
+    merge_session_messages_append_only,
+    reconciled_state_db_messages_for_session,
+    state_db_delta_after_context,
+)
+from api.state_db import get_state_db_session_messages  # noqa: E402,F401

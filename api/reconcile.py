@@ -4,6 +4,8 @@ The append-only merge decides which agent rows join a transcript; it never remov
 transcript row and never brings back what a compression, undo, retry, edit or clear removed. The only
 I/O is ``reconciled_state_db_messages_for_session`` reading state.db through
 ``api.models.get_state_db_session_messages`` (looked up at call time) when no rows are passed in.
+Neighbours: ``api.context_view`` (the §3.4 delta, the anchor lookup; its public name is re-exported
+here) and ``api.merge_index`` (the merge's indexes and column-wise prefix).
 
 Speed (the merge runs on every chat turn): the replay of an identical prefix compares raw fields and
 touches no key; a rule that needs a key computes it once, for that row only (``message_keys.Rows``);
@@ -35,11 +37,12 @@ with the exact same timestamp by their text with images and ``[screenshot]`` pla
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from itertools import compress, repeat
-from operator import eq, gt, is_not, not_
+from operator import gt
 from typing import Any
 
+from api.context_view import _state_db_anchor_index, state_db_delta_after_context
+from api.merge_index import _FingerprintIndex, _Index, _raw_prefix
 from api.message_keys import (
     DISPLAY_ONLY_KEYS,
     Rows,
@@ -74,7 +77,6 @@ __all__ = [  # the §3.2 keys live in api.message_keys and are re-exported here
 
 FUZZY_MAX_KEYS = 1000
 FUZZY_MAX_CHARS = 200_000
-_CONTENT_COLUMNS = frozenset({"tool_call_id", "tool_name", "name", "api_content"})
 _VISIBLE_COLUMNS = frozenset({"tool_calls", "api_content"})
 _IMAGE_PART_TYPES = frozenset({"image_url", "input_image", "image"})
 _SCREENSHOT = "[screenshot]"
@@ -135,81 +137,6 @@ def _screenshot_projection(content: Any) -> tuple[str, int]:
         text = content_text(content)
     images += text.count(_SCREENSHOT)
     return collapse(text.replace(_SCREENSHOT, " ")), images
-
-
-class _Index:
-    """Handles grouped by one fact; local rows are loaded only when a lookup could hit one."""
-
-    def __init__(self, merge: _Merge, fact: str):
-        self.merge, self.fact = merge, fact
-        self.table: dict = {}
-        self.local_loaded = False
-        self.state_upto = 0
-
-    def _value(self, h: int) -> Any:
-        return self.merge.stable_key(h) if self.fact == "mid" else self.merge.t.fact(self.fact, h)
-
-    def get(self, value: Any, with_local: bool = True) -> list:
-        merge = self.merge
-        if with_local and not self.local_loaded:
-            self.local_loaded = True
-            for h in range(merge.n):
-                v = self._value(h)
-                if v is not None:
-                    self.table.setdefault(v, []).append(h)
-        registered = merge.registered_state
-        while self.state_upto < len(registered):
-            h = registered[self.state_upto]
-            v = self._value(h)
-            if v is not None:
-                self.table.setdefault(v, []).append(h)
-            self.state_upto += 1
-        return self.table.get(value, [])
-
-
-class _FingerprintIndex:
-    """Registered rows by fingerprint. A few lookups scan the local list at C speed; many build a dict."""
-
-    def __init__(self, merge: _Merge):
-        self.merge = merge
-        self.local: list | None = None
-        self.table: dict | None = None
-        self.scans = 0
-        self.state: dict = {}
-        self.state_upto = 0
-
-    def local_list(self) -> list:
-        if self.local is None:
-            self.local = self.merge.t.local_fingerprints()
-        return self.local
-
-    def get(self, fp: str | None) -> list:
-        if fp is None:
-            return []
-        local = self.local_list()
-        if self.table is None and self.scans < 16:
-            self.scans += 1
-            found, i = [], -1
-            while True:
-                try:
-                    i = local.index(fp, i + 1)
-                except ValueError:
-                    break
-                found.append(i)
-        else:
-            if self.table is None:
-                self.table = {}
-                for h, v in enumerate(local):
-                    if v is not None:
-                        self.table.setdefault(v, []).append(h)
-            found = list(self.table.get(fp, ()))
-        registered, t = self.merge.registered_state, self.merge.t
-        while self.state_upto < len(registered):
-            h = registered[self.state_upto]
-            if t.fp(h) is not None:
-                self.state.setdefault(t.fp(h), []).append(h)
-            self.state_upto += 1
-        return found + self.state.get(fp, [])
 
 
 class _Merge:
@@ -592,40 +519,6 @@ class _Merge:
         return rows[:n] + [rows[h] for h in self.appended]
 
 
-def _raw_prefix(state: list, local: list, columns: frozenset[str]) -> tuple[int, set[int], list] | None:
-    """The leading run where state and local rows have equal raw content and role, at C speed.
-
-    Returns (run length, rows in it that need a closer look, state contents): rows with non-text
-    content, any of the keys ``columns`` on either side, or (state user rows) a possible workspace
-    tag. ``None`` when a row is not a dict.
-    """
-    try:
-        contents = list(map(dict.get, state, repeat("content")))
-        roles = list(map(dict.get, state, repeat("role")))
-        length = min(
-            _common_prefix(contents, list(map(dict.get, local, repeat("content")))),
-            _common_prefix(roles, list(map(dict.get, local, repeat("role")))),
-        )
-        del contents[length:], roles[length:]
-        state, local = state[:length], local[:length]
-        closer = set(compress(range(length), map(is_not, map(type, contents), repeat(str))))
-        closer.update(compress(range(length), map(not_, map(columns.isdisjoint, state))))
-        closer.update(compress(range(length), map(not_, map(columns.isdisjoint, local))))
-    except TypeError:
-        return None
-    users = [i for i in compress(range(length), map(eq, roles, repeat("user"))) if i not in closer]
-    if any(c == "[" or c.isspace() for c in {contents[i][:1] for i in users}):  # maybe a workspace tag
-        closer.update(i for i in users if contents[i][:1] == "[" or contents[i][:1].isspace())
-    return length, closer, contents
-
-
-def _common_prefix(a: list, b: list) -> int:
-    if a == b:  # identical columns compare by identity, almost for free
-        return len(a)
-    same = list(map(eq, a, b))
-    return same.index(False) if False in same else min(len(a), len(b))
-
-
 def merge_session_messages_append_only(
     sidecar: list | None,
     state: list | None,
@@ -651,96 +544,6 @@ def merge_session_messages_append_only(
     if _ends_in_interrupted_turn(sidecar):
         return sidecar
     return _Merge(sidecar, state, watermark, boundary).run()
-
-
-def state_db_delta_after_context(context: list | None, state: list | None) -> list:
-    """The state rows newer than a context that state.db may mirror (§3.4); all of them when unaligned."""
-    context = list(context or [])
-    state = list(state or [])
-    if not context or not state:
-        return state
-    reconcile_api_content_sidecars(context, state)
-    t = Rows(context, state)
-    nc, ns = len(context), len(state)
-    best, best_o = 0, 0
-    for o in range(nc):
-        if best >= nc - o:
-            break
-        limit = min(nc - o, ns)
-        if not t.same_content(nc, o):
-            continue
-        run = 1
-        found = _raw_prefix(state[:limit], context[o : o + limit], _CONTENT_COLUMNS)
-        if found is not None:  # rows the columns prove equal, then row by row from the first doubt
-            length, closer, _ = found
-            run = next((k for k in sorted(closer) if not t.same_content(nc + k, o + k)), length)
-        while run < limit and t.same_content(nc + run, o + run):
-            run += 1
-        if run > best:
-            best, best_o = run, o
-    first = context[0]
-    recovered_head = isinstance(first, dict) and first.get("role") == "user" and bool(first.get("_recovered"))
-    if best < 2 and not (best == 1 and best_o == 0 and recovered_head):
-        return state
-    ci = best  # the context cursor restarts at the run length whatever the offset (reference behaviour)
-    if ci >= nc:
-        return state[best:]
-    for si in range(best, ns):
-        if t.same_content(nc + si, ci):
-            ci += 1
-            if ci >= nc:
-                return state[si + 1 :]
-    return state[best:]
-
-
-def _anchor_ts(value: Any) -> float | None:
-    parsed = parse_timestamp(value)
-    if parsed is not None or not isinstance(value, str):
-        return parsed
-    try:
-        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
-
-
-def _anchor_text(msg: dict) -> str:
-    content = msg.get("content")
-    if isinstance(content, list):
-        text = " ".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    else:
-        text = content if isinstance(content, str) else ""
-    return collapse(text)[:160]
-
-
-def _state_db_anchor_index(state: list, anchor: Any) -> int | None:
-    """Index of the last state row matching the compression anchor key (role, text, attachments, ts)."""
-    if not isinstance(anchor, dict) or not anchor.get("role"):
-        return None
-    anchor_ts = _anchor_ts(anchor.get("ts"))
-    if anchor_ts is None:
-        return None
-    text = anchor.get("text")
-    anchor_text = collapse(text)[:160] if isinstance(text, str) else ""
-    try:
-        anchor_attachments = int(anchor.get("attachments") or 0)
-    except (TypeError, ValueError):
-        anchor_attachments = 0
-    found = None
-    for i, row in enumerate(state):
-        if not isinstance(row, dict) or row.get("role") != anchor["role"]:
-            continue
-        attachments = row.get("attachments")
-        if (len(attachments) if isinstance(attachments, list) else 0) != anchor_attachments:
-            continue
-        if anchor_text and _anchor_text(row) != anchor_text:
-            continue
-        row_ts = message_timestamp(row)
-        if row_ts is None:
-            row_ts = parse_timestamp(row.get("_ts"))
-        if row_ts is not None and abs(row_ts - anchor_ts) <= 1e-6:
-            found = i
-    return found
 
 
 def reconciled_state_db_messages_for_session(

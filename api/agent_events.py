@@ -1,0 +1,164 @@
+"""The agent's callbacks turned into ``(name, data)`` events for the current turn's sink.
+
+Events (``on_event(name, data)``, called from agent threads, serialized by a lock):
+``token {text}``, ``reasoning {text}``, ``tool {id, name, args}``,
+``tool_complete {id, name, result, is_error, truncated}``, ``status {kind, message}``,
+``compressing {message}``, ``interim {text, already_streamed}``.
+
+hermes-agent is not imported here: the one verdict that needs it (did a tool fail, when the agent's
+completion event carried no error flag) goes through ``api.agent_runtime``, the module that imports it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from api.errors import Conflict
+
+log = logging.getLogger(__name__)
+
+OnEvent = Callable[[str, dict], None]
+
+TOOL_RESULT_CAP = 8000  # characters of a tool result carried in a tool_complete event
+_COMPACTION_MARKERS = ("Compacting context", "Preflight compression")
+
+
+def _tool_failed(name: str, result: Any) -> bool:
+    from api import agent_runtime  # at call time: agent_runtime imports this module
+
+    return agent_runtime.tool_failed(name, result)
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+class AgentCallbacks:
+    """The agent's callbacks, turned into events for the current turn's sink.
+
+    One object per agent; ``begin_turn``/``end_turn`` swap the sink, so a cached agent serves many
+    turns. Events fired after ``end_turn`` (by a lingering agent thread) are dropped.
+    """
+
+    def __init__(self):
+        self._lock = threading.RLock()
+        self._sink: OnEvent | None = None
+        self._streamed: list[str] = []
+        self._compressing_sent = False
+        self._compress_events: list[dict] = []
+        # tool.completed carries is_error; the id-tagged tool_complete callback follows on the same thread
+        self._tool_outcome = threading.local()
+
+    # -- turn lifecycle ----------------------------------------------------------------------
+    def begin_turn(self, on_event: OnEvent) -> None:
+        with self._lock:
+            if self._sink is not None:
+                raise Conflict("a turn is already running on this agent")
+            self._sink = on_event
+            self._streamed = []
+            self._compressing_sent = False
+            self._compress_events = []
+
+    def end_turn(self) -> list[dict]:
+        """Detach the sink; returns the ``session:compress`` payloads seen during the turn."""
+        with self._lock:
+            self._sink = None
+            return list(self._compress_events)
+
+    def emit(self, name: str, data: dict) -> None:
+        with self._lock:
+            sink = self._sink
+            if sink is None:
+                return
+            try:
+                sink(name, data)
+            except Exception:  # a broken sink must never break the agent's turn
+                log.exception("event sink failed on %s", name)
+
+    def agent_kwargs(self) -> dict:
+        return {
+            "stream_delta_callback": self.on_stream_delta,
+            "reasoning_callback": self.on_reasoning,
+            "tool_progress_callback": self.on_tool_progress,
+            "tool_start_callback": self.on_tool_start,
+            "tool_complete_callback": self.on_tool_complete,
+            "status_callback": self.on_status,
+            "interim_assistant_callback": self.on_interim,
+            "event_callback": self.on_agent_event,
+        }
+
+    def bind(self, agent) -> None:
+        """Point an existing agent's callback attributes at this object."""
+        for attr, fn in self.agent_kwargs().items():
+            setattr(agent, attr, fn)
+        agent._talaria_callbacks = self
+
+    # -- the agent's callbacks ---------------------------------------------------------------
+    def on_stream_delta(self, text: str | None) -> None:
+        if not text:  # None marks a segment end
+            return
+        with self._lock:
+            self._streamed.append(text)
+        self.emit("token", {"text": text})
+
+    def on_reasoning(self, text: str | None) -> None:
+        if text:
+            self.emit("reasoning", {"text": text})
+
+    def on_tool_progress(
+        self, event_type: str, name: str = "", preview: Any = None, args: Any = None, **kw: Any
+    ) -> None:
+        if event_type == "tool.completed":
+            self._tool_outcome.last = (name, bool(kw.get("is_error")))
+        elif event_type == "reasoning.available" and isinstance(preview, str) and preview.strip():
+            with self._lock:
+                streamed = _squash("".join(self._streamed))
+            if _squash(preview) not in streamed:  # otherwise it only echoes the streamed answer
+                self.emit("reasoning", {"text": preview})
+
+    def on_tool_start(self, tool_call_id: str, name: str, args: Any) -> None:
+        self.emit("tool", {"id": tool_call_id, "name": name, "args": args})
+
+    def on_tool_complete(self, tool_call_id: str, name: str, args: Any, result: Any) -> None:
+        last = getattr(self._tool_outcome, "last", None)
+        self._tool_outcome.last = None
+        is_error = last[1] if last and last[0] == name else _tool_failed(name, result)
+        text = result if isinstance(result, str) else repr(result)
+        data = {
+            "id": tool_call_id,
+            "name": name,
+            "result": text[:TOOL_RESULT_CAP],
+            "is_error": is_error,
+            "truncated": len(text) > TOOL_RESULT_CAP,
+        }
+        self.emit("tool_complete", data)
+
+    def on_status(self, kind: str, message: str = "") -> None:
+        message = str(message or "")
+        self.emit("status", {"kind": kind, "message": message})
+        if any(marker in message for marker in _COMPACTION_MARKERS):
+            with self._lock:
+                first, self._compressing_sent = not self._compressing_sent, True
+            if first:
+                self.emit("compressing", {"message": message})
+
+    def on_interim(self, text: str, already_streamed: bool = False, **_: Any) -> None:
+        if text:
+            self.emit("interim", {"text": text, "already_streamed": bool(already_streamed)})
+
+    def on_agent_event(self, name: str, data: dict | None = None) -> None:
+        if name == "session:compress":
+            with self._lock:
+                self._compress_events.append(dict(data or {}))
+
+
+def callbacks_for(agent) -> AgentCallbacks:
+    """The agent's ``AgentCallbacks``, binding a fresh one if it was built elsewhere."""
+    callbacks = getattr(agent, "_talaria_callbacks", None)
+    if not isinstance(callbacks, AgentCallbacks):
+        callbacks = AgentCallbacks()
+        callbacks.bind(agent)
+    return callbacks
