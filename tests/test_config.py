@@ -35,7 +35,7 @@ def test_state_dir_comes_from_hermes_webui_state_dir(tmp_path):
 def test_tests_never_point_at_the_real_hermes_home():
     from pathlib import Path
 
-    assert config.HERMES_HOME != Path("~/.hermes").expanduser().resolve()
+    assert Path("~/.hermes").expanduser().resolve() != config.HERMES_HOME
 
 
 def _cached(sid, **kw):
