@@ -9,7 +9,6 @@ sidebar index.
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import mimetypes
 import secrets
@@ -202,15 +201,6 @@ def build_arg_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _optional(module: str):
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        if exc.name != module:
-            raise
-        return None
-
-
 def run_startup_recovery() -> dict:
     """The startup sweep plus the interrupted-turn markers; never raises."""
     from api import config
@@ -228,10 +218,9 @@ def run_startup_recovery() -> dict:
         log.exception("startup recovery failed")
         summary["error"] = str(exc)
     try:
-        streaming = _optional("api.streaming")
-        hook = getattr(streaming, "recover_interrupted_turns", None)
-        if hook is not None:
-            summary["interrupted_turns"] = hook(config.SESSION_DIR) or []
+        from api import streaming
+
+        summary["interrupted_turns"] = streaming.recover_interrupted_turns(config.SESSION_DIR)
     except Exception as exc:  # noqa: BLE001
         log.exception("marking interrupted turns failed")
         summary["interrupted_error"] = str(exc)
@@ -278,9 +267,9 @@ def shutdown_sequence(server: TalariaServer) -> None:
 
     server._stopping.set()
     try:
-        streaming = _optional("api.streaming")
-        if streaming is not None and hasattr(streaming, "shutdown"):
-            streaming.shutdown()
+        from api import streaming
+
+        streaming.shutdown()
     except Exception:  # noqa: BLE001
         log.exception("stopping live turns failed")
     if not server.wait_idle(SHUTDOWN_GRACE_S):

@@ -1,26 +1,23 @@
 """The route table and its thin handlers: parse → call one domain function → ``j(...)``.
 
 Every handler is ``_handle_<name>(handler, body_or_query)`` with a ``BaseHTTPRequestHandler``-shaped
-``handler``. Modules owned by others (compression, session_ops, streaming, sse, recovery, auth) are
-imported inside the handlers, so this module imports cleanly on its own and tests can swap them.
+``handler``.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
 import logging
 import time
 from collections.abc import Callable
 from importlib import metadata
 from typing import Any
 
-from api import http_io, models, session_admin, session_export
+from api import compression, http_io, models, session_admin, session_export, session_ops, sse, streaming
 from api.http_io import (
     ApiError,
     BadRequest,
     NotFound,
-    ServiceUnavailable,
     bad,
     header,
     j,
@@ -58,17 +55,6 @@ def _version() -> str:
         return metadata.version("talaria-webui")
     except metadata.PackageNotFoundError:
         return "0.0.0"
-
-
-def _module(name: str):
-    """``api.<name>``, imported at call time; 503 while that module is not part of the build."""
-    full = f"api.{name}"
-    try:
-        return importlib.import_module(full)
-    except ModuleNotFoundError as exc:
-        if exc.name != full:
-            raise
-        raise ServiceUnavailable(f"{name} is not available in this build") from None
 
 
 # ---------------------------------------------------------------------- small parsing helpers
@@ -180,20 +166,14 @@ def _session_op(handler, body: dict, op: Callable[[str], dict]) -> None:
 
 
 def _handle_session_retry(handler, body: dict) -> None:
-    session_ops = _module("session_ops")
-
     _session_op(handler, body, session_ops.retry_last)
 
 
 def _handle_session_undo(handler, body: dict) -> None:
-    session_ops = _module("session_ops")
-
     _session_op(handler, body, session_ops.undo_last)
 
 
 def _handle_session_truncate(handler, body: dict) -> None:
-    session_ops = _module("session_ops")
-
     keep = body.get("keep_count")
     if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
         raise BadRequest("keep_count must be a non-negative integer")
@@ -201,8 +181,6 @@ def _handle_session_truncate(handler, body: dict) -> None:
 
 
 def _handle_session_clear(handler, body: dict) -> None:
-    session_ops = _module("session_ops")
-
     _session_op(handler, body, session_ops.clear_session)
 
 
@@ -217,8 +195,6 @@ def _handle_session_compress(handler, body: dict) -> None:
     except ApiError as exc:
         return respond_error(handler, exc)
     try:
-        compression = _module("compression")
-
         result = compression.manual_compress(sid, focus)
     except ApiError as exc:
         return respond_error(handler, exc)
@@ -229,20 +205,14 @@ def _handle_session_compress(handler, body: dict) -> None:
 
 
 def _handle_session_compress_start(handler, body: dict) -> None:
-    compression = _module("compression")
-
     j(handler, compression.start_compress_job(_sid(body), _focus(body)))
 
 
 def _handle_session_compress_status(handler, query: dict) -> None:
-    compression = _module("compression")
-
     j(handler, compression.compress_job_status(_sid(query)))
 
 
 def _handle_session_uncompress(handler, body: dict) -> None:
-    compression = _module("compression")
-
     sid = _sid(body)
     j(handler, _with_full_session(compression.uncompress(sid), sid))
 
@@ -266,8 +236,6 @@ def _handle_recovery_startup(handler, query: dict) -> None:
 
 
 def _handle_chat_start(handler, body: dict) -> None:
-    streaming = _module("streaming")
-
     sid = _sid(body)
     message = body.get("message")
     if not isinstance(message, str) or not message.strip():
@@ -286,8 +254,6 @@ def _last_event_id(handler, query: dict) -> int | None:
 
 
 def _handle_chat_stream(handler, query: dict) -> None:
-    sse, streaming = _module("sse"), _module("streaming")
-
     stream_id = require_session_id(query.get("stream_id"), "stream_id")
     after = _last_event_id(handler, query)
     turn = streaming.get_turn(stream_id)
@@ -297,8 +263,6 @@ def _handle_chat_stream(handler, query: dict) -> None:
 
 
 def _handle_chat_cancel(handler, body: dict) -> None:
-    streaming = _module("streaming")
-
     stream_id = body.get("stream_id")
     if stream_id is not None:
         j(handler, streaming.cancel_turn(stream_id=require_session_id(stream_id, "stream_id")))
