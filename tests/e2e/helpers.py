@@ -143,7 +143,7 @@ def transcript_state(page) -> list[dict]:
         """() => [...document.querySelectorAll('#messages > *')].map((node) => ({
             cls: node.className.replace(/\\s*(highlight|pending)\\b/g, ''),
             idx: node.dataset.idx ?? null,
-            text: node.innerText,
+            text: node.textContent,  // not innerText: off-screen rows (content-visibility) have none
             html: node.querySelector('.msg-body')?.innerHTML ?? null,
         }))"""
     )
