@@ -14,6 +14,8 @@ import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from talaria_testing.os_patch import OsPatch
+
 
 @contextlib.contextmanager
 def small_tmpfs(path: Path, size: str = "256k") -> Iterator[Path | None]:
@@ -61,13 +63,15 @@ def fill(folder: Path, name: str = "filler") -> Path:
     return target
 
 
-class FaultInjector:
+class FaultInjector(OsPatch):
     """Fail file-system calls on paths below ``root`` that ``match`` accepts.
 
     ``at`` is one of ``"open"`` (creating a file), ``"write"`` (after ``after_bytes`` bytes of that file
     went through), ``"fsync"`` (a file) or ``"fsync_dir"``. ``times`` bounds how many calls fail
     (None = all). Use as a context manager; it patches the ``os`` functions for its duration.
     """
+
+    PATCHED = ("open", "write", "fsync", "close")
 
     def __init__(
         self,
@@ -87,7 +91,7 @@ class FaultInjector:
         self.times = times
         self.fired = 0
         self._fds: dict[int, list] = {}  # fd -> [name, bytes written, is_dir]
-        self._real: dict[str, Callable] = {}
+        super().__init__()
 
     def _inside(self, path) -> str | None:
         if isinstance(path, int):
@@ -133,14 +137,3 @@ class FaultInjector:
     def _close(self, fd):
         self._fds.pop(fd, None)
         return self._real["close"](fd)
-
-    def __enter__(self) -> FaultInjector:
-        for name in ("open", "write", "fsync", "close"):
-            self._real[name] = getattr(os, name)
-            setattr(os, name, getattr(self, f"_{name}"))
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for name, fn in self._real.items():
-            setattr(os, name, fn)
-        self._real.clear()

@@ -16,6 +16,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from talaria_testing.os_patch import OsPatch
+
 _WRAPPED = (
     "open",
     "write",
@@ -56,8 +58,10 @@ def parent(rel: str) -> str:
     return head[0] if len(head) == 2 else "."
 
 
-class FsRecorder:
+class FsRecorder(OsPatch):
     """``with FsRecorder(folder) as rec: ...`` then ``rec.log``, ``rec.initial_files``, ``rec.initial_dirs``."""
+
+    PATCHED = _WRAPPED
 
     def __init__(self, root: Path):
         self.root = os.path.abspath(root)
@@ -67,7 +71,7 @@ class FsRecorder:
         self.initial_files: dict[str, bytes] = {}
         self._fds: dict[int, list] = {}  # fd -> ["file", ino, offset] | ["dir", rel]
         self._next_ino = 1
-        self._real: dict[str, object] = {}
+        super().__init__()
         for dirpath, dirnames, filenames in os.walk(self.root):
             rel_dir = os.path.relpath(dirpath, self.root)
             for d in dirnames:
@@ -194,17 +198,6 @@ class FsRecorder:
             self.log.append(Op("rmdir", rel))
 
     # ------------------------------------------------------------------ install
-
-    def __enter__(self) -> FsRecorder:
-        for name in _WRAPPED:
-            self._real[name] = getattr(os, name)
-            setattr(os, name, getattr(self, f"_{name}"))
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for name, fn in self._real.items():
-            setattr(os, name, fn)
-        self._real.clear()
 
 
 def replay(rec: FsRecorder) -> tuple[set[str], dict[str, bytes]]:
