@@ -239,7 +239,7 @@ def tool_failed(name: str, result: Any) -> bool:
 
 @dataclass
 class CompressOutcome:
-    messages: list[dict]  # the compressed list (the input list itself when nothing changed)
+    messages: Any  # what the compressor returned (the input list itself when nothing changed); unvalidated
     changed: bool
     aborted: bool  # the summary call failed hard (auth, quota, network): messages unchanged
     fallback_summary: bool  # the summary is hermes' deterministic fallback, not the model's
@@ -257,7 +257,7 @@ def compress_messages(
     tokens = current_tokens if current_tokens is not None else estimate_tokens(messages)
     out = compressor.compress(messages, current_tokens=tokens, focus_topic=focus_topic or None)
     return CompressOutcome(
-        messages=list(out),
+        messages=out,
         changed=out is not messages,
         aborted=bool(getattr(compressor, "_last_compress_aborted", False)),
         fallback_summary=bool(getattr(compressor, "_last_summary_fallback_used", False)),

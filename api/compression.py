@@ -234,11 +234,13 @@ def _compress(session: models.Session, focus_topic: str | None) -> dict:
         )
     except agent_runtime.ProviderNotConfigured:
         raise BadRequest("No provider configured -- cannot compress.") from None
-    compressed = agent.context_compressor.compress(
-        snapshot, current_tokens=before_tokens, focus_topic=focus_topic
+    outcome = agent_runtime.compress_messages(
+        agent, snapshot, focus_topic=focus_topic, current_tokens=before_tokens
     )
-    compressed = _validate_compressed(compressed)
-    unchanged = compressed is snapshot or compressed == original
+    if outcome.aborted:
+        raise BadRequest("Compression failed: the model could not write the summary; nothing was changed.")
+    compressed = _validate_compressed(outcome.messages)
+    unchanged = not outcome.changed or compressed == original
     after_tokens = estimate_tokens(compressed)
     summary = _summary(original, compressed, before_tokens, after_tokens, focus_topic)
 

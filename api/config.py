@@ -234,14 +234,6 @@ def _get_session_agent_lock(sid: str):
         return lock
 
 
-def alias_session_agent_lock(old_sid: str, new_sid: str) -> None:
-    """Make two ids share one lock (the agent rotated the session id during a turn)."""
-    with _SESSION_AGENT_LOCKS_LOCK:
-        lock = _SESSION_AGENT_LOCKS.get(old_sid)
-        if lock is not None:
-            _SESSION_AGENT_LOCKS[new_sid] = lock
-
-
 def _evictable(session: Any, now: float) -> bool:
     if getattr(session, "active_stream_id", None) or getattr(session, "pending_user_message", None):
         return False

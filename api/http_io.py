@@ -296,13 +296,6 @@ def optional_str(body: Mapping, name: str, max_len: int) -> str | None:
     return value
 
 
-def require_bool(body: Mapping, name: str) -> bool:
-    value = body.get(name)
-    if not isinstance(value, bool):
-        raise BadRequest(f"{name} must be true or false")
-    return value
-
-
 def query_int(query: Mapping, name: str, minimum: int = 0) -> int | None:
     """An optional non-negative integer query parameter; 400 when present and not one."""
     raw = query.get(name)

@@ -12,10 +12,11 @@ import os
 import stat
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
-from api import atomic, jsonio, session_index
+from api import atomic, jsonio, session_index, tombstones
 from api import config as _config
 from api.session_fields import (
     BOOL_FIELDS,
@@ -478,19 +479,15 @@ def _load_session_from_path(path: Path) -> Session | None:
 
 def _clear_tombstone(session_dir: Path, sid: str) -> None:
     try:
-        from api import tombstones
-
-        tombstones.remove_deleted(session_dir, sid)
-    except ImportError:
-        pass
+        tombstones.forget_session(session_dir, sid)
     except OSError as exc:
-        log.warning("could not clear delete tombstone for %s: %s", sid, exc)
+        log.warning("could not clear the tombstones of %s: %s", sid, exc)
 
 
 # ---------------------------------------------------------------------- cache
 
 
-_LOAD_LOCKS: dict[str, threading.Lock] = {}
+_LOAD_LOCKS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # sid -> lock while a load runs
 _LOAD_LOCKS_GUARD = threading.Lock()
 
 

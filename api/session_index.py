@@ -183,13 +183,6 @@ def all_rows(session_dir: Path, index_file: Path) -> list[dict]:
         return list(state.sorted_rows)
 
 
-def row_for(session_dir: Path, index_file: Path, sid: str) -> dict | None:
-    state = _state(session_dir, index_file)
-    with _LOCK:
-        row = state.rows.get(sid)
-    return _public(row) if row else None
-
-
 def _flush_state(state: _IndexState) -> None:
     with state.flush_lock:
         with _LOCK:

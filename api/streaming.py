@@ -43,7 +43,6 @@ class Turn:
         self.stream_id = stream_id
         self.session_id = session_id
         self.user_text = user_text
-        self.started_at = time.time()
         self.finished_at: float | None = None
         self.events: list[tuple[int, str, dict]] = []
         self.cond = threading.Condition()
@@ -52,7 +51,6 @@ class Turn:
         self.stopped_by_shutdown = False
         self.partial_text: list[str] = []
         self.partial_reasoning: list[str] = []
-        self.tool_events: list[dict] = []
         self.history_tokens: int | None = None
 
     @property
@@ -67,8 +65,6 @@ class Turn:
                 self.partial_text.append(data.get("text") or "")
             elif name == "reasoning":
                 self.partial_reasoning.append(data.get("text") or "")
-            elif name in ("tool", "tool_complete"):
-                self.tool_events.append({"event": name, **data})
             self.cond.notify_all()
             return seq
 

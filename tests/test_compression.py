@@ -211,3 +211,14 @@ def test_anchor_key_uses_ts_and_collapsed_text():
         {"role": "user", "content": "  a \n\n b ", "_ts": 3.5, "timestamp": 9}
     )
     assert key == {"role": "user", "ts": 3.5, "text": "a b", "attachments": 0}
+
+
+def test_compressor_that_aborts_its_summary_is_a_clear_error_and_changes_nothing(session, monkeypatch):
+    from talaria_testing import fake_agent
+
+    install_fake_compression_runtime(monkeypatch, lambda messages, **kw: messages)
+    monkeypatch.setattr(fake_agent.FakeCompressor, "_last_compress_aborted", True, raising=False)
+    before = session.path.read_bytes()
+    with pytest.raises(BadRequest, match="could not write the summary"):
+        compression.manual_compress("c1")
+    assert session.path.read_bytes() == before

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from api import compression, routes, session_ops
+from api import compression, routes
 from api.auth import AuthManager
 from api.errors import Conflict
 from api.models import Session
@@ -155,10 +155,13 @@ def test_undo_answers_ok_with_the_full_session(state_dir, no_auth, monkeypatch):
 
 
 @pytest.mark.parametrize("keep", [-1, "2", 1.5, True, None])
-def test_truncate_needs_a_non_negative_integer(state_dir, no_auth, monkeypatch, keep):
-    monkeypatch.setattr(session_ops, "truncate_session", lambda *a: pytest.fail("must not be called"))
+def test_truncate_needs_a_non_negative_integer(state_dir, no_auth, keep):
+    session = Session(session_id="abc", messages=[{"role": "user", "content": "x", "timestamp": 1.0}] * 3)
+    session.save()
+    before = session.path.read_bytes()
     handler = _call("POST", "/api/session/truncate", {"session_id": "abc", "keep_count": keep})
     assert handler.status == 400
+    assert session.path.read_bytes() == before
 
 
 # ---------------------------------------------------------------------- auth

@@ -7,6 +7,7 @@ are also injected at the system call, which works everywhere.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import json
@@ -86,22 +87,31 @@ def test_injected_fault_during_save_changes_nothing_and_a_later_save_succeeds(
         )
 
 
+def _shrink_under_fault_then_recover(s, sessions, fault, counters, *, expected: int) -> None:
+    """Save ``s`` cut to 3 rows while ``fault`` holds, restart recovery, and expect all rows back."""
+    s.messages = s.messages[:3]
+    with fault:
+        try:
+            s.save()
+        except OSError:
+            pass
+    counters.add(SECTION, "faults_injected")
+    recover_all_sessions_on_startup(sessions, rebuild_index=True)
+    assert len(models.Session.load(SID).messages) == expected, (
+        "the dropped rows are gone for good: no backup was written"
+    )
+
+
 def test_shrinking_save_never_lands_without_its_backup(counters, tmp_path):
     """Promise 5: a save that drops rows without provenance stays recoverable even when its backup cannot be written."""
     with bound(tmp_path) as sessions:
         s = models.Session(session_id=SID, title="Faults", model="fake", messages=messages(12))
         s.save()
-        s.messages = s.messages[:3]  # the #1558 bug shape: a stale stub saved over the full file
-        with FaultInjector(sessions, errno.ENOSPC, "open", match=lambda n: n.startswith(f"{SID}.json.bak")):
-            try:
-                s.save()
-            except OSError:
-                pass
-        counters.add(SECTION, "faults_injected")
-        recover_all_sessions_on_startup(sessions, rebuild_index=True)
-        assert len(models.Session.load(SID).messages) == 12, (
-            "the dropped rows are gone for good: no backup was written"
+        # the #1558 bug shape: a stale stub saved over the full file
+        no_room_for_backup = FaultInjector(
+            sessions, errno.ENOSPC, "open", match=lambda n: n.startswith(f"{SID}.json.bak")
         )
+        _shrink_under_fault_then_recover(s, sessions, no_room_for_backup, counters, expected=12)
 
 
 def test_disk_full_on_a_real_small_tmpfs(counters, tmp_path):
@@ -139,16 +149,7 @@ def test_disk_full_shrinking_save_on_a_real_small_tmpfs(counters, tmp_path):
             filler_size = filler.stat().st_size
             filler.unlink()
             (mnt / "filler").write_bytes(b"\0" * (filler_size - 64 * 1024))  # leave ~64 KiB free
-            s.messages = s.messages[:3]
-            try:
-                s.save()
-            except OSError:
-                pass
-            counters.add(SECTION, "faults_injected")
-            recover_all_sessions_on_startup(sessions, rebuild_index=True)
-            assert len(models.Session.load(SID).messages) == 60, (
-                "the dropped rows are gone for good: no backup was written"
-            )
+            _shrink_under_fault_then_recover(s, sessions, contextlib.nullcontext(), counters, expected=60)
 
 
 def test_read_only_file_system_during_save(counters, tmp_path):
