@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from api import atomic, jsonio, models, session_index, tombstones
+from api import atomic, jsonio, models, session_index, state_db, tombstones
 from api import config as _config
 from api.errors import ApiError, BadRequest, Conflict, NotFound
 from api.session_fields import is_safe_session_id, message_text, new_session_id
@@ -156,14 +156,6 @@ def get_session_payload(sid: str, msg_limit: int | None = None, msg_before: int 
 # ---------------------------------------------------------------------- agent sessions (state.db, read-only)
 
 
-def _state_db():
-    try:
-        from api import state_db
-    except ImportError:
-        return None
-    return state_db
-
-
 def _agent_row(raw: Any) -> dict | None:
     if not isinstance(raw, dict):
         return None
@@ -184,11 +176,8 @@ def _agent_row(raw: Any) -> dict | None:
 
 
 def _raw_agent_sessions() -> list:
-    db = _state_db()
-    if db is None or not hasattr(db, "list_agent_sessions"):
-        return []
     try:
-        rows = db.list_agent_sessions()
+        rows = state_db.list_agent_sessions()
     except Exception as exc:  # noqa: BLE001 - state.db is optional and read-only: unreadable = absent
         log.warning("listing agent sessions from state.db failed: %s", exc)
         return []
@@ -217,11 +206,10 @@ def agent_sessions(talaria_rows: list[dict] = ()) -> list[dict]:
 
 def agent_session(sid: str) -> dict | None:
     """A read-only agent session with its messages, or None (no state.db, no such session, deleted here)."""
-    db = _state_db()
-    if db is None or sid in tombstones.read_deleted_ids(_session_dir()):
+    if sid in tombstones.read_deleted_ids(_session_dir()):
         return None
     try:
-        messages = db.get_state_db_session_messages(sid)
+        messages = state_db.get_state_db_session_messages(sid)
     except Exception as exc:  # noqa: BLE001
         log.warning("reading agent session %s from state.db failed: %s", sid, exc)
         return None

@@ -20,14 +20,14 @@ from typing import Any
 
 import orjson
 
-from api import atomic
+from api import atomic, models, session_index, tombstones
 from api.models import loads_json
 from api.reconcile import _context_messages_include_compression_marker
+from api.session_fields import is_safe_session_id
 
 log = logging.getLogger("talaria.recovery")
 
 RESTORE, NO_ACTION, NO_BACKUP = "restore", "no_action", "no_backup"
-SESSION_STEM = re.compile(r"[A-Za-z0-9_-]+")
 UUID4_HEX = re.compile(r"[0-9a-f]{12}4[0-9a-f]{3}[89ab][0-9a-f]{15}")
 KEPT_NAME = re.compile(r"([A-Za-z0-9_-]+)\.json\.(replaced|corrupt)-(\d+)")
 MAX_FILE_BYTES = 512 * 1024 * 1024  # a session file larger than this is skipped, not parsed
@@ -352,14 +352,10 @@ def _after_restore(folder: Path, sids: list[str]) -> None:
     if not sids:
         return
     try:
-        from api import session_index
-
         session_index.forget(folder)
     except Exception as exc:  # noqa: BLE001 - the index is a cache; recovery must not fail on it
         log.warning("could not reset the session index after recovery: %s", exc)
     try:
-        from api import models
-
         if Path(models.SESSION_DIR) == folder:
             with models.LOCK:
                 for sid in sids:
@@ -370,8 +366,6 @@ def _after_restore(folder: Path, sids: list[str]) -> None:
 
 def _rebuild_index(folder: Path) -> bool:
     try:
-        from api import session_index
-
         session_index.rebuild_index_file(folder)
         return True
     except Exception as exc:  # noqa: BLE001
@@ -408,7 +402,7 @@ def recover_session(path: Path) -> dict:
     if status["recommend"] != RESTORE:
         return {**status, "restored": False}
     sid = status["session_id"]
-    if not SESSION_STEM.fullmatch(sid) or sid.startswith("_"):
+    if not is_safe_session_id(sid):
         return {**status, "restored": False, "skipped": "not a session file name"}
     plan = _Plan(sid, path, live, bak, status)
     _restore(path.parent, [plan])
@@ -442,7 +436,7 @@ def _scan(folder: Path) -> _Scan:
             if name.startswith("_"):
                 scan.has_index = scan.has_index or name == "_index.json"
                 continue
-            if not SESSION_STEM.fullmatch(stem):
+            if not is_safe_session_id(stem):
                 scan.skipped.append(name)
                 continue
             bucket[stem] = entry
@@ -487,8 +481,6 @@ def _orphan_kind(
 
 def _read_deleted(folder: Path) -> set[str]:
     try:
-        from api import tombstones
-
         return tombstones.read_deleted_ids(folder)
     except Exception as exc:  # noqa: BLE001 - an unreadable tombstone must not stop recovery
         log.warning("could not read the delete tombstone in %s: %s", folder, exc)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -26,8 +25,8 @@ from typing import Any
 from urllib.parse import quote
 
 import api.config
+from api.session_fields import is_safe_session_id  # noqa: F401 - re-exported for callers of this module
 
-_SAFE_SID = re.compile(r"[A-Za-z0-9_-]+")
 _MESSAGE_REQUIRED = ("role", "content", "timestamp")
 # Optional message columns copied onto each row when not NULL/"" (id/active/session_id only steer the query).
 _MESSAGE_OPTIONAL = (
@@ -62,10 +61,6 @@ _COLUMNS_CACHE: dict[tuple[str, int], dict[str, frozenset[str]]] = {}
 def default_state_db_path() -> Path:
     """The agent's database as configured now (``api.config.STATE_DB_PATH`` read at call time)."""
     return Path(api.config.STATE_DB_PATH)
-
-
-def is_safe_session_id(sid: Any) -> bool:
-    return isinstance(sid, str) and _SAFE_SID.fullmatch(sid) is not None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -250,13 +245,26 @@ def _read_sessions(conn: sqlite3.Connection, key: str, limit: int) -> list[dict]
     return [dict(zip(names, row, strict=True)) for row in rows]
 
 
+_SESSIONS_CACHE: dict[tuple, list[dict]] = {}
+
+
 def list_agent_sessions(db_path: Path | str | None = None, *, limit: int = 500) -> list[dict]:
-    """Rows of the agent's ``sessions`` table, newest first; ``[]`` when unavailable."""
+    """Rows of the agent's ``sessions`` table, newest first; ``[]`` when unavailable.
+
+    Kept while the database and its WAL keep the same stat: the sidebar asks on every poll.
+    """
     path = Path(db_path) if db_path is not None else default_state_db_path()
+    key = (str(path), limit, _stat_key(path))
+    cached = _SESSIONS_CACHE.get(key)
+    if cached is not None:
+        return list(cached)
     try:
-        return _with_connection(path, lambda conn, key: _read_sessions(conn, key, max(0, limit)))
+        rows = _with_connection(path, lambda conn, k: _read_sessions(conn, k, max(0, limit)))
     except (OSError, sqlite3.Error, ValueError, TypeError):
         return []
+    _SESSIONS_CACHE.clear()  # one database, one current listing
+    _SESSIONS_CACHE[key] = rows
+    return list(rows)
 
 
 def _read_session_ids(conn: sqlite3.Connection, key: str) -> set[str]:

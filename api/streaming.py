@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from api import agent_runtime, compression, models, session_ops
+from api import agent_runtime, compression, models, session_index, session_ops
 from api import config as _config
 from api.errors import ApiError, BadRequest, Conflict, NotFound
 from api.sanitize import sanitize_messages_for_api
@@ -151,7 +151,6 @@ def start_turn(session_id: str, message: str, model: str | None = None) -> dict:
         session.pending_started_at = now
         session_ops.advance_watermark_after_turn(session, now)
         session.save()
-        models.cache_session(session)
         with _TURNS_LOCK:
             _TURNS[stream_id] = turn
             _LIVE_BY_SESSION[session_id] = turn
@@ -463,7 +462,7 @@ def _mark_interrupted(session: models.Session) -> bool:
 def recover_interrupted_turns(session_dir: Path) -> list[str]:
     """At startup: every session left mid-turn gets its interrupted marker (index rows say which)."""
     marked = []
-    for row in models.all_sessions():
+    for row in session_index.all_rows(Path(session_dir), Path(session_dir) / "_index.json"):
         if not (row.get("active_stream_id") or row.get("pending_user_message")):
             continue
         sid = row["session_id"]

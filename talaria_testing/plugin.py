@@ -75,3 +75,14 @@ def state_dir(tmp_path, monkeypatch):
     yield session_dir
     with models.LOCK:
         models.SESSIONS.clear()
+
+
+def _deterministic_hypothesis() -> None:
+    """The same examples on every run: CI judges the code, not the luck of a random search."""
+    from hypothesis import settings
+
+    settings.register_profile("talaria", derandomize=True, print_blob=True)
+    settings.load_profile("talaria")
+
+
+_deterministic_hypothesis()

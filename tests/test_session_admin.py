@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 import types
 
@@ -285,10 +284,7 @@ def fake_state_db(monkeypatch):
     module.messages = {}
     module.list_agent_sessions = lambda: list(module.rows)
     module.get_state_db_session_messages = lambda sid: list(module.messages.get(sid, []))
-    monkeypatch.setitem(sys.modules, "api.state_db", module)
-    import api
-
-    monkeypatch.setattr(api, "state_db", module, raising=False)
+    monkeypatch.setattr(session_admin, "state_db", module)
     return module
 
 
