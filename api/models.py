@@ -325,13 +325,7 @@ class Session:
     def load_metadata_only(cls, sid: str) -> Session | None:
         if not is_safe_session_id(sid):
             return None
-        path = Path(SESSION_DIR) / f"{sid}.json"
-        data = read_metadata_prefix(path)
-        if data is None or any(k not in data for k in _METADATA_REQUIRED):
-            return cls.load(sid)
-        session = cls(**data)
-        session._loaded_metadata_only = True
-        return session
+        return metadata_stub(Path(SESSION_DIR) / f"{sid}.json") or cls.load(sid)
 
     # ------------------------------------------------------------------ sidebar row
 
@@ -458,6 +452,17 @@ def _bind_to_file_name(data: dict, sid: str) -> None:
         if inner:
             log.warning("session file %s.json names itself %r; using the file name", sid, inner)
         data["session_id"] = sid
+
+
+def metadata_stub(path: Path) -> Session | None:
+    """A metadata-only session from the file's prefix (it refuses to save); None when the prefix lacks it."""
+    data = read_metadata_prefix(path)
+    if data is None or any(k not in data for k in _METADATA_REQUIRED):
+        return None
+    _bind_to_file_name(data, Path(path).name[: -len(".json")])
+    session = Session(**data)
+    session._loaded_metadata_only = True
+    return session
 
 
 def _load_session_from_path(path: Path) -> Session | None:

@@ -79,18 +79,12 @@ def _sweep_stale_tmp(entry: os.DirEntry, now: float) -> None:
 
 
 def _row_from_file(path: Path, st: os.stat_result) -> dict | None:
-    from api.models import Session, _load_session_from_path, read_metadata_prefix
+    from api.models import _load_session_from_path, metadata_stub
 
-    data = read_metadata_prefix(path)
-    if data is not None and all(k in data for k in ("session_id", "title", "created_at", "updated_at")):
-        session = Session(**data)
-        session._loaded_metadata_only = True
-    else:
-        session = _load_session_from_path(path)
-        if session is None:
-            return None
+    session = metadata_stub(path) or _load_session_from_path(path)
+    if session is None:
+        return None
     row = session.compact()
-    row["session_id"] = path.name[:-5]
     row["_stat"] = [st.st_size, st.st_mtime_ns]
     return row
 
