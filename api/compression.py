@@ -18,8 +18,8 @@ from typing import Any
 from api import agent_runtime, models
 from api import config as _config
 from api.errors import ApiError, BadRequest, Conflict, redact_paths
+from api.messages import timestamp_or_ts
 from api.sanitize import sanitize_messages_for_api
-from api.session_fields import message_timestamp
 from api.session_ops import _truncation_watermark_for, editable_session
 
 log = logging.getLogger("talaria.compression")
@@ -332,7 +332,7 @@ def uncompress(session_id: str) -> dict:
         ):  # fmt: skip
             setattr(session, name, undo.get(name))
         if since and session.truncation_watermark:
-            session.truncation_watermark = message_timestamp(since[-1]) or session.truncation_watermark
+            session.truncation_watermark = timestamp_or_ts(since[-1]) or session.truncation_watermark
         session.compression_undo = None
         session.save()
     return {"ok": True, "session": _response_session(session)}

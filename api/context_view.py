@@ -14,10 +14,9 @@ from api.merge_index import _raw_prefix
 from api.message_keys import (
     Rows,
     collapse,
-    message_timestamp,
-    parse_timestamp,
     reconcile_api_content_sidecars,
 )
+from api.messages import parse_timestamp, timestamp_or_ts
 
 _CONTENT_COLUMNS = frozenset({"tool_call_id", "tool_name", "name", "api_content"})
 
@@ -104,9 +103,7 @@ def _state_db_anchor_index(state: list, anchor: Any) -> int | None:
             continue
         if anchor_text and _anchor_text(row) != anchor_text:
             continue
-        row_ts = message_timestamp(row)
-        if row_ts is None:
-            row_ts = parse_timestamp(row.get("_ts"))
+        row_ts = timestamp_or_ts(row)
         if row_ts is not None and abs(row_ts - anchor_ts) <= 1e-6:
             found = i
     return found

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from itertools import compress, repeat
 from typing import Any
 
+from api.messages import content_as_text, merge_timestamp, parse_timestamp
+
 DISPLAY_ONLY_KEYS = frozenset(
     {
         "_turnDuration",
@@ -99,12 +101,6 @@ def clear_memos() -> None:
         memo.cache.clear()  # type: ignore[attr-defined]
 
 
-def content_text(content: Any) -> str:
-    if type(content) is str:
-        return content
-    return "" if content is None else str(content)
-
-
 def strip_workspace_tag(text: str) -> str:
     """Drop a leading ``[Workspace::v1: …]`` / ``[Workspace: …]`` tag; returns ``text`` itself if none."""
     head = text[:1]
@@ -117,7 +113,7 @@ def strip_workspace_tag(text: str) -> str:
 
 def side_text(msg: dict, state_side: bool) -> str:
     """The content as a key sees it: the state side drops a user row's workspace tag."""
-    text = content_text(msg.get("content"))
+    text = content_as_text(msg.get("content"))
     if state_side and msg.get("role") == "user":
         text = strip_workspace_tag(text)
     return text
@@ -126,24 +122,6 @@ def side_text(msg: dict, state_side: bool) -> str:
 # ----------------------------------------------------------------------------------------------
 # Timestamps, ids and keys
 # ----------------------------------------------------------------------------------------------
-
-
-def parse_timestamp(value: Any) -> float | None:
-    """A finite float, or ``None`` for missing, empty, non-numeric or non-finite values."""
-    if type(value) is float:
-        return value if math.isfinite(value) else None
-    if value is None or value == "" or isinstance(value, bool):
-        return None
-    try:
-        out = float(value)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return out if math.isfinite(out) else None
-
-
-def message_timestamp(msg: Any) -> float | None:
-    """``ts(m)`` of §3.2: the parsed ``timestamp`` (``_ts`` is not consulted)."""
-    return parse_timestamp(msg.get("timestamp")) if isinstance(msg, dict) else None
 
 
 def api_content(msg: dict) -> str | None:
@@ -236,7 +214,7 @@ def build_merge_key(msg: Any, tcj: str, full_precision: bool) -> tuple:
     key = (
         "legacy",
         msg.get("role"),
-        content_text(msg.get("content")),
+        content_as_text(msg.get("content")),
         str(raw_ts or "") if full_precision else ts_seconds(raw_ts),
         msg.get("tool_call_id") or "",
         msg.get("tool_name") or msg.get("name") or "",
@@ -382,11 +360,11 @@ def _tier_keys(state_side: bool) -> tuple[Callable[[dict], Any], ...]:
         return str(sid) if sid else None
 
     def by_exact_ts(m):
-        ts = message_timestamp(m)
+        ts = merge_timestamp(m)
         return None if ts is None else (m.get("role"), ts)
 
     def by_second(m):
-        ts = message_timestamp(m)
+        ts = merge_timestamp(m)
         return None if ts is None else (m.get("role"), int(ts))
 
     def by_content(m):
@@ -461,7 +439,7 @@ class Rows:
     def ts(self, h: int) -> float | None:
         value = self._ts[h]
         if value is _MISSING:
-            value = self._ts[h] = message_timestamp(self.rows[h])
+            value = self._ts[h] = merge_timestamp(self.rows[h])
         return value
 
     def fp(self, h: int) -> str | None:
@@ -519,7 +497,7 @@ class Rows:
         if kind == "rowid":
             return valid_row_id(row)
         if kind == "raw":
-            return content_text(row.get("content"))
+            return content_as_text(row.get("content"))
         if kind == "merge":
             return build_merge_key(row, self.fact("tcj", h), False)
         if kind == "dedup":

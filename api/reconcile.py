@@ -48,20 +48,18 @@ from api.message_keys import (
     Rows,
     api_content,
     collapse,
-    content_text,
     context_messages_include_compression_marker,
     is_context_compression_marker,
     message_content_key,
     message_dedup_key,
     message_merge_key,
-    message_timestamp,
     message_visible_key,
-    parse_timestamp,
     reconcile_api_content_sidecars,
     stable_id,
     strip_workspace_tag,
     tokens,
 )
+from api.messages import content_as_text, merge_timestamp, parse_timestamp
 
 __all__ = [  # the §3.2 keys live in api.message_keys and are re-exported here
     "message_merge_key",
@@ -106,7 +104,7 @@ def _cold_reconstruction(state: list, watermark: float | None, boundary: float |
     elif watermark == 0:
         return []  # truncate-to-empty sentinel: nothing replays
     else:
-        stamped = [(m, message_timestamp(m)) for m in state]
+        stamped = [(m, merge_timestamp(m)) for m in state]
         if boundary is not None and boundary < watermark:
             candidates = [m for m, t in stamped if t is not None and t <= boundary]
             candidates += [m for m, t in stamped if t is not None and t >= watermark]
@@ -134,7 +132,7 @@ def _screenshot_projection(content: Any) -> tuple[str, int]:
                 texts.append(part["text"])
         text = " ".join(texts)
     else:
-        text = content_text(content)
+        text = content_as_text(content)
     images += text.count(_SCREENSHOT)
     return collapse(text.replace(_SCREENSHOT, " ")), images
 

@@ -10,6 +10,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from api.messages import message_text as message_text  # re-exported: its importers predate api.messages
+
 # A leading "_" is reserved for the folder's own files (_index.json, tombstones).
 SAFE_SESSION_ID = re.compile(r"[A-Za-z0-9-][A-Za-z0-9_-]{0,199}")
 
@@ -121,21 +123,3 @@ def message_timestamp(msg: Any) -> float | None:
         if ts is not None and msg.get(key) not in ("", None):
             return ts
     return None
-
-
-def message_text(msg: Any) -> str:
-    """Plain text of a message: string content, or the ``text`` parts of list content."""
-    if not isinstance(msg, dict):
-        return ""
-    content = msg.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for part in content:
-            if isinstance(part, dict) and isinstance(part.get("text"), str):
-                parts.append(part["text"])
-            elif isinstance(part, str):
-                parts.append(part)
-        return "\n".join(parts)
-    return ""

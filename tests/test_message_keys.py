@@ -17,7 +17,6 @@ from api.message_keys import (
     message_content_key,
     message_dedup_key,
     message_merge_key,
-    message_timestamp,
     message_visible_key,
     reconcile_api_content_sidecars,
     row_id,
@@ -30,15 +29,6 @@ MARKER_TEXT = "[CONTEXT COMPACTION — REFERENCE ONLY] Earlier turns were compac
 
 
 # ----------------------------------------------------------------------------- timestamps and keys
-
-
-def test_timestamp_is_a_finite_float_or_none():
-    assert message_timestamp({"timestamp": 5}) == 5.0
-    assert message_timestamp({"timestamp": "7.5"}) == 7.5
-    for bad in (None, "", "soon", float("nan"), float("inf"), True, [1]):
-        assert message_timestamp({"timestamp": bad}) is None
-    assert message_timestamp({"_ts": 5.0}) is None  # _ts is not consulted
-    assert message_timestamp("not a dict") is None
 
 
 def test_merge_key_uses_whole_seconds_and_tool_fields():
