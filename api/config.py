@@ -118,6 +118,13 @@ SETTINGS: tuple[Setting, ...] = (
         "Key that signs session cookies; empty means one is generated in the state dir.",
     ),
     Setting(
+        "remote_images",
+        bool,
+        False,
+        "TALARIA_REMOTE_IMAGES",
+        "Show https images that answers link to (off: they stay links, so nothing loads without a click).",
+    ),
+    Setting(
         "agent_toolsets",
         str,
         "",

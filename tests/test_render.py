@@ -13,6 +13,8 @@ from api.render import (
     HIGHLIGHT_MAX_CHARS,
     MARKDOWN_MAX_BRACKETS,
     MARKDOWN_MAX_CHARS,
+    MATHML_ATTRIBUTES,
+    MATHML_TAGS,
     pygments_css,
     render_cache_info,
     render_markdown,
@@ -21,13 +23,16 @@ from api.render import (
 )
 
 SAFE_SCHEMES = ("http://", "https://", "mailto:")
-CLASS_TAGS = {"code", "span", "pre", "div"}
+CLASS_TAGS = {"code", "span", "pre", "div", "li", "ul"}
 EXPECTED_ATTRIBUTES = {
     "a": {"href", "title", "rel", "target"},
     "ol": {"start"},
     "th": {"align"},
     "td": {"align"},
     **{tag: {"class"} for tag in CLASS_TAGS},
+    "img": {"alt", "title", "data-media"},
+    "input": {"type", "checked", "disabled", "class"},
+    **{tag: set(MATHML_ATTRIBUTES) for tag in MATHML_TAGS},
 }
 
 
@@ -67,7 +72,9 @@ def assert_inert(html: str) -> _Collector:
             if name == "href":
                 assert (value or "").lower().startswith(SAFE_SCHEMES), (value, html)
             if name == "class":
-                assert tag in CLASS_TAGS, (tag, html)
+                assert tag in CLASS_TAGS | {"input"}, (tag, html)
+            if name == "type":
+                assert value == "checkbox", (tag, html)
             if name == "rel":
                 assert value == "noopener noreferrer nofollow"
             if name == "target":
@@ -352,3 +359,51 @@ def test_arbitrary_text_never_renders_script_or_handlers(text):
 @given(st.text())
 def test_any_unicode_text_renders_without_raising(text):
     assert_inert(render_markdown(text))
+
+
+def test_math_becomes_mathml_and_bad_latex_stays_readable():
+    html = render_markdown("Inline $x^2$ and\n\n$$\\frac{a}{b}$$\n\nand $\\frac{$ broken")
+    doc = assert_inert(html)
+    tags = [tag for tag, _ in doc.elements]
+    assert tags.count("math") == 2 and "mfrac" in tags and "msup" in tags
+    assert "$" not in "".join(doc.text[:2])
+
+
+def test_task_lists_render_as_disabled_checkboxes():
+    doc = assert_inert(render_markdown("- [x] written\n- [ ] tested"))
+    boxes = [attrs for tag, attrs in doc.elements if tag == "input"]
+    assert len(boxes) == 2
+    assert all(b["type"] == "checkbox" and "disabled" in b for b in boxes)
+    assert "checked" in boxes[0] and "checked" not in boxes[1]
+
+
+def test_bare_urls_become_safe_links():
+    doc = assert_inert(render_markdown("see https://example.com/docs now"))
+    assert (
+        "a",
+        {"href": "https://example.com/docs", "target": "_blank", "rel": "noopener noreferrer nofollow"},
+    ) in doc.elements
+
+
+def test_a_relative_image_names_its_workspace_file_and_loads_nothing_by_itself():
+    doc = assert_inert(render_markdown('![chart](out/chart.png "The chart")'))
+    assert doc.elements[-1] == ("img", {"data-media": "out/chart.png", "alt": "chart", "title": "The chart"})
+
+
+@pytest.mark.parametrize(
+    "src", ["https://evil.example/x.png?q=secret", "/etc/passwd", "//evil.example/x.png"]
+)
+def test_remote_and_absolute_images_stay_links_by_default(src):
+    doc = assert_inert(render_markdown(f"![x]({src})"))
+    assert not any(tag == "img" for tag, _ in doc.elements)
+
+
+def test_the_remote_images_setting_lets_https_images_load(monkeypatch):
+    from api import config
+
+    monkeypatch.setitem(config.SETTINGS_VALUES, "remote_images", True)
+    html = render_markdown("![x](https://example.com/a.png) ![y](http://example.com/b.png)")
+    assert '<img src="https://example.com/a.png" alt="x">' in html
+    assert '<img src="http:' not in html
+    monkeypatch.setitem(config.SETTINGS_VALUES, "remote_images", False)
+    assert "<img src" not in render_markdown("![x](https://example.com/a.png) ![y](http://example.com/b.png)")

@@ -5,10 +5,11 @@ import { api } from "./api.js";
 import { LiveTurn } from "./live.js";
 import { anchorMessageIdx, compressionMarker } from "./markers.js";
 import { el, renderMessages, setToolResult } from "./render.js";
+import { ScrollFollow } from "./follow.js";
+import { hydrateMedia } from "./media.js";
 import { followStream } from "./sse.js";
 
 export const PAGE_SIZE = 100;
-const NEAR_BOTTOM_PX = 120;
 
 // Gives messages without `_idx` their position in the full transcript (the window ends at `total`).
 export function indexMessages(messages, total) {
@@ -33,6 +34,7 @@ export class ChatView {
     this.stream = null;
     this.streamId = null;
     this.live = null;
+    this.follower = new ScrollFollow(transcript);
     this.observer = new IntersectionObserver((entries) => {
       if (entries.some((e) => e.isIntersecting)) this.loadOlder();
     }, { root: transcript, rootMargin: "800px 0px 0px 0px" });
@@ -86,7 +88,8 @@ export class ChatView {
   }
 
   // Shows a full session payload; `replace` drops what was loaded, otherwise older rows are kept.
-  applySession(session, { replace = false } = {}) {
+  // `renderFrom` (a message index) re-renders only the rows from there on: the rows of a turn that ended.
+  applySession(session, { replace = false, renderFrom = null } = {}) {
     const total = Number.isInteger(session.total_messages) ? session.total_messages : (session.messages || []).length;
     let incoming = indexMessages(session.messages || [], total);
     let hasMoreBefore = Boolean(session.has_more_before);
@@ -109,7 +112,8 @@ export class ChatView {
     this.session = meta;
     this.messages = incoming;
     this.hasMoreBefore = hasMoreBefore && incoming.length > 0 && incoming[0]._idx > 0;
-    this.renderAll();
+    if (Number.isInteger(renderFrom) && !replace && sameSession) this.renderTail(renderFrom);
+    else this.renderAll();
     this.onSession?.(meta);
   }
 
@@ -125,6 +129,20 @@ export class ChatView {
     this.markEditable();
     this.empty.hidden = this.messages.length > 0 || this.streaming;
     if (this.live) this.list.append(this.live.article);
+    hydrateMedia(this.list, this.sessionId);
+  }
+
+  renderTail(fromIdx) {
+    for (const node of [...this.list.children]) {
+      if (node.classList.contains("live") || Number(node.dataset.idx) >= fromIdx) node.remove();
+    }
+    const tail = this.visibleMessages(this.messages).filter((m) => m._idx >= fromIdx);
+    this.list.append(renderMessages(tail, this.toolCards));
+    this.placeMarker();
+    this.markEditable();
+    this.empty.hidden = this.messages.length > 0 || this.streaming;
+    if (this.live) this.list.append(this.live.article);
+    hydrateMedia(this.list, this.sessionId);
   }
 
   placeMarker() {
@@ -197,22 +215,29 @@ export class ChatView {
     setTimeout(() => target.classList.remove("highlight"), 2500);
   }
 
-  nearBottom() {
-    const t = this.transcript;
-    return t.scrollHeight - t.scrollTop - t.clientHeight < NEAR_BOTTOM_PX;
+  scrollToBottom() {
+    this.follower.jump();
   }
 
-  // Rows off screen have estimated heights (content-visibility), so the end moves as they lay out:
-  // scroll again on the next frames.
-  scrollToBottom() {
-    const t = this.transcript;
-    t.scrollTop = t.scrollHeight;
-    requestAnimationFrame(() => {
-      t.scrollTop = t.scrollHeight;
-      requestAnimationFrame(() => {
-        t.scrollTop = t.scrollHeight;
-      });
-    });
+  lastUserIdx() {
+    for (let i = this.messages.length - 1; i >= 0; i--) if (this.messages[i].role === "user") return this.messages[i]._idx;
+    return null;
+  }
+
+  // Re-renders without moving what a reader who scrolled up is looking at (or, pinned, the end).
+  keepReadingPosition(rerender) {
+    if (this.follower.pinned) {
+      rerender();
+      this.follower.contentChanged();
+      return;
+    }
+    const top = this.transcript.getBoundingClientRect().top;
+    const anchor = [...this.list.querySelectorAll(".msg[data-idx]")].find((n) => n.getBoundingClientRect().bottom > top);
+    const idx = anchor?.dataset.idx;
+    const offset = anchor ? anchor.getBoundingClientRect().top : 0;
+    rerender();
+    const again = idx !== undefined ? this.list.querySelector(`.msg[data-idx="${idx}"]`) : null;
+    if (again) this.transcript.scrollTop += again.getBoundingClientRect().top - offset;
   }
 
   showEmpty() {
@@ -244,7 +269,7 @@ export class ChatView {
     this.detachStream();
     const sid = this.sessionId;
     this.streamId = streamId;
-    this.live = new LiveTurn(this.list);
+    this.live = new LiveTurn(this.list, sid);
     this.renderAll();
     this.scrollToBottom();
     this.onStreaming?.(true);
@@ -252,9 +277,8 @@ export class ChatView {
     const handle = followStream(streamId, {
       onEvent: (name, data) => {
         if (this.stream !== handle) return;
-        const stick = this.nearBottom();
         this.handleEvent(live, name, data || {});
-        if (stick) this.scrollToBottom();
+        this.follower.contentChanged();
       },
       onReconnecting: () => live.setStatus("reconnecting…"),
       onOpen: () => {
@@ -273,6 +297,9 @@ export class ChatView {
     switch (name) {
       case "token":
         live.token(data.text);
+        break;
+      case "render":
+        live.render(data);
         break;
       case "reasoning":
         live.reasoning(data.text);
@@ -307,9 +334,11 @@ export class ChatView {
       case "done":
         live.finish();
         this.endStream();
-        if (data.session) this.applySession(data.session);
+        if (data.session) {
+          const renderFrom = this.lastUserIdx();
+          this.keepReadingPosition(() => this.applySession(data.session, { renderFrom }));
+        }
         else this.reload().catch((err) => this.onError?.(err));
-        this.scrollToBottom();
         break;
       default:
         break;

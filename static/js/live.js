@@ -1,10 +1,14 @@
-// The answer being streamed: text token by token, reasoning, tool cards, status lines. It is plain text
-// while it streams; on `done` the chat view replaces it with the server-rendered transcript.
+// The answer being streamed: reasoning, tool cards, status lines, and its text as the server renders it
+// (`render` events: the sanitized HTML of each text segment so far, at most every ~100 ms, by the same
+// renderer as saved messages). On `done` the chat view swaps in the saved transcript, which renders the
+// same text the same way, so nothing re-flows.
 
+import { hydrateMedia } from "./media.js";
 import { el, reasoningBlock, setToolResult, toolCard } from "./render.js";
 
 export class LiveTurn {
-  constructor(container) {
+  constructor(container, sessionId) {
+    this.sessionId = sessionId;
     this.article = el("article", "msg msg-assistant live");
     this.article.dataset.role = "assistant";
     this.article.setAttribute("aria-busy", "true");
@@ -14,7 +18,7 @@ export class LiveTurn {
     head.append(this.statusLine);
     this.article.append(head);
     this.reasoningBody = null;
-    this.textNode = null;
+    this.segments = []; // one .msg-body per text segment (text between tool calls)
     this.cards = new Map();
     this.text = "";
     container.append(this.article);
@@ -22,14 +26,21 @@ export class LiveTurn {
 
   token(text) {
     if (!text) return;
-    if (!this.textNode) {
-      const body = el("div", "msg-body plain live-text");
-      this.textNode = document.createTextNode("");
-      body.append(this.textNode);
+    this.text += text;
+    this.setStatus("");
+  }
+
+  // The server's rendering of text segment `segment` so far (it replaces the previous one).
+  render({ segment, html }) {
+    if (!Number.isInteger(segment) || segment < 0 || typeof html !== "string") return;
+    let body = this.segments[segment];
+    if (!body) {
+      body = el("div", "msg-body live-text");
+      this.segments[segment] = body;
       this.article.append(body);
     }
-    this.textNode.appendData(text);
-    this.text += text;
+    body.innerHTML = html;
+    hydrateMedia(body, this.sessionId);
     this.setStatus("");
   }
 
@@ -48,7 +59,6 @@ export class LiveTurn {
     const card = toolCard({ id, name, args });
     this.article.append(card);
     if (id) this.cards.set(id, card);
-    this.textNode = null; // text after a tool call starts a new paragraph below its card
     this.setStatus(`running ${name || "a tool"}…`);
   }
 

@@ -5,6 +5,7 @@
 
 export const EVENT_NAMES = [
   "token",
+  "render",
   "reasoning",
   "tool",
   "tool_complete",

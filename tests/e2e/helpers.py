@@ -243,3 +243,42 @@ class DroppingProxy:
                 except OSError:
                     pass
                 sock.close()
+
+
+def screenshots(page, name: str) -> list[Path]:
+    """The page as it is, at desktop and phone width, light and dark; the page is left as it was."""
+    size = page.viewport_size
+    paths = []
+    try:
+        for width_name, viewport in (("desktop", DESKTOP), ("phone", PHONE)):
+            page.set_viewport_size(viewport)
+            page.wait_for_timeout(350)  # let the sidebar's slide transition settle
+            for scheme in ("light", "dark"):
+                page.emulate_media(color_scheme=scheme)
+                paths.append(screenshot(page, f"{name}-{width_name}-{scheme}"))
+    finally:
+        page.set_viewport_size(size)
+        page.emulate_media(color_scheme="light")
+    return paths
+
+
+def new_session(page) -> str:
+    """Opens the app, starts a new session and returns its id."""
+    import re
+
+    from playwright.sync_api import expect
+
+    goto_app(page)
+    page.click("#new-session")
+    page.wait_for_url(re.compile(r"#/s/[A-Za-z0-9_-]+$"))
+    expect(page.locator("#chat-title")).to_have_text("Untitled")
+    return page.url.rsplit("/", 1)[1]
+
+
+def qa_history(turns: int, answer_repeat: int = 150) -> list[dict]:
+    """``turns`` question/answer pairs with long answers."""
+    rows = []
+    for i in range(turns):
+        rows.append({"role": "user", "content": f"Question number {i}: tell me about topic {i}."})
+        rows.append({"role": "assistant", "content": f"Topic {i} is interesting. " * answer_repeat})
+    return rows

@@ -15,7 +15,9 @@ from .helpers import (
     DroppingProxy,
     goto_app,
     import_session,
+    new_session,
     open_page,
+    qa_history,
     screenshot,
     send,
     transcript_state,
@@ -27,7 +29,8 @@ pytestmark = pytest.mark.e2e
 STREAMED = "Streaming works: **bold** words arrive one by one, then `inline code` and the end."
 TODO_ARGS = {"todos": [{"id": "1", "content": "write the browser tests", "status": "pending"}]}
 
-# Records the text of each live bubble as it leaves the page (the moment `done` re-renders).
+# Records the rendered HTML of each live bubble as it leaves the page (the moment `done` re-renders),
+# and the length of its visible text at every change while it streams.
 WATCH_LIVE = """() => {
   window.__live = [];
   window.__liveLengths = [];
@@ -36,27 +39,11 @@ WATCH_LIVE = """() => {
     if (live) window.__liveLengths.push(live.textContent.length);
     for (const r of records) for (const n of r.removedNodes) {
       if (n.nodeType === 1 && n.classList.contains('live') && !n.isConnected) {
-        window.__live.push(n.querySelector('.live-text')?.textContent ?? '');
+        window.__live.push([...n.querySelectorAll('.live-text')].map((b) => b.innerHTML).join(''));
       }
     }
   }).observe(document.getElementById('messages'), {childList: true, subtree: true, characterData: true});
 }"""
-
-
-def new_session(page) -> str:
-    goto_app(page)
-    page.click("#new-session")
-    page.wait_for_url(re.compile(r"#/s/[A-Za-z0-9_-]+$"))
-    expect(page.locator("#chat-title")).to_have_text("Untitled")
-    return page.url.rsplit("/", 1)[1]
-
-
-def history(turns: int) -> list[dict]:
-    rows = []
-    for i in range(turns):
-        rows.append({"role": "user", "content": f"Question number {i}: tell me about topic {i}."})
-        rows.append({"role": "assistant", "content": f"Topic {i} is interesting. " * 150})
-    return rows
 
 
 def test_an_answer_streams_token_by_token_then_renders_markdown(page, server, llm):
@@ -77,7 +64,8 @@ def test_an_answer_streams_token_by_token_then_renders_markdown(page, server, ll
     expect(answer.locator(".msg-body code")).to_have_text("inline code")
     lengths = page.evaluate("window.__liveLengths")
     assert len(set(lengths)) >= 5, f"the answer did not arrive in pieces: {lengths}"
-    assert page.evaluate("window.__live") == [STREAMED]
+    # What was on screen at the end of the stream is exactly what the saved message shows.
+    assert page.evaluate("window.__live") == [answer.locator(".msg-body").inner_html()]
     # The first message names the session; the sidebar and header follow.
     expect(page.locator("#chat-title")).to_have_text("Hello there, please stream")
     expect(page.locator(f'.session-row[data-sid="{sid}"] .session-title')).to_have_text(
@@ -119,7 +107,7 @@ def test_tool_calls_and_reasoning_are_collapsible_cards(page, server, llm):
 
 
 def test_compress_shows_the_marker_and_a_reload_shows_the_same_state(page, server, llm):
-    session = import_session(server, "Long talk to compress", history(6))
+    session = import_session(server, "Long talk to compress", qa_history(6))
     goto_app(page, f"/#/s/{session['session_id']}")
     expect(page.locator(".msg")).to_have_count(12)
     llm.script(Reply(text="Seventh answer, streamed."))
@@ -236,8 +224,9 @@ def test_a_dropped_stream_resumes_from_the_last_event_without_loss_or_repeat(bro
             page.evaluate(WATCH_LIVE)
             turn = send(page, "Count the pieces")
             wait_turn_done(page, turn)
-            assert page.evaluate("window.__live") == [text]
-            expect(page.locator(".msg-assistant").last.locator(".msg-body")).to_have_text(text)
+            body = page.locator(".msg-assistant").last.locator(".msg-body")
+            expect(body).to_have_text(text)
+            assert page.evaluate("window.__live") == [body.inner_html()]
     finally:
         proxy.close()
     first, second = proxy.streams[:2]
@@ -311,7 +300,7 @@ def test_slash_commands_complete_and_run(page, server, llm):
 
 
 def test_export_links_download_the_session(page, server):
-    session = import_session(server, "Export me", history(1))
+    session = import_session(server, "Export me", qa_history(1))
     goto_app(page, f"/#/s/{session['session_id']}")
     expect(page.locator(".msg")).to_have_count(2)
     for link, suffix in (("JSON", ".json"), ("Markdown", ".md"), ("HTML", ".html")):

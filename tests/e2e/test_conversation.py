@@ -1,0 +1,112 @@
+"""The conversation while it streams: live Markdown, and reading without being pulled to the end."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from talaria_testing.fake_llm import Reply
+
+from .helpers import goto_app, import_session, new_session, qa_history, screenshots, send, wait_turn_done
+
+pytestmark = pytest.mark.e2e
+
+RICH = (
+    "# Plan\n\nSome **bold** words and a table:\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
+    "```python\ndef answer():\n    return 42\n```\n\nThat is all."
+)
+
+# Notes, per change of the live bubble: was a code block in it highlighted, and its HTML at removal.
+WATCH_LIVE = """() => {
+  window.__liveHighlighted = false;
+  window.__liveFinal = null;
+  new MutationObserver((records) => {
+    const live = document.querySelector('.msg.live');
+    if (live && live.querySelector('.live-text pre code span')) window.__liveHighlighted = true;
+    for (const r of records) for (const n of r.removedNodes) {
+      if (n.nodeType === 1 && n.classList.contains('live')) {
+        window.__liveFinal = [...n.querySelectorAll('.live-text')].map((b) => b.innerHTML).join('');
+      }
+    }
+  }).observe(document.getElementById('messages'), {childList: true, subtree: true});
+}"""
+
+
+# The first transcript row in view and where its top is on screen.
+FIRST_VISIBLE = """() => {
+  const top = document.getElementById('transcript').getBoundingClientRect().top;
+  const row = [...document.querySelectorAll('#messages .msg[data-idx]')]
+    .find((n) => n.getBoundingClientRect().bottom > top);
+  return [row.dataset.idx, Math.round(row.getBoundingClientRect().top)];
+}"""
+
+
+def test_markdown_renders_while_the_answer_streams_and_code_highlights_once_closed(page, server, llm):
+    # The stream pauses inside the open code block: 29 tokens reach "return 42\n".
+    hang_at = next(i for i, tok in enumerate(_tokens(RICH)) if "42" in tok) + 1
+    llm.script(Reply(text=RICH, hang_after=hang_at, token_delay=0.02))
+    new_session(page)
+    page.evaluate(WATCH_LIVE)
+    turn = send(page, "Give me a rich answer")
+    live = page.locator(".msg.live .live-text")
+    expect(live.locator("h1")).to_have_text("Plan")
+    expect(live.locator("strong")).to_have_text("bold")
+    expect(live.locator("table td").first).to_have_text("1")
+    expect(live.locator("pre code")).to_contain_text("return 42")
+    assert llm.wait_for_hang(10)
+    # The block has not closed: shown as plain text, not yet highlighted, no raw Markdown anywhere.
+    expect(live.locator("pre code span")).to_have_count(0)
+    assert "**" not in live.first.text_content()
+    screenshots(page, "live-markdown-streaming")
+    llm.release()
+    wait_turn_done(page, turn)
+    body = page.locator(".msg-assistant .msg-body").last
+    expect(body.locator("pre code span").first).to_be_attached()
+    assert page.evaluate("window.__liveHighlighted"), "the closed code block was not highlighted live"
+    # No re-layout at the end: the saved message is the very HTML that was on screen.
+    assert page.evaluate("window.__liveFinal") == body.inner_html()
+    screenshots(page, "live-markdown-done")
+
+
+def _tokens(text: str) -> list[str]:
+    from talaria_testing.fake_llm import split_tokens
+
+    return split_tokens(text)
+
+
+def test_a_reader_who_scrolls_up_stays_put_and_can_jump_to_latest(page, server, llm):
+    session = import_session(server, "Long read", qa_history(12, answer_repeat=20))
+    goto_app(page, f"/#/s/{session['session_id']}")
+    expect(page.locator(".msg")).to_have_count(24)
+    words = " ".join(f"w{i}" for i in range(160))
+    llm.script(Reply(text=words, token_delay=0.03))
+    turn = send(page, "Stream a long answer")
+    expect(page.locator(".msg.live .live-text")).to_contain_text("w3")
+    transcript = page.locator("#transcript")
+    # At the bottom the view follows the new text.
+    expect(page.locator(".msg.live .live-text")).to_contain_text("w20")
+    assert transcript.evaluate("t => t.scrollHeight - t.scrollTop - t.clientHeight") < 40
+    # Scroll up (as a wheel would): the view stays where the reader put it.
+    page.mouse.move(640, 300)
+    page.mouse.wheel(0, -1500)
+    page.wait_for_function(
+        "() => { const t = document.getElementById('transcript'); return t.scrollHeight - t.scrollTop - t.clientHeight > 1000; }"
+    )
+    jump = page.locator(".jump-latest")
+    expect(jump).to_be_visible()
+    held = page.evaluate(FIRST_VISIBLE)
+    expect(page.locator(".msg.live .live-text")).to_contain_text("w60")
+    idx, top = page.evaluate(FIRST_VISIBLE)
+    assert idx == held[0] and abs(top - held[1]) <= 2, (idx, top, held)
+    screenshots(page, "jump-to-latest")
+    wait_turn_done(page, turn)
+    # The end of the turn re-renders the transcript without moving what the reader looks at.
+    idx, top = page.evaluate(FIRST_VISIBLE)
+    assert idx == held[0] and abs(top - held[1]) <= 2, (idx, top, held)
+    jump.click()
+    page.wait_for_function(
+        "() => { const t = document.getElementById('transcript');"
+        " return t.scrollHeight - t.scrollTop - t.clientHeight < 40; }"
+    )
+    expect(jump).to_be_hidden()
+    expect(page.locator(".msg-assistant").last).to_contain_text("w159")
