@@ -65,6 +65,11 @@ def _import(module: str):
         ) from exc
 
 
+def agent_module(module: str):
+    """A hermes-agent module, imported at call time (``AgentUnavailable`` when it cannot be)."""
+    return _import(module)
+
+
 # ----------------------------------------------------------------------------------------------
 # Runtime resolution and construction
 # ----------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import time
 import uuid
 from typing import Any
 
-from api import agent_runtime, models
+from api import agent_runtime, models, toolsets
 from api import config as _config
 from api.errors import ApiError, BadRequest, Conflict, redact_paths
 from api.messages import timestamp_or_ts
@@ -139,15 +139,6 @@ def _resolve_provider(session: models.Session) -> tuple[str, str | None, dict]:
     return model, provider or runtime.get("provider"), runtime
 
 
-def _toolsets() -> list | None:
-    raw = str(_config.setting("agent_toolsets") or "").strip()
-    if not raw:
-        return None
-    if raw.lower() == "none":
-        return []
-    return [t.strip() for t in raw.split(",") if t.strip()]
-
-
 def _summary(original: list, compressed: list, before: int, after: int, focus: str | None) -> dict:
     summary = agent_runtime.manual_compression_feedback(original, compressed, before, after)
     if summary is not None:
@@ -230,7 +221,12 @@ def _compress(session: models.Session, focus_topic: str | None) -> dict:
     # A throwaway agent (state_db_path=None): only its compressor is used, and nothing is persisted.
     try:
         agent = agent_runtime.build_agent(
-            sid, model, provider, state_db_path=None, runtime=runtime, enabled_toolsets=_toolsets()
+            sid,
+            model,
+            provider,
+            state_db_path=None,
+            runtime=runtime,
+            enabled_toolsets=toolsets.setting_toolsets(),
         )
     except agent_runtime.ProviderNotConfigured:
         raise BadRequest("No provider configured -- cannot compress.") from None

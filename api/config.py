@@ -125,6 +125,13 @@ SETTINGS: tuple[Setting, ...] = (
         "Show https images that answers link to (off: they stay links, so nothing loads without a click).",
     ),
     Setting(
+        "models_cache_seconds",
+        float,
+        300.0,
+        "TALARIA_MODELS_CACHE_SECONDS",
+        "How long the model picker's list (live /v1/models of custom endpoints) is reused before a refetch.",
+    ),
+    Setting(
         "agent_toolsets",
         str,
         "",

@@ -13,7 +13,17 @@ from collections.abc import Callable
 from importlib import metadata
 from typing import Any
 
-from api import compression, http_io, models, session_admin, session_export, session_ops, sse, streaming
+from api import (
+    compression,
+    http_io,
+    models,
+    routes_agent,
+    session_admin,
+    session_export,
+    session_ops,
+    sse,
+    streaming,
+)
 from api.http_io import (
     ApiError,
     BadRequest,
@@ -333,6 +343,7 @@ ROUTES: dict[tuple[str, str], Callable[[Any, dict], None]] = {
     ("POST", "/api/auth/login"): _handle_auth_login,
     ("POST", "/api/auth/logout"): _handle_auth_logout,
     ("GET", "/api/auth/status"): _handle_auth_status,
+    **routes_agent.ROUTES,
 }
 PATHS: frozenset[str] = frozenset(path for _, path in ROUTES)
 # Reachable without a login cookie (the page itself is static and always served).

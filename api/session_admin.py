@@ -298,7 +298,8 @@ def _existing_folder(value: Any) -> str:
     return str(folder)
 
 
-def _edit(sid: str, change) -> dict:
+def edit_session(sid: str, change) -> dict:
+    """Apply ``change(session)`` under the session lock and save; the sidebar row after it."""
     with _lock(sid):
         session = load_session(sid)
         change(session)
@@ -314,7 +315,7 @@ def rename_session(sid: str, title: Any) -> dict:
         session.title = title
         session.manual_title = True
 
-    return _edit(sid, change)
+    return edit_session(sid, change)
 
 
 def set_flag(sid: str, name: str, value: Any) -> dict:
@@ -323,7 +324,7 @@ def set_flag(sid: str, name: str, value: Any) -> dict:
         raise BadRequest(f"unknown flag {name}")
     if not isinstance(value, bool):
         raise BadRequest(f"{name} must be true or false")
-    return _edit(sid, lambda session: setattr(session, name, value))
+    return edit_session(sid, lambda session: setattr(session, name, value))
 
 
 # ---------------------------------------------------------------------- delete and undo

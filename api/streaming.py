@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from api import agent_runtime, compression, models, session_index, session_ops
+from api import agent_runtime, compression, models, session_index, session_ops, toolsets
 from api import config as _config
 from api.errors import ApiError, BadRequest, Conflict, NotFound
 from api.live_render import LiveRender
@@ -169,7 +169,9 @@ def start_turn(session_id: str, message: str, model: str | None = None) -> dict:
 
 
 def _agent_for(session: models.Session):
-    key = f"{session.session_id}\x00{session.model}\x00{session.model_provider}"
+    # A model, provider or toolset switch changes the key: the next turn builds a fitting agent.
+    enabled = toolsets.session_toolsets(session)
+    key = "\x00".join([session.session_id, session.model or "", session.model_provider or "", *enabled])
     with _AGENTS_LOCK:
         agent = _AGENTS.pop(key, None)
     if agent is None:
@@ -178,9 +180,18 @@ def _agent_for(session: models.Session):
             session.model,
             session.model_provider,
             state_db_path=_config.STATE_DB_PATH,
-            enabled_toolsets=compression._toolsets(),
+            enabled_toolsets=enabled,
         )
     return key, agent
+
+
+def forget_idle_agents() -> None:
+    """Close the cached agents between turns (the agent's configuration changed under them)."""
+    with _AGENTS_LOCK:
+        idle = list(_AGENTS.values())
+        _AGENTS.clear()
+    for agent in idle:
+        agent_runtime.close_agent(agent)
 
 
 def _return_agent(key: str, agent) -> None:
@@ -328,6 +339,22 @@ def _turn_outcome(turn: Turn, result, error: tuple[str, str | None] | None, now:
     return _Outcome(rows, error, stopped, interrupted)
 
 
+def _model_of(result, session: models.Session) -> str:
+    """The model that wrote the turn's answer: the agent's own report, else the session's pick."""
+    reported = result.raw.get("model") if result is not None and isinstance(result.raw, dict) else None
+    if isinstance(reported, str) and reported.strip():
+        return reported.strip()
+    return session.model or agent_runtime.configured_default_model()
+
+
+def _stamp_model(rows: list[dict], model: str) -> None:
+    if not model:
+        return
+    for row in rows:
+        if row.get("role") == "assistant":
+            row.setdefault("model", model)
+
+
 def _rows_before_turn(session: models.Session, turn: Turn) -> int:
     """How many rows preceded this turn (not its write-ahead user row): what a compression covered."""
     count = len(session.messages)
@@ -346,6 +373,7 @@ def _finalize(turn: Turn, session: models.Session, result, error: tuple[str, str
         visible_before = _rows_before_turn(session, turn)
         now = time.time()
         outcome = _turn_outcome(turn, result, error, now)
+        _stamp_model(outcome.rows, _model_of(result, session))
         session.messages.extend(outcome.rows)
         if outcome.error is not None:
             session.messages.append(

@@ -127,9 +127,11 @@ class FakeLLM:
         default_reply: Callable[[dict], Reply | str] = echo_reply,
         default_summary: str = DEFAULT_SUMMARY,
         hang_timeout: float = 60.0,
+        extra_models: tuple[str, ...] = (),
     ):
         self.context_length = context_length
         self.model = model
+        self.extra_models = tuple(extra_models)  # listed by /v1/models after ``model``
         self.default_reply = default_reply
         self.default_summary = default_summary
         self.hang_timeout = hang_timeout
@@ -304,6 +306,7 @@ class FakeLLM:
         if path == "/_control/config" and isinstance(body, dict):
             self.context_length = int(body.get("context_length", self.context_length))
             self.model = str(body.get("model", self.model))
+            self.extra_models = tuple(str(m) for m in body.get("extra_models", self.extra_models))
             return 200, {"context_length": self.context_length, "model": self.model}
         return 404, {"error": "unknown control path"}
 
@@ -354,7 +357,8 @@ class _Handler(BaseHTTPRequestHandler):
             "context_length": fake.context_length,
         }
         if path == "/v1/models":
-            return self._send_json(200, {"object": "list", "data": [card]})
+            cards = [card] + [{**card, "id": name} for name in fake.extra_models]
+            return self._send_json(200, {"object": "list", "data": cards})
         if path.startswith("/v1/models/"):
             return self._send_json(200, {**card, "id": path[len("/v1/models/") :]})
         self._send_json(404, {"error": {"message": "not found", "type": "not_found"}})

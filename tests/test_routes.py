@@ -22,7 +22,9 @@ DOCUMENTED = {
     ("POST", "/api/session/import"), ("GET", "/api/session/recovery/audit"),
     ("POST", "/api/session/recovery/repair-safe"), ("GET", "/api/recovery/startup"), ("POST", "/api/chat/start"),
     ("GET", "/api/chat/stream"), ("POST", "/api/chat/cancel"), ("POST", "/api/auth/login"),
-    ("POST", "/api/auth/logout"), ("GET", "/api/auth/status"),
+    ("POST", "/api/auth/logout"), ("GET", "/api/auth/status"), ("GET", "/api/models"),
+    ("POST", "/api/session/model"), ("GET", "/api/toolsets"), ("POST", "/api/session/toolsets"),
+    ("GET", "/api/onboarding/status"), ("POST", "/api/onboarding/probe"), ("POST", "/api/onboarding/setup"),
 }  # fmt: skip
 
 

@@ -181,6 +181,9 @@ def fuzz_srv(tmp_path_factory):
             ]
         )
     server.known_ids = known
+    # The agent sets up its own home (SOUL.md, auth.lock) the first time its config is read; that is
+    # the agent's doing, before the snapshot, not a write by a fuzzed request.
+    server.get_json("/api/toolsets")
     yield server
     server.stop()
 

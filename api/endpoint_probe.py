@@ -1,0 +1,134 @@
+"""The connection test of the setup form: ask an OpenAI-compatible endpoint for its ``/models``.
+
+The URL comes from the person, so the request is bounded: http or https only, no credentials in the
+URL, a short timeout, redirects followed only within the same scheme, host and port, and at most
+``RESPONSE_CAP`` bytes read. Only model ids go back to the page, never the response itself.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+import httpx
+
+from api.errors import BadRequest
+
+URL_MAX = 2048
+KEY_MAX = 4096
+TIMEOUT_S = 8.0
+RESPONSE_CAP = 1024 * 1024
+MAX_REDIRECTS = 3
+MAX_MODELS = 500
+
+
+def clean_base_url(value: Any) -> str:
+    """An endpoint base URL (``http(s)://host[:port]/path``, no credentials, query or fragment), or 400."""
+    if not isinstance(value, str) or not value.strip():
+        raise BadRequest("base_url must be an http:// or https:// URL")
+    value = value.strip()
+    if len(value) > URL_MAX or any(ord(ch) <= 32 or ord(ch) == 127 for ch in value):
+        raise BadRequest("base_url must be an http:// or https:// URL without spaces")
+    try:
+        parts = urlsplit(value)
+        port_ok = parts.port is None or 0 < parts.port < 65536
+    except ValueError:
+        raise BadRequest("base_url is not a valid URL") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+        raise BadRequest("base_url must be an http:// or https:// URL with a host")
+    if parts.username is not None or parts.password is not None:
+        raise BadRequest("base_url must not carry a user name or password; use the key field")
+    if parts.query or parts.fragment:
+        raise BadRequest("base_url must not have a query or fragment")
+    return value.rstrip("/")
+
+
+def clean_api_key(value: Any) -> str:
+    """An API key (printable ASCII without spaces), ``""`` when absent, or 400."""
+    if value is None or value == "":
+        return ""
+    if not isinstance(value, str) or len(value) > KEY_MAX:
+        raise BadRequest(f"api_key must be a string of at most {KEY_MAX} characters")
+    value = value.strip()
+    if not all(33 <= ord(ch) < 127 for ch in value):
+        raise BadRequest("api_key must be printable ASCII without spaces")
+    return value
+
+
+def model_ids(payload: Any) -> list[str]:
+    """Model ids from an OpenAI-style ``{"data": [{"id"}]}`` (or ``{"models": [...]}``) answer (pure)."""
+    items = payload.get("data", payload.get("models")) if isinstance(payload, dict) else payload
+    ids: list[str] = []
+    for item in items if isinstance(items, list) else []:
+        name = item.get("id") or item.get("name") if isinstance(item, dict) else item
+        if isinstance(name, str) and 0 < len(name) <= 200 and name.isprintable() and name not in ids:
+            ids.append(name)
+        if len(ids) >= MAX_MODELS:
+            break
+    return ids
+
+
+@dataclass
+class ProbeResult:
+    ok: bool
+    message: str
+    models: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"ok": self.ok, "message": self.message, "models": self.models}
+
+
+def _same_origin(first: str, second: str) -> bool:
+    a, b = urlsplit(first), urlsplit(second)
+    return (a.scheme, a.hostname, a.port) == (b.scheme, b.hostname, b.port)
+
+
+def _read_capped(response: httpx.Response) -> bytes | None:
+    body = bytearray()
+    for chunk in response.iter_bytes():
+        body += chunk
+        if len(body) > RESPONSE_CAP:
+            return None
+    return bytes(body)
+
+
+def probe(base_url: str, api_key: str = "", *, timeout: float = TIMEOUT_S) -> ProbeResult:
+    """``GET <base_url>/models`` with the key; which models the endpoint serves, or why it failed."""
+    url = f"{base_url}/models"
+    headers = {"Accept": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    try:
+        with httpx.Client(timeout=timeout, follow_redirects=False) as client:
+            for _ in range(MAX_REDIRECTS + 1):
+                with client.stream("GET", url, headers=headers) as response:
+                    if response.is_redirect:
+                        target = urljoin(url, response.headers.get("Location", ""))
+                        if not _same_origin(url, target):
+                            return ProbeResult(False, "The endpoint redirects to another host; use that URL.")
+                        url = target
+                        continue
+                    body = _read_capped(response)
+                    status = response.status_code
+                break
+            else:
+                return ProbeResult(False, "The endpoint redirects too often.")
+    except httpx.TimeoutException:
+        return ProbeResult(False, f"No answer within {timeout:g} seconds.")
+    except httpx.HTTPError as exc:
+        return ProbeResult(False, f"Cannot connect: {type(exc).__name__}.")
+    if body is None:
+        return ProbeResult(False, "The answer is too large to be a model list.")
+    if status in (401, 403):
+        return ProbeResult(False, f"The endpoint refused the key (HTTP {status}).")
+    if status != 200:
+        return ProbeResult(False, f"The endpoint answered HTTP {status} to GET /models.")
+    try:
+        ids = model_ids(json.loads(body))
+    except ValueError:
+        return ProbeResult(False, "The answer to GET /models is not JSON.")
+    if not ids:
+        return ProbeResult(False, "The endpoint lists no models.")
+    return ProbeResult(True, f"Connected: {len(ids)} model{'s' if len(ids) != 1 else ''} available.", ids)

@@ -1,0 +1,127 @@
+"""Models per session: the picker's choices and a session's pick.
+
+The choices come from the agent's own inventory (``hermes_cli.inventory``): the configured default, the
+configured custom endpoints with the models their ``/v1/models`` lists, and the known providers that have
+credentials. Building it can reach those endpoints, so the result is kept for ``models_cache_seconds``
+and rebuilt on demand (``refresh``) or when the agent's configuration changes (``invalidate``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from api import agent_runtime, session_admin
+from api import config as _config
+from api.errors import BadRequest
+
+log = logging.getLogger("talaria.models")
+
+MODEL_MAX = 200
+PROVIDER_MAX = 100
+
+_CACHE: dict[str, Any] = {"catalog": None, "built_at": 0.0}
+_CACHE_LOCK = threading.Lock()
+
+
+def _clean(value: Any) -> str:
+    return value.strip() if isinstance(value, str) else ""
+
+
+def groups_from_payload(payload: dict) -> list[dict]:
+    """The agent inventory's provider rows → picker groups (pure).
+
+    Virtual rows (a mixture of other models) and rows without a model are left out; the current
+    provider comes first, then the agent's order.
+    """
+    groups = []
+    for row in payload.get("providers") or []:
+        if not isinstance(row, dict) or row.get("source") == "virtual":
+            continue
+        slug = _clean(row.get("slug"))
+        models = [m for m in (row.get("models") or []) if isinstance(m, str) and m.strip()]
+        if not slug or not models:
+            continue
+        kind = "custom" if row.get("is_user_defined") else "provider"
+        groups.append(
+            {
+                "provider": slug,
+                "label": _clean(row.get("name")) or slug,
+                "kind": kind,
+                "current": bool(row.get("is_current")),
+                "models": list(dict.fromkeys(models)),
+            }
+        )
+    groups.sort(key=lambda group: not group["current"])
+    return groups
+
+
+def _build(refresh: bool) -> dict:
+    inventory = agent_runtime.agent_module("hermes_cli.inventory")
+    context = inventory.load_picker_context()
+    payload = inventory.build_models_payload(
+        context, refresh=refresh, probe_custom_providers=True, probe_current_custom_provider=True
+    )
+    default_model = _clean(payload.get("model"))
+    default_provider = _clean(payload.get("provider"))
+    return {
+        "default_model": default_model,
+        "default_provider": default_provider,
+        "configured": bool(default_model),
+        "groups": groups_from_payload(payload),
+        "fetched_at": time.time(),
+    }
+
+
+def catalog(refresh: bool = False, clock=time.monotonic) -> dict:
+    """The picker's choices, from the cache unless it is older than ``models_cache_seconds`` or ``refresh``."""
+    with _CACHE_LOCK:
+        cached = _CACHE["catalog"]
+        fresh = clock() - _CACHE["built_at"] < float(_config.setting("models_cache_seconds"))
+        if cached is not None and fresh and not refresh:
+            return cached
+        built = _build(refresh)
+        _CACHE["catalog"], _CACHE["built_at"] = built, clock()
+        return built
+
+
+def invalidate() -> None:
+    """Forget the cached choices (the agent's configuration changed)."""
+    with _CACHE_LOCK:
+        _CACHE["catalog"] = None
+
+
+def is_choice(choices: dict, model: str, provider: str) -> bool:
+    """Whether ``(model, provider)`` is one of the picker's choices (pure)."""
+    return any(
+        group["provider"] == provider and model in group["models"] for group in choices.get("groups") or []
+    )
+
+
+def clean_text(value: Any, name: str, max_len: int) -> str:
+    """A stripped string of at most ``max_len`` printable characters, or 400."""
+    if not isinstance(value, str):
+        raise BadRequest(f"{name} must be a string")
+    value = value.strip()
+    if len(value) > max_len or any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        raise BadRequest(f"{name} must be at most {max_len} printable characters")
+    return value
+
+
+def switch_session_model(sid: str, model: Any, provider: Any) -> dict:
+    """Set the session's model for its next turn; ``model=""`` goes back to the configured default."""
+    model = clean_text(model, "model", MODEL_MAX)
+    provider = clean_text("" if provider is None else provider, "model_provider", PROVIDER_MAX)
+    session_admin.load_session(sid)  # an unknown session is a 404 before any endpoint is asked
+    if model and not is_choice(catalog(), model, provider):
+        choices = catalog(refresh=True)  # the endpoint may list a model the cache does not have yet
+        if not is_choice(choices, model, provider):
+            raise BadRequest(f"Unknown model {model!r} for provider {provider!r}")
+
+    def change(session) -> None:
+        session.model = model
+        session.model_provider = provider.lower() if model and provider else None
+
+    return session_admin.edit_session(sid, change)

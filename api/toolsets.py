@@ -1,0 +1,97 @@
+"""Tools per session: the agent's toolsets with a short description, and each session's choice.
+
+A session's ``enabled_toolsets`` is a list of toolset names, or ``None`` for the default: the
+``agent_toolsets`` setting when set, else the toolsets the agent's own configuration enables for its
+CLI (``hermes tools``). The list and the defaults come from the agent (``hermes_cli.tools_config``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from api import agent_runtime, session_admin
+from api import config as _config
+from api.errors import BadRequest
+
+_NAME_MAX = 100
+_LIST_MAX = 200
+
+
+def setting_toolsets() -> list[str] | None:
+    """The ``agent_toolsets`` setting: None when empty, [] for ``none``, else the named toolsets."""
+    raw = str(_config.setting("agent_toolsets") or "").strip()
+    if not raw:
+        return None
+    if raw.lower() == "none":
+        return []
+    return [name.strip() for name in raw.split(",") if name.strip()]
+
+
+def _tools_config():
+    return agent_runtime.agent_module("hermes_cli.tools_config")
+
+
+def default_toolsets() -> list[str]:
+    """What a session without its own choice runs with."""
+    configured = setting_toolsets()
+    if configured is not None:
+        return configured
+    tools_config = _tools_config()
+    agent_config = agent_runtime.agent_module("hermes_cli.config").load_config()
+    return sorted(tools_config._get_platform_tools(agent_config, "cli", include_default_mcp_servers=False))
+
+
+def session_toolsets(session: Any) -> list[str]:
+    """The toolsets a session's next turn runs with."""
+    chosen = getattr(session, "enabled_toolsets", None)
+    return list(chosen) if isinstance(chosen, list) else default_toolsets()
+
+
+def available_toolsets() -> list[dict]:
+    """``[{name, label, description}]`` in the agent's order (built-in, then plugins)."""
+    tools_config = _tools_config()
+    rows = []
+    for name, label, description in tools_config._get_effective_configurable_toolsets():
+        rows.append(
+            {"name": name, "label": tools_config.gui_toolset_label(label), "description": description}
+        )
+    return rows
+
+
+def list_for_session(sid: str | None) -> dict:
+    """Every toolset with ``enabled`` for the session (or for a new session when ``sid`` is None)."""
+    chosen = None
+    if sid is not None:
+        chosen = session_admin.load_session(sid).enabled_toolsets
+    enabled = set(chosen) if isinstance(chosen, list) else set(default_toolsets())
+    rows = [{**row, "enabled": row["name"] in enabled} for row in available_toolsets()]
+    return {
+        "toolsets": rows,
+        "enabled_toolsets": chosen if isinstance(chosen, list) else None,
+        "default_toolsets": sorted(set(default_toolsets())),
+    }
+
+
+def clean_choice(value: Any, known: set[str]) -> list[str] | None:
+    """A session's toolset choice, validated against the known names (pure)."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or len(value) > _LIST_MAX:
+        raise BadRequest("enabled_toolsets must be a list of toolset names or null")
+    names: list[str] = []
+    for name in value:
+        if not isinstance(name, str) or not name.strip() or len(name) > _NAME_MAX:
+            raise BadRequest("enabled_toolsets must be a list of toolset names or null")
+        if name not in known:
+            raise BadRequest(f"Unknown toolset {name!r}")
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def set_session_toolsets(sid: str, value: Any) -> dict:
+    """Set (or with ``None`` reset) the toolsets of the session's next turn; the sidebar row after it."""
+    session_admin.load_session(sid)
+    known = {row["name"] for row in available_toolsets()} | set(default_toolsets())
+    choice = clean_choice(value, known)
+    return session_admin.edit_session(sid, lambda session: setattr(session, "enabled_toolsets", choice))

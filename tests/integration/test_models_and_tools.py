@@ -1,0 +1,275 @@
+"""Model per session, first-run setup and toolsets per session, end to end.
+
+The real server subprocess runs the real hermes-agent against fake LLM servers on 127.0.0.1 (one is the
+configured default, a second one a saved custom endpoint); what reaches them is read from their logs.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from talaria_testing.fake_llm import FakeLLM, Reply, write_hermes_config
+from talaria_testing.server_proc import ServerProc
+
+from .test_chat import chat, named, new_session, on_disk, session, text_of
+
+pytestmark = pytest.mark.integration
+
+# Anything that would leave 127.0.0.1 (the agent's public catalogs) meets a closed port instead.
+OFFLINE = {"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9"}
+SECRET = "sk-setup-secret-4242"
+
+
+@pytest.fixture(scope="module")
+def llm():
+    with FakeLLM(extra_models=("fake-b",)) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def second():
+    with FakeLLM(model="other-model") as server:
+        yield server
+
+
+@pytest.fixture
+def fakes(llm, second):
+    for fake in (llm, second):
+        fake.reset()
+    llm.extra_models = ("fake-b",)
+    yield llm, second
+    for fake in (llm, second):
+        fake.release()
+
+
+def _server(root, env: dict | None = None) -> ServerProc:
+    return ServerProc(root, env={**OFFLINE, "TALARIA_CHECKPOINT_INTERVAL": "0.2", **(env or {})})
+
+
+@pytest.fixture(scope="module")
+def srv(llm, second, tmp_path_factory):
+    server = _server(tmp_path_factory.mktemp("models"), {"TALARIA_AGENT_TOOLSETS": "todo"})
+    endpoint = {"name": "Second", "base_url": second.base_url, "api_key": "sk-second-1234"}
+    write_hermes_config(
+        server.hermes_home,
+        llm.base_url,
+        extra={
+            "custom_providers": [{**endpoint, "model": "other-model"}],
+            "model_catalog": {"enabled": False},
+        },
+    )
+    server.start()
+    yield server
+    server.stop()
+
+
+def _groups(srv: ServerProc, refresh: bool = False) -> dict[str, list[str]]:
+    data = srv.get_json("/api/models" + ("?refresh=1" if refresh else ""))
+    return {group["provider"]: group["models"] for group in data["groups"]}
+
+
+def _pick(srv: ServerProc, sid: str, model: str, provider: str) -> tuple[int, dict]:
+    return srv.json(
+        "POST", "/api/session/model", {"session_id": sid, "model": model, "model_provider": provider}
+    )
+
+
+# ---------------------------------------------------------------------- the picker's list
+
+
+def test_the_list_holds_the_default_and_every_custom_endpoint_live_and_refreshes_on_demand(srv, fakes):
+    llm, second = fakes
+    data = srv.get_json("/api/models")
+    assert (data["default_model"], data["default_provider"], data["configured"]) == (
+        "fake-model",
+        "custom",
+        True,
+    )
+    assert _groups(srv) == {"custom": ["fake-model", "fake-b"], "custom:second": ["other-model"]}
+    assert any(r["path"] == "/v1/models" for r in second.requests())  # asked live, not read from config
+
+    llm.extra_models = ("fake-b", "fake-new")
+    assert _groups(srv)["custom"] == ["fake-model", "fake-b"]  # cached
+    assert _groups(srv, refresh=True)["custom"] == ["fake-model", "fake-b", "fake-new"]
+
+
+# ---------------------------------------------------------------------- model switch
+
+
+def test_a_switch_takes_effect_on_the_next_turn_and_each_answer_records_its_model(srv, fakes):
+    llm, second = fakes
+    sid = new_session(srv)
+    llm.script(Reply(text="first answer"), Reply(text="second answer"))
+    second.script(Reply(text="third answer"))
+
+    assert text_of(chat(srv, sid, "one")) == "first answer"
+    assert llm.chat_requests()[-1]["body"]["model"] == "fake-model"
+
+    status, data = _pick(srv, sid, "fake-b", "custom")
+    assert status == 200 and (data["session"]["model"], data["session"]["model_provider"]) == (
+        "fake-b",
+        "custom",
+    )
+    assert text_of(chat(srv, sid, "two")) == "second answer"
+    assert llm.chat_requests()[-1]["body"]["model"] == "fake-b"
+
+    assert _pick(srv, sid, "other-model", "custom:second")[0] == 200
+    assert text_of(chat(srv, sid, "three")) == "third answer"
+    assert second.chat_requests()[-1]["body"]["model"] == "other-model"
+    assert second.chat_requests()[-1]["headers"]["Authorization"] == "Bearer sk-second-1234"
+    assert len(llm.chat_requests()) == 2  # the third turn did not go to the first endpoint
+
+    answers = [
+        (m["content"], m.get("model")) for m in on_disk(srv, sid)["messages"] if m["role"] == "assistant"
+    ]
+    assert answers == [
+        ("first answer", "fake-model"),
+        ("second answer", "fake-b"),
+        ("third answer", "other-model"),
+    ]
+
+    # Back to the configured default.
+    assert _pick(srv, sid, "", "")[0] == 200
+    llm.script(Reply(text="fourth answer"))
+    chat(srv, sid, "four")
+    assert llm.chat_requests()[-1]["body"]["model"] == "fake-model"
+
+
+def test_a_bad_model_switch_is_refused_and_changes_nothing(srv, fakes):
+    sid = new_session(srv)
+    assert _pick(srv, sid, "fake-b", "custom")[0] == 200
+    before = on_disk(srv, sid)
+    for body, expected in [
+        ({"session_id": sid, "model": "no-such-model", "model_provider": "custom"}, 400),
+        ({"session_id": sid, "model": "other-model", "model_provider": "custom"}, 400),  # wrong endpoint
+        ({"session_id": sid, "model": "fake-b", "model_provider": "nope"}, 400),
+        ({"session_id": sid, "model": 42, "model_provider": "custom"}, 400),
+        ({"session_id": sid, "model": ["fake-b"]}, 400),
+        ({"session_id": sid, "model": "fake\nb", "model_provider": "custom"}, 400),
+        ({"session_id": sid, "model": "x" * 300, "model_provider": "custom"}, 400),
+        ({"session_id": "../../etc", "model": "fake-b", "model_provider": "custom"}, 400),
+        ({"session_id": "nosuchsession", "model": "fake-b", "model_provider": "custom"}, 404),
+        ({"model": "fake-b"}, 400),
+    ]:
+        status, data = srv.json("POST", "/api/session/model", body)
+        assert status == expected and isinstance(data.get("error"), str), (body, status, data)
+    assert on_disk(srv, sid) == before
+
+
+# ---------------------------------------------------------------------- toolsets
+
+
+def _tool_names(request: dict) -> set[str]:
+    return {tool["function"]["name"] for tool in request["body"].get("tools") or []}
+
+
+def test_a_toolset_toggle_is_in_the_next_requests_tools(srv, fakes):
+    llm, _ = fakes
+    sid = new_session(srv)
+    listing = srv.get_json(f"/api/toolsets?session_id={sid}")
+    rows = {row["name"]: row for row in listing["toolsets"]}
+    assert listing["enabled_toolsets"] is None and listing["default_toolsets"] == ["todo"]
+    assert rows["todo"]["enabled"] and not rows["terminal"]["enabled"]
+    assert rows["todo"]["label"] and rows["todo"]["description"]
+
+    chat(srv, sid, "with the default")
+    assert _tool_names(llm.chat_requests()[-1]) == {"todo"}
+
+    data = srv.post_json("/api/session/toolsets", {"session_id": sid, "enabled_toolsets": []})
+    assert data["session"]["enabled_toolsets"] == []
+    chat(srv, sid, "without tools")
+    assert _tool_names(llm.chat_requests()[-1]) == set()
+
+    srv.post_json(
+        "/api/session/toolsets", {"session_id": sid, "enabled_toolsets": ["todo", "session_search"]}
+    )
+    chat(srv, sid, "with two")
+    assert _tool_names(llm.chat_requests()[-1]) == {"todo", "session_search"}
+    assert {
+        r["name"] for r in srv.get_json(f"/api/toolsets?session_id={sid}")["toolsets"] if r["enabled"]
+    } == {
+        "todo",
+        "session_search",
+    }
+
+    before = on_disk(srv, sid)
+    for body, expected in [
+        ({"session_id": sid, "enabled_toolsets": ["no-such-toolset"]}, 400),
+        ({"session_id": sid, "enabled_toolsets": "todo"}, 400),
+        ({"session_id": sid, "enabled_toolsets": [1]}, 400),
+        ({"session_id": sid, "enabled_toolsets": {"todo": True}}, 400),
+        ({"session_id": "nosuchsession", "enabled_toolsets": []}, 404),
+        ({"session_id": "a/b", "enabled_toolsets": []}, 400),
+    ]:
+        status, data = srv.json("POST", "/api/session/toolsets", body)
+        assert status == expected and isinstance(data.get("error"), str), (body, status, data)
+    assert on_disk(srv, sid) == before
+    assert srv.json("GET", "/api/toolsets?session_id=nosuchsession")[0] == 404
+
+    srv.post_json("/api/session/toolsets", {"session_id": sid, "enabled_toolsets": None})
+    chat(srv, sid, "default again")
+    assert _tool_names(llm.chat_requests()[-1]) == {"todo"}
+
+
+# ---------------------------------------------------------------------- first-run setup
+
+
+def test_setup_from_an_empty_home_reaches_a_streamed_answer_without_a_restart(llm, tmp_path):
+    llm.reset()
+    server = _server(tmp_path, {"TALARIA_AGENT_TOOLSETS": "none"})
+    with server:
+        status = server.get_json("/api/onboarding/status")
+        assert status["configured"] is False and status["default_model"] == ""
+        assert any(p["id"] == "openai-api" and p["key_env"] == "OPENAI_API_KEY" for p in status["providers"])
+        sid = new_session(server)
+        failed = chat(server, sid, "hello?")
+        assert named(failed, "error")  # no model yet: the turn says so
+
+        probe = server.post_json(
+            "/api/onboarding/probe", {"kind": "custom", "base_url": llm.base_url, "api_key": SECRET}
+        )
+        assert probe["ok"] is True and probe["models"] == ["fake-model", "fake-b"]
+        assert llm.requests(path="/v1/models")[-1]["headers"]["Authorization"] == f"Bearer {SECRET}"
+
+        config_file = server.hermes_home / "config.yaml"
+        for body in [
+            {"kind": "custom", "base_url": "file:///etc/passwd", "model": "fake-b"},
+            {"kind": "custom", "base_url": "http://user:pw@127.0.0.1/v1", "model": "fake-b"},
+            {"kind": "custom", "base_url": llm.base_url, "model": ""},
+            {"kind": "custom", "base_url": llm.base_url, "model": "fake-b", "api_key": "two words"},
+            {"kind": "provider", "provider": "no-such-provider", "model": "m", "api_key": "sk-1234"},
+            {"kind": "provider", "provider": "openai-api", "model": "gpt-x"},  # no key anywhere
+            {"kind": "other", "model": "fake-b"},
+        ]:
+            code, data = server.json("POST", "/api/onboarding/setup", body)
+            assert code == 400 and isinstance(data.get("error"), str), (body, code, data)
+        assert not config_file.exists()
+
+        code, saved = server.json(
+            "POST",
+            "/api/onboarding/setup",
+            {"kind": "custom", "base_url": llm.base_url, "api_key": SECRET, "model": "fake-b"},
+        )
+        assert code == 200 and saved["configured"] is True and saved["default_model"] == "fake-b"
+        assert SECRET not in json.dumps(saved)
+        written = yaml.safe_load(config_file.read_text(encoding="utf-8"))["model"]
+        assert (written["provider"], written["base_url"], written["default"]) == (
+            "custom",
+            llm.base_url,
+            "fake-b",
+        )
+
+        llm.script(Reply(text="Set up and answering."))
+        events = chat(server, sid, "hello again")
+        assert text_of(events) == "Set up and answering." and not named(events, "error")
+        request = llm.chat_requests()[-1]
+        assert (
+            request["body"]["model"] == "fake-b" and request["headers"]["Authorization"] == f"Bearer {SECRET}"
+        )
+        answer = session(server, sid)["messages"][-1]
+        assert (answer["content"], answer["model"]) == ("Set up and answering.", "fake-b")
+        for path in ("/api/models", "/api/onboarding/status"):
+            assert SECRET not in server.request("GET", path)[2].decode()

@@ -1,0 +1,61 @@
+"""The model picker's choices from the agent's inventory rows, and what counts as a choice."""
+
+from __future__ import annotations
+
+import pytest
+
+from api import model_catalog
+from api.errors import BadRequest
+
+PAYLOAD = {
+    "model": "fake-model",
+    "provider": "custom",
+    "providers": [
+        {"slug": "moa", "name": "Mixture of Agents", "models": ["default"], "source": "virtual"},
+        {"slug": "openrouter", "name": "OpenRouter", "models": ["a/b", "a/b", " "], "source": "built-in"},
+        {
+            "slug": "custom",
+            "name": "Custom endpoint",
+            "models": ["fake-model"],
+            "is_current": True,
+            "is_user_defined": True,
+        },
+        {"slug": "empty", "name": "Nothing", "models": []},
+        "not a row",
+    ],
+}
+
+
+def test_groups_keep_real_rows_with_models_current_first():
+    groups = model_catalog.groups_from_payload(PAYLOAD)
+    assert [(g["provider"], g["kind"], g["models"]) for g in groups] == [
+        ("custom", "custom", ["fake-model"]),
+        ("openrouter", "provider", ["a/b"]),
+    ]
+
+
+def test_a_choice_is_a_listed_model_of_that_provider():
+    choices = {"groups": model_catalog.groups_from_payload(PAYLOAD)}
+    assert model_catalog.is_choice(choices, "a/b", "openrouter")
+    assert not model_catalog.is_choice(choices, "a/b", "custom")
+    assert not model_catalog.is_choice(choices, "default", "moa")
+
+
+@pytest.mark.parametrize("value", [None, 3, "a\nb", "x" * 201, "\x7f"])
+def test_clean_text_refuses_non_strings_control_characters_and_long_values(value):
+    with pytest.raises(BadRequest):
+        model_catalog.clean_text(value, "model", 200)
+
+
+def test_the_catalog_is_reused_until_it_is_stale_or_refreshed(monkeypatch):
+    built = []
+    monkeypatch.setattr(model_catalog, "_build", lambda refresh: built.append(refresh) or {"n": len(built)})
+    model_catalog.invalidate()
+    now = [1000.0]
+    assert model_catalog.catalog(clock=lambda: now[0]) == {"n": 1}
+    assert model_catalog.catalog(clock=lambda: now[0]) == {"n": 1}
+    assert model_catalog.catalog(refresh=True, clock=lambda: now[0]) == {"n": 2}
+    now[0] += 10_000
+    assert model_catalog.catalog(clock=lambda: now[0]) == {"n": 3}
+    assert built == [False, True, False]
+    model_catalog.invalidate()
