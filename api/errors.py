@@ -60,3 +60,7 @@ class TooManyRequests(ApiError):
 
 class ServiceUnavailable(ApiError):
     status = 503
+
+
+class MisdirectedRequest(ApiError):
+    status = 421

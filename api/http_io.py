@@ -49,6 +49,9 @@ HTML_CSP = (
 DATA_CSP = "default-src 'none'; frame-ancestors 'none'; sandbox"
 
 DRAIN_MAX_BYTES = 64 * 1024 * 1024
+# One nesting limit for every JSON body: far above any real request, far below what the JSON
+# encoders (orjson stops at 255 levels) and Python's recursion limit can write back out.
+MAX_JSON_DEPTH = 64
 # Storage failures the person can act on: a clear message (never the path) and a fitting status.
 _OS_ERRORS: dict[int, tuple[int, str]] = {
     errno.ENOSPC: (507, "Could not save: the disk is full (no space left on the device)."),
@@ -176,6 +179,19 @@ def _safe_path(handler) -> str:
     return path.split("?", 1)[0][:200]
 
 
+def start_stream(handler, content_type: str = "text/event-stream; charset=utf-8") -> None:
+    """The head of a long-lived response (Server-Sent Events): no length, no caching, security headers."""
+    _mark_started(handler)
+    handler.send_response(200)
+    handler.send_header("Content-Type", content_type)
+    handler.send_header("Cache-Control", "no-store")
+    handler.send_header("X-Accel-Buffering", "no")
+    for key, value in SECURITY_HEADERS:
+        handler.send_header(key, value)
+    handler.send_header("Content-Security-Policy", DATA_CSP)
+    handler.end_headers()
+
+
 # ---------------------------------------------------------------------- requests
 
 
@@ -204,38 +220,63 @@ def _is_json_type(content_type: str | None) -> bool:
     return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
 
 
+def deeper_than(value: Any, limit: int) -> bool:
+    """True when containers nest more than ``limit`` levels (walked without recursion)."""
+    stack = [(value, 1)] if isinstance(value, dict | list) else []
+    while stack:
+        container, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = container.values() if isinstance(container, dict) else container
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
 def parse_json_body(raw: bytes, content_type: str | None) -> dict:
-    """Bytes of a POST body → a dict; empty → ``{}``; otherwise 415 / 400 as the API contract says."""
-    if not raw.strip():
-        return {}
+    """Bytes of a POST body → a dict; empty → ``{}``; 415 unless the type is JSON (a cross-site form
+    cannot send that type), 400 for malformed, non-object or too deeply nested JSON."""
     if not _is_json_type(content_type):
         raise UnsupportedMediaType("Request body must be application/json")
+    if not raw.strip():
+        return {}
     try:
         data = orjson.loads(raw)
-    except orjson.JSONDecodeError:
+    except orjson.JSONDecodeError as exc:
+        if "depth" in str(exc).lower() or "recursion" in str(exc).lower():
+            raise BadRequest(f"JSON nested too deeply (at most {MAX_JSON_DEPTH} levels)") from None
         raise BadRequest("Malformed JSON body") from None
     if not isinstance(data, dict):
         raise BadRequest("JSON body must be an object")
+    if deeper_than(data, MAX_JSON_DEPTH):
+        raise BadRequest(f"JSON nested too deeply (at most {MAX_JSON_DEPTH} levels)")
     return data
+
+
+def content_length(raw: str | None) -> int:
+    """A ``Content-Length`` value: digits only (no sign, space or exponent); absent means 0."""
+    if raw is None:
+        return 0
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:
+        raise BadRequest("Invalid Content-Length")
+    return int(raw)
 
 
 def read_body(handler, max_bytes: int | None = None) -> dict:
     """Read and parse the request body (Content-Length framed), enforcing ``max_body_bytes``."""
     limit = int(_config.setting("max_body_bytes")) if max_bytes is None else max_bytes
-    if "chunked" in (header(handler, "Transfer-Encoding") or "").lower():
+    if header(handler, "Transfer-Encoding") is not None:
         _close(handler)
         raise ApiError("Chunked request bodies are not supported; send Content-Length", status=411)
-    raw_length = header(handler, "Content-Length")
-    if raw_length is None or not raw_length.strip():
-        return {}
+    headers = getattr(handler, "headers", None)
+    lengths = headers.get_all("Content-Length") if hasattr(headers, "get_all") else None
+    if lengths is not None and len(lengths) > 1:
+        _close(handler)
+        raise BadRequest("More than one Content-Length")
     try:
-        length = int(raw_length.strip())
-    except ValueError:
+        length = content_length(header(handler, "Content-Length"))
+    except BadRequest:
         _close(handler)
-        raise BadRequest("Invalid Content-Length") from None
-    if length < 0:
-        _close(handler)
-        raise BadRequest("Invalid Content-Length")
+        raise
     if length > limit:
         # Read and drop a moderately large body so the client sees the 413 instead of a reset
         # connection; past DRAIN_MAX_BYTES the connection is simply closed after the answer.

@@ -350,6 +350,14 @@ PATHS: frozenset[str] = frozenset(path for _, path in ROUTES)
 PUBLIC_PATHS: frozenset[str] = frozenset({"/health"} | {p for p in PATHS if p.startswith("/api/auth/")})
 
 
+# Long-lived responses: the serving loop gives each its own thread from the stream budget.
+STREAM_ROUTES: frozenset[tuple[str, str]] = frozenset({("GET", "/api/chat/stream")})
+
+
+def is_stream_route(method: str, path: str) -> bool:
+    return (method, path) in STREAM_ROUTES
+
+
 def is_api_path(path: str) -> bool:
     return path in PATHS or path == "/api" or path.startswith("/api/")
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+from api import http_io
+
 HEARTBEAT_S = 15.0
 
 
@@ -16,12 +18,7 @@ def frame(seq: int, name: str, data: dict) -> bytes:
 
 
 def serve_turn_events(handler, turn, last_event_id: int | None, heartbeat_s: float = HEARTBEAT_S) -> None:
-    handler.send_response(200)
-    handler.send_header("Content-Type", "text/event-stream; charset=utf-8")
-    handler.send_header("Cache-Control", "no-store")
-    handler.send_header("X-Accel-Buffering", "no")
-    handler.send_header("X-Content-Type-Options", "nosniff")
-    handler.end_headers()
+    http_io.start_stream(handler)
     seq = max(int(last_event_id or 0), 0)
     try:
         handler.wfile.write(b"retry: 1000\n\n")

@@ -154,10 +154,17 @@ def test_redact_paths_hides_filesystem_paths_but_keeps_words():
 # ---------------------------------------------------------------------- request bodies
 
 
-def test_empty_body_is_an_empty_object_whatever_the_content_type():
-    assert read_body(_post(b"", content_type=None)) == {}
-    assert read_body(FakeHandler(b"", {})) == {}
-    assert read_body(FakeHandler(b"")) == {}  # a handler without headers at all
+def test_empty_json_body_is_an_empty_object():
+    assert read_body(_post(b"")) == {}
+    assert read_body(_post(b"", "application/json; charset=utf-8")) == {}
+
+
+@pytest.mark.parametrize("content_type", [None, "text/plain", "multipart/form-data"])
+def test_empty_body_without_the_json_type_is_415(content_type):
+    with pytest.raises(UnsupportedMediaType):
+        read_body(_post(b"", content_type=content_type))
+    with pytest.raises(UnsupportedMediaType):
+        read_body(FakeHandler(b""))  # a handler without headers at all
 
 
 def test_json_object_body_is_parsed():
@@ -211,7 +218,7 @@ def test_json_that_is_not_an_object_is_400(raw):
         read_body(_post(raw))
 
 
-@pytest.mark.parametrize("length", ["abc", "-5", "1e3"])
+@pytest.mark.parametrize("length", ["abc", "-5", "1e3", "+5", " 5x", "0x10", "5.0", "١٢"])
 def test_bad_content_length_is_400(length):
     handler = FakeHandler(b"{}", {"Content-Length": length, "Content-Type": "application/json"})
     with pytest.raises(BadRequest):
@@ -314,3 +321,27 @@ def test_storage_errors_name_the_cause_without_the_path(err, status, word):
     assert handler.status == status
     assert set(handler.payload()) == {"error"} and word in handler.payload()["error"]
     assert "/srv" not in handler.wfile.getvalue().decode()
+
+
+@pytest.mark.parametrize("depth", [http_io.MAX_JSON_DEPTH + 1, 1000, 5000])
+def test_json_nested_deeper_than_the_limit_is_400(depth):
+    raw = b'{"a": ' + b"[" * (depth - 1) + b"]" * (depth - 1) + b"}"
+    with pytest.raises(BadRequest, match="nested too deeply"):
+        read_body(_post(raw))
+
+
+def test_json_nested_up_to_the_limit_is_accepted():
+    depth = http_io.MAX_JSON_DEPTH
+    raw = b'{"a": ' + b"[" * (depth - 1) + b"]" * (depth - 1) + b"}"
+    assert read_body(_post(raw))["a"] is not None
+
+
+def test_two_content_lengths_are_400():
+    from email.message import Message
+
+    headers = Message()
+    headers["Content-Type"] = "application/json"
+    headers["Content-Length"] = "2"
+    headers["Content-Length"] = "2"
+    with pytest.raises(BadRequest, match="More than one"):
+        read_body(FakeHandler(b"{}", headers))

@@ -135,9 +135,18 @@ def test_json_that_is_not_an_object_is_400(srv):
     assert status == 400 and data["error"] == "JSON body must be an object"
 
 
-def test_empty_post_body_is_an_empty_object(srv):
-    status, data = srv.json("POST", "/api/session/new", b"", {"Content-Type": "text/plain"})
+def test_empty_json_post_body_is_an_empty_object(srv):
+    status, data = srv.json("POST", "/api/session/new", b"", {"Content-Type": "application/json"})
     assert status == 200 and data["session"]["title"] == "Untitled"
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", None])
+def test_empty_post_body_without_the_json_type_is_415_and_creates_nothing(srv, content_type):
+    before = srv.get_json("/health")["sessions"]
+    headers = {"Content-Type": content_type} if content_type else {}
+    status, data = srv.json("POST", "/api/session/new", b"", headers)
+    assert status == 415 and "error" in data
+    assert srv.get_json("/health")["sessions"] == before
 
 
 # ---------------------------------------------------------------------- session lifecycle

@@ -1,0 +1,155 @@
+"""One complete request, answered: the ``BaseHTTPRequestHandler``-shaped ``handler`` the routes receive.
+
+The serving loop (``api.http_server``) reads the whole request before a worker thread sees it, so the
+handler parses it from memory (``rfile`` holds the request line, header fields and body) and writes to
+the socket. Requests outside ``/api`` and ``/health`` are the page's static files.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import mimetypes
+import socket
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+
+from api import http_io, origin, routes
+
+STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
+
+log = logging.getLogger("talaria.server")
+
+_CONTENT_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".mjs": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".json": "application/json; charset=utf-8",
+    ".map": "application/json; charset=utf-8",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+    ".ico": "image/x-icon",
+    ".webp": "image/webp",
+    ".woff2": "font/woff2",
+    ".txt": "text/plain; charset=utf-8",
+    ".webmanifest": "application/manifest+json",
+}
+
+
+def content_type_for(path: Path) -> str:
+    return (
+        _CONTENT_TYPES.get(path.suffix.lower())
+        or mimetypes.guess_type(path.name)[0]
+        or "application/octet-stream"
+    )
+
+
+def static_file(url_path: str, root: Path = STATIC_DIR) -> Path | None:
+    """The file under ``root`` that ``/`` or ``/static/<rel>`` names; None for anything unsafe or missing."""
+    if url_path in ("/", "/index.html"):
+        rel = "index.html"
+    elif url_path.startswith("/static/"):
+        rel = url_path[len("/static/") :]
+    else:
+        return None
+    parts = rel.split("/")
+    if (
+        not rel
+        or "\\" in rel
+        or "\x00" in rel
+        or any(p in ("", ".", "..") or p.startswith(".") for p in parts)
+    ):
+        return None
+    root = root.resolve()
+    try:
+        candidate = (root / rel).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return None
+    if not candidate.is_relative_to(root) or not candidate.is_file():
+        return None
+    return candidate
+
+
+class SocketWriter:
+    """``wfile``: every write goes out whole (``sendall``), so nothing waits in a buffer."""
+
+    def __init__(self, sock: socket.socket):
+        self._sock = sock
+
+    def write(self, data: bytes) -> int:
+        self._sock.sendall(data)
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+
+class Handler(BaseHTTPRequestHandler):
+    server_version = "Talaria"
+    protocol_version = "HTTP/1.0"  # one request per connection
+
+    def __init__(self, sock: socket.socket, client_address, server, raw: bytes):
+        # Not the base initialiser: that one reads the socket, and the serving loop has read it already.
+        self.request = self.connection = sock
+        self.client_address = client_address
+        self.server = server
+        self.rfile = io.BytesIO(raw)
+        self.wfile = SocketWriter(sock)
+        self.close_connection = True
+
+    def run(self) -> None:
+        try:
+            self.handle_one_request()
+        except (ConnectionError, TimeoutError):
+            pass  # the client went away or stopped reading; nothing is left to tell it
+
+    def handle_expect_100(self) -> bool:
+        return True  # the serving loop answered "100 Continue" while it read the body
+
+    def version_string(self) -> str:
+        return self.server_version
+
+    def log_message(self, format, *args):  # noqa: A002 - the base class's name
+        log.debug("%s - %s", self.address_string(), format % args)
+
+    def send_error(self, code, message=None, explain=None):
+        """Errors the base class raises itself answer JSON too."""
+        self.close_connection = True
+        try:
+            http_io.j(self, {"error": message or self.responses.get(code, ("Error",))[0]}, code)
+        except OSError:
+            pass
+
+    def _handle(self) -> None:
+        try:
+            path, query = http_io.split_target(self.path)
+            origin.check_request(self, self.command, path)
+            if routes.is_api_path(path):
+                routes.dispatch(self, self.command, path, query)
+            elif self.command in ("GET", "HEAD"):
+                self._serve_static(path)
+            else:
+                http_io.j(self, {"error": "Not found"}, 404)
+        except Exception as exc:  # noqa: BLE001 - never a traceback on the wire
+            http_io.respond_error(self, exc)
+
+    def _serve_static(self, path: str) -> None:
+        file = static_file(path)
+        if file is None:
+            http_io.j(self, {"error": "Not found"}, 404)
+            return
+        st = file.stat()
+        etag = f'"{st.st_size:x}-{st.st_mtime_ns:x}"'
+        is_html = file.suffix == ".html"
+        csp = http_io.HTML_CSP if is_html else http_io.DATA_CSP
+        if self.headers.get("If-None-Match") == etag:
+            http_io.send_bytes(
+                self, b"", content_type_for(file), 304, {"ETag": etag}, csp=csp, cache="no-cache"
+            )
+            return
+        http_io.send_bytes(
+            self, file.read_bytes(), content_type_for(file), 200, {"ETag": etag}, csp=csp, cache="no-cache"
+        )
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_HEAD = _handle
