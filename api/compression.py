@@ -211,7 +211,8 @@ def manual_compress(session_id: str, focus_topic: str | None = None) -> dict:
 
 def _compress(session: models.Session, focus_topic: str | None) -> dict:
     sid = session.session_id
-    original = sanitize_messages_for_api(session.messages)
+    rows_before = list(session.messages)
+    original = sanitize_messages_for_api(rows_before)
     if len(original) < MIN_MESSAGES:
         raise BadRequest(f"Not enough conversation to compress (need at least {MIN_MESSAGES} messages).")
     model, provider, runtime = _resolve_provider(session)
@@ -245,7 +246,7 @@ def _compress(session: models.Session, focus_topic: str | None) -> dict:
             raise Conflict("Session was modified during compression; please retry.")
         if _stream_state(session) != stream_before:
             raise Conflict("Session stream state changed during compression; please retry.")
-        if sanitize_messages_for_api(session.messages) != original:
+        if _rows_changed(rows_before, session.messages):
             raise Conflict("Session was modified during compression; please retry.")
         if not unchanged:
             _apply_manual_compression(session, compressed, summary, before_tokens, after_tokens)
@@ -257,6 +258,11 @@ def _compress(session: models.Session, focus_topic: str | None) -> dict:
         "summary": summary,
         "focus_topic": focus_topic,
     }
+
+
+def _rows_changed(before: list, now: list) -> bool:
+    """Any row added, removed or replaced (the projection would miss a message the model never answered)."""
+    return len(before) != len(now) or any(a is not b for a, b in zip(before, now))
 
 
 def _apply_manual_compression(

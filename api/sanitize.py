@@ -1,9 +1,17 @@
-"""The model-facing projection of a transcript: only the keys and rows a provider may be sent."""
+"""The model-facing projection of a transcript: only the keys and rows a provider may be sent.
+
+A user row that the model never answered (its turn failed, or was stopped or killed before any output)
+stays in the transcript but is left out here: sent again, it would sit right before the next user row and
+the agent would glue the two into one message. docs/turns.md lists which rows reach the model after each
+way a turn can end.
+"""
 
 from __future__ import annotations
 
 import copy
 from typing import Any
+
+from api.message_keys import is_context_compression_marker
 
 API_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name", "refusal", "reasoning_content")
 
@@ -85,7 +93,18 @@ def sanitize_messages_for_api(messages: list) -> list[dict]:
                 if not _text_of(clean.get("content")).strip():
                     continue
         out.append(clean)
-    return out
+    return _drop_unanswered_users(out)
+
+
+def _drop_unanswered_users(rows: list[dict]) -> list[dict]:
+    """Drop each user row followed by another user row or by nothing (a compaction summary stays)."""
+    kept = []
+    for i, m in enumerate(rows):
+        unanswered = m["role"] == "user" and (i + 1 == len(rows) or rows[i + 1]["role"] == "user")
+        if unanswered and not is_context_compression_marker(m):
+            continue
+        kept.append(m)
+    return kept
 
 
 def _drop_stray_recovered_users(rows: list[dict]) -> list[dict]:

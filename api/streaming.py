@@ -40,10 +40,11 @@ _TITLE_CHARS = 60
 class Turn:
     """One chat turn's journal: ``(seq, name, data)`` events; readers wait on ``cond``."""
 
-    def __init__(self, stream_id: str, session_id: str, user_text: str = ""):
+    def __init__(self, stream_id: str, session_id: str, user_text: str = "", user_ts: float | None = None):
         self.stream_id = stream_id
         self.session_id = session_id
         self.user_text = user_text
+        self.user_ts = user_ts
         self.finished_at: float | None = None
         self.events: list[tuple[int, str, dict]] = []
         self.cond = threading.Condition()
@@ -141,6 +142,7 @@ def start_turn(session_id: str, message: str, model: str | None = None) -> dict:
             _mark_interrupted(session)  # a stale pending turn from a process that is gone
         history = _history_for(session)
         now = time.time()
+        turn.user_ts = now
         user_msg = {"role": "user", "content": message, "timestamp": now}
         session.messages.append(user_msg)
         if session.context_messages:
@@ -280,13 +282,28 @@ def _checkpoint(turn: Turn, session: models.Session) -> None:
         session.save(touch_updated_at=False)
 
 
-def _new_rows(result_messages: list, message: str) -> list[dict]:
-    """The rows the agent added after our user message."""
-    for i in range(len(result_messages) - 1, -1, -1):
-        m = result_messages[i]
-        if isinstance(m, dict) and m.get("role") == "user" and message_text(m) == message:
-            return [_stored_row(r) for r in result_messages[i + 1 :] if isinstance(r, dict)]
-    return []
+def _is_turn_user_row(row: Any, turn: Turn) -> bool:
+    """This turn's user row: the agent stamps it with the timestamp passed as ``persist_user_timestamp``
+    (text is the fallback for a row that lost its stamp)."""
+    if not (isinstance(row, dict) and row.get("role") == "user"):
+        return False
+    if turn.user_ts is not None and row.get("timestamp") == turn.user_ts:
+        return True
+    return message_text(row) == turn.user_text
+
+
+def _new_rows(result_messages: list, turn: Turn) -> list[dict]:
+    """The rows the agent added after this turn's user row, in order."""
+    rows = [r for r in result_messages if isinstance(r, dict)]
+    stamped = [
+        i for i, r in enumerate(rows) if r.get("role") == "user" and r.get("timestamp") == turn.user_ts
+    ]
+    found = stamped or [i for i, r in enumerate(rows) if _is_turn_user_row(r, turn)]
+    if not found:
+        if rows:
+            log.warning("turn %s: the agent's messages lack this turn's user row", turn.stream_id)
+        return []
+    return [_stored_row(r) for r in rows[found[-1] + 1 :]]
 
 
 def _stored_row(row: dict) -> dict:
@@ -316,7 +333,7 @@ def _turn_outcome(turn: Turn, result, error: tuple[str, str | None] | None, now:
     rows: list[dict] = []
     if result is not None:
         failed = result.failed or (result.error and not result.completed and not result.interrupted)
-        rows = _new_rows(result.messages, turn.user_text)
+        rows = _new_rows(result.messages, turn)
         # A failed turn's final_response is the agent's error text, not an answer: the error row says it.
         if not rows and result.final_response and not failed:
             rows = [{"role": "assistant", "content": result.final_response}]
@@ -358,8 +375,7 @@ def _stamp_model(rows: list[dict], model: str) -> None:
 def _rows_before_turn(session: models.Session, turn: Turn) -> int:
     """How many rows preceded this turn (not its write-ahead user row): what a compression covered."""
     count = len(session.messages)
-    last = session.messages[-1] if session.messages else None
-    if isinstance(last, dict) and last.get("role") == "user" and message_text(last) == turn.user_text:
+    if count and _is_turn_user_row(session.messages[-1], turn):
         count -= 1
     return count
 

@@ -148,3 +148,41 @@ def test_provider_not_configured_ends_the_turn_with_a_hint(state_dir, monkeypatc
     errors = [d for _, n, d in turn.events if n == "error"]
     assert errors and "config.yaml" in errors[0]["message"] and errors[0]["hint"]
     assert Session.load("np").messages[-1]["_error"] is True
+
+
+def test_turn_outcome_finds_our_user_row_by_its_timestamp_even_when_the_agent_rewrote_its_text():
+    turn = streaming.Turn("s", "chat", "fresh words", user_ts=7.5)
+    rows = [
+        {"role": "user", "content": "lost words\n\nfresh words", "timestamp": 7.5},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1"}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        {"role": "assistant", "content": "done"},
+    ]
+    outcome = streaming._turn_outcome(
+        turn, TurnResult(final_response="done", messages=rows, completed=True), None, now=9.0
+    )
+    assert [m["role"] for m in outcome.rows] == ["assistant", "tool", "assistant"]
+
+
+def test_after_an_agent_exception_the_next_turn_is_sent_without_the_failed_message(scripted, monkeypatch):
+    histories = []
+
+    class RaisingOnce(fake_turns.FakeTurnRunner):
+        def _run(self):
+            histories.append([(m["role"], m["content"]) for m in self.history])
+            if len(histories) == 1:
+                self.result = TurnResult(failed=True, error="RuntimeError: boom")
+                self.done.set()
+                return
+            super()._run()
+
+    monkeypatch.setattr(agent_runtime, "TurnRunner", RaisingOnce)
+    first = streaming.get_turn(streaming.start_turn("chat", "lost words")["stream_id"])
+    _wait(first)
+    assert "error" in _names(first)
+    second = streaming.get_turn(streaming.start_turn("chat", fake_turns.USER_TEXT)["stream_id"])
+    _wait(second)
+    assert histories[1] == []  # the failed turn's message is not history
+    rows = Session.load("chat").messages
+    assert [m["content"] for m in rows if m["role"] == "user"] == ["lost words", fake_turns.USER_TEXT]
+    assert rows[1]["_error"] and rows[-1]["content"] == fake_turns.ANSWER

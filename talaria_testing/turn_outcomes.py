@@ -1,0 +1,154 @@
+"""Ways a chat turn can end, driven against a real server and the fake LLM, with what each must leave behind.
+
+``drive(srv, fake, sid, kind, text, tag)`` scripts the fake for one outcome, runs the turn over HTTP
+(cancelling it where the outcome says so) and returns its SSE events. ``expected(kind, text, tag)`` says
+which rows that turn leaves in the transcript and which of them reach the model's next request, both in
+the projected shape of ``project``: the rows docs/turns.md describes, without the parts a test cannot know
+in advance (tool output, error wording).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from talaria_testing.chat_client import SSE, start
+from talaria_testing.fake_llm import Reply
+from talaria_testing.server_proc import ServerProc
+
+TODO_ARGS = {"todos": [{"id": "1", "content": "write the tests", "status": "pending"}]}
+CANCEL_TOKENS = 2  # a cancel while streaming comes after this many tokens
+# The agent closes a stopped turn with its own row: "Operation interrupted." after a tool, or
+# "Operation interrupted: waiting for model response (0.3s elapsed)." before any output.
+INTERRUPTED_BY_AGENT = "Operation interrupted"
+
+# Outcomes a shared server (todo and terminal tools, default timeouts) can produce.
+KINDS = (
+    "answer",
+    "tool",
+    "provider_401",
+    "provider_500",
+    "tool_then_500",
+    "cancel_streaming",
+    "cancel_before_output",
+    "cancel_in_tool",
+)
+
+
+@dataclass
+class Expected:
+    transcript: list[tuple]  # every row the turn leaves in ``messages``
+    model: list[tuple]  # the rows of it that the next model request holds
+
+
+def project(row: dict) -> tuple:
+    """A row as a test can predict it: role, text, tool-call ids; error rows only as errors."""
+    if row.get("_error"):
+        return ("error", bool(row.get("_interrupted")))
+    role = row.get("role")
+    content = row.get("content")
+    text = content.strip() if isinstance(content, str) else json.dumps(content)
+    if role == "tool":
+        return ("tool", row.get("tool_call_id"))
+    if role == "assistant":
+        if text.startswith(INTERRUPTED_BY_AGENT):
+            text = INTERRUPTED_BY_AGENT
+        calls = tuple(c.get("id") for c in row.get("tool_calls") or [] if isinstance(c, dict))
+        return ("assistant", text, calls)
+    return (role, text)
+
+
+def _user(text: str) -> tuple:
+    return ("user", text.strip())
+
+
+def _assistant(text: str, *calls: str) -> tuple:
+    return ("assistant", text.strip(), tuple(calls))
+
+
+def _words(tag: str) -> list[str]:
+    return [f"{tag}-w{i} " for i in range(6)]
+
+
+def replies(kind: str, tag: str) -> list[Reply]:
+    """What the fake answers for one outcome (``tag`` makes every text and tool-call id unique)."""
+    call = f"call_{tag}"
+    if kind == "answer":
+        return [Reply(text=f"answer {tag}.", reasoning=f"thinking {tag}")]
+    if kind == "tool":
+        return [
+            Reply(text=f"plan {tag}.", tool_calls=[{"id": call, "name": "todo", "arguments": TODO_ARGS}]),
+            Reply(text=f"planned {tag}."),
+        ]
+    if kind in ("provider_401", "provider_500"):
+        status = 401 if kind == "provider_401" else 500
+        return [Reply(status=status, error=f"refused {tag}")] * 3
+    if kind == "tool_then_500":
+        return [
+            Reply(text=f"plan {tag}.", tool_calls=[{"id": call, "name": "todo", "arguments": TODO_ARGS}]),
+            *[Reply(status=500, error=f"refused {tag}")] * 3,
+        ]
+    if kind == "cancel_streaming":
+        return [Reply(text="".join(_words(tag)), hang_after=CANCEL_TOKENS)]
+    if kind == "cancel_before_output":
+        return [Reply(text="".join(_words(tag)), hang_after=0)]
+    if kind == "cancel_in_tool":
+        sleep = {"command": "sleep 30"}
+        return [
+            Reply(text=f"run {tag}.", tool_calls=[{"id": call, "name": "terminal", "arguments": sleep}]),
+            Reply(text=f"slept {tag}."),
+        ]
+    raise ValueError(kind)
+
+
+def expected(kind: str, text: str, tag: str) -> Expected:
+    user, call = _user(text), f"call_{tag}"
+    if kind == "answer":
+        rows = [user, _assistant(f"answer {tag}.")]
+        return Expected(rows, rows)
+    if kind == "tool":
+        rows = [user, _assistant(f"plan {tag}.", call), ("tool", call), _assistant(f"planned {tag}.")]
+        return Expected(rows, rows)
+    if kind in ("provider_401", "provider_500"):
+        return Expected([user, ("error", False)], [])
+    if kind == "tool_then_500":
+        rows = [user, _assistant(f"plan {tag}.", call), ("tool", call)]
+        return Expected([*rows, ("error", False)], rows)
+    if kind == "cancel_streaming":
+        rows = [user, _assistant("".join(_words(tag)[:CANCEL_TOKENS]))]
+        return Expected(rows, rows)
+    if kind == "cancel_before_output":
+        rows = [user, _assistant(INTERRUPTED_BY_AGENT)]
+        return Expected(rows, rows)
+    if kind == "cancel_in_tool":
+        rows = [user, _assistant(f"run {tag}.", call), ("tool", call), _assistant(INTERRUPTED_BY_AGENT)]
+        return Expected(rows, rows)
+    raise ValueError(kind)
+
+
+def _cancel(srv: ServerProc, stream_id: str) -> None:
+    srv.post_json("/api/chat/cancel", {"stream_id": stream_id})
+
+
+def drive(srv: ServerProc, fake, sid: str, kind: str, text: str, tag: str) -> list[tuple[int, str, dict]]:
+    """Run one turn that ends as ``kind``; returns its events (the stream read to its end)."""
+    fake.script(*replies(kind, tag))
+    stream_id = start(srv, sid, text)
+    if kind == "cancel_before_output":
+        assert fake.wait_for_hang(30), "the model call never started"
+        _cancel(srv, stream_id)
+    events: list[tuple[int, str, dict]] = []
+    pending_cancel = kind in ("cancel_streaming", "cancel_in_tool")
+    with SSE(srv, stream_id, timeout=60) as sse:
+        for event in sse:
+            events.append(event)
+            if not pending_cancel:
+                continue
+            tokens = sum(1 for _, name, _ in events if name == "token")
+            if kind == "cancel_streaming" and tokens == CANCEL_TOKENS:
+                assert fake.wait_for_hang(30), "the answer never paused"
+            elif not (kind == "cancel_in_tool" and event[1] == "tool"):
+                continue
+            _cancel(srv, stream_id)
+            pending_cancel = False
+    return events

@@ -1,0 +1,140 @@
+"""Every way a turn can end, then more turns: each later turn is saved whole and the model's next request holds it.
+
+The real server and the real hermes-agent run against the fake LLM; the fake's request log is what the
+model was sent. ``talaria_testing.turn_outcomes`` drives each outcome and says what it must leave behind.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from talaria_testing.chat_client import (
+    SSE,
+    assert_settled,
+    assert_well_formed,
+    named,
+    names,
+    new_session,
+    on_disk,
+    session,
+    start,
+)
+from talaria_testing.fake_llm import Reply, write_hermes_config
+from talaria_testing.server_proc import ServerProc
+from talaria_testing.turn_outcomes import KINDS, drive, expected, project
+
+pytestmark = pytest.mark.integration
+
+
+def _server(root, base_url: str, **config) -> ServerProc:
+    srv = ServerProc(
+        root, env={"TALARIA_AGENT_TOOLSETS": "todo,terminal", "TALARIA_CHECKPOINT_INTERVAL": "0.1"}
+    )
+    write_hermes_config(srv.hermes_home, base_url, **config)
+    return srv
+
+
+@pytest.fixture(scope="module")
+def srv(llm, tmp_path_factory):
+    server = _server(tmp_path_factory.mktemp("outcomes"), llm.base_url).start()
+    yield server
+    server.stop()
+
+
+def sent_rows(fake) -> list[tuple]:
+    """The first model request of the last turn, projected (the system prompt left out)."""
+    requests = fake.chat_requests()
+    assert requests, "the model was never called"
+    return [project(m) for m in requests[0]["body"]["messages"] if m["role"] != "system"]
+
+
+def file_rows(srv: ServerProc, sid: str) -> list[tuple]:
+    return [project(m) for m in on_disk(srv, sid)["messages"]]
+
+
+def _follow_up_turns(srv: ServerProc, fake, sid: str, before: list, model_before: list) -> None:
+    """A tool turn, then an answer: both saved whole, in order, and each sent to the model in full."""
+    fake.reset()
+    events = drive(srv, fake, sid, "tool", "fresh words", "t2")
+    assert_well_formed(events) and "error" not in names(events)
+    second = expected("tool", "fresh words", "t2")
+    assert sent_rows(fake) == [*model_before, ("user", "fresh words")]  # nothing glued onto it
+    assert file_rows(srv, sid) == [*before, *second.transcript]
+    fake.reset()
+    events = drive(srv, fake, sid, "answer", "third words", "t3")
+    assert "error" not in names(events)
+    third = expected("answer", "third words", "t3")
+    assert sent_rows(fake) == [*model_before, *second.model, ("user", "third words")]
+    assert file_rows(srv, sid) == [*before, *second.transcript, *third.transcript]
+    saved = on_disk(srv, sid)["messages"]
+    assert saved[-1].get("reasoning") == "thinking t3"  # the answer's reasoning is saved with it
+    assert_settled(session(srv, sid), partial_ok=True)  # a killed turn keeps its checkpoint
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_after_any_outcome_later_turns_are_saved_whole_and_reach_the_model(srv, fake, kind):
+    sid = new_session(srv)
+    events = drive(srv, fake, sid, kind, "lost words", "t1")
+    assert_well_formed(events)
+    first = expected(kind, "lost words", "t1")
+    assert file_rows(srv, sid) == first.transcript
+    if ("error", False) in first.transcript:
+        assert names(events).index("error") < names(events).index("done")
+    _follow_up_turns(srv, fake, sid, first.transcript, first.model)
+
+
+def test_a_failed_turn_keeps_its_user_message_and_error_after_a_restart(srv, fake):
+    sid = new_session(srv)
+    drive(srv, fake, sid, "provider_401", "lost words", "t1")
+    srv.stop()
+    srv.start()
+    rows = on_disk(srv, sid)["messages"]
+    assert [project(m) for m in rows] == [("user", "lost words"), ("error", False)]
+    assert "refused t1" in rows[1]["content"]
+    _follow_up_turns(srv, fake, sid, [("user", "lost words"), ("error", False)], [])
+
+
+def test_a_timed_out_turn_is_a_failed_turn(fake, tmp_path):
+    slow = {"providers": {"custom": {"request_timeout_seconds": 1, "stale_timeout_seconds": 1}}}
+    srv = _server(tmp_path, fake.base_url, extra=slow).start()
+    try:
+        sid = new_session(srv)
+        fake.script(*[Reply(text="too late", delay=3)] * 3)
+        events = drive(srv, fake, sid, "answer", "lost words", "t0")  # its scripted answer is never reached
+        (error,) = named(events, "error")
+        assert "timed out" in error["message"].lower()
+        fake.reset()
+        _follow_up_turns(srv, fake, sid, [("user", "lost words"), ("error", False)], [])
+    finally:
+        srv.stop()
+
+
+@pytest.mark.parametrize("tokens", [0, 2])
+def test_a_server_killed_mid_turn_leaves_the_turn_interrupted_and_later_turns_whole(fake, tmp_path, tokens):
+    srv = _server(tmp_path, fake.base_url).start()
+    try:
+        sid = new_session(srv)
+        fake.script(Reply(text="alpha beta gamma delta", hang_after=tokens))
+        stream_id = start(srv, sid, "lost words")
+        assert fake.wait_for_hang(30)
+        if tokens:
+            with SSE(srv, stream_id) as sse:
+                next(e for e in sse if e[1] == "token" and e[2]["text"] == "beta ")
+            deadline = time.monotonic() + 30
+            while not any(m.get("_partial") for m in on_disk(srv, sid)["messages"]):
+                assert time.monotonic() < deadline, "no checkpoint reached the disk"
+                time.sleep(0.05)
+        srv.kill()
+        fake.reset()
+        srv.start()
+        before = [("user", "lost words")]
+        if tokens:
+            before.append(("assistant", "alpha beta", ()))
+        model_before = list(before) if tokens else []
+        before.append(("error", True))
+        assert file_rows(srv, sid) == before
+        _follow_up_turns(srv, fake, sid, before, model_before)
+    finally:
+        srv.stop()
