@@ -262,7 +262,7 @@ def _compress(session: models.Session, focus_topic: str | None) -> dict:
 
 def _rows_changed(before: list, now: list) -> bool:
     """Any row added, removed or replaced (the projection would miss a message the model never answered)."""
-    return len(before) != len(now) or any(a is not b for a, b in zip(before, now))
+    return len(before) != len(now) or any(a is not b for a, b in zip(before, now, strict=True))
 
 
 def _apply_manual_compression(
