@@ -14,6 +14,7 @@ from importlib import metadata
 from typing import Any
 
 from api import (
+    branch,
     compression,
     http_io,
     models,
@@ -190,6 +191,10 @@ def _handle_session_truncate(handler, body: dict) -> None:
     _session_op(handler, body, lambda sid: session_ops.truncate_session(sid, body.get("keep_count")))
 
 
+def _handle_session_branch(handler, body: dict) -> None:
+    j(handler, {"session": branch.branch_session(_sid(body), body.get("keep_count"))})
+
+
 def _handle_session_clear(handler, body: dict) -> None:
     _session_op(handler, body, session_ops.clear_session)
 
@@ -328,6 +333,7 @@ ROUTES: dict[tuple[str, str], Callable[[Any, dict], None]] = {
     ("POST", "/api/session/undo"): _handle_session_undo,
     ("POST", "/api/session/truncate"): _handle_session_truncate,
     ("POST", "/api/session/clear"): _handle_session_clear,
+    ("POST", "/api/session/branch"): _handle_session_branch,
     ("POST", "/api/session/compress"): _handle_session_compress,
     ("POST", "/api/session/compress/start"): _handle_session_compress_start,
     ("GET", "/api/session/compress/status"): _handle_session_compress_status,

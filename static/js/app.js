@@ -5,7 +5,9 @@ import { api, setCsrfToken } from "./api.js";
 import { ChatView } from "./chat.js";
 import { Composer } from "./composer.js";
 import { showLogin } from "./login.js";
+import { showLineage } from "./lineage.js";
 import { showRecoveryBanner, updateContextMeter } from "./markers.js";
+import { ask } from "./dialog.js";
 import { messageText } from "./render.js";
 import { SessionList } from "./sessions.js";
 import { toast, toastError } from "./toast.js";
@@ -42,7 +44,7 @@ class App {
         this.composer.setStreaming(streaming);
         if (!streaming) this.sessions.refresh().catch(() => {});
       },
-      onEditLast: (msg) => this.composer.startEdit(msg, messageText(msg)),
+      onAction: (action, msg) => this.messageAction(action, msg),
       onError: toastError,
     });
     this.composer = new Composer({
@@ -140,6 +142,7 @@ class App {
     if (exportable) {
       for (const format of ["json", "md", "html"]) $(`export-${format}`).href = api.exportUrl(sid, format);
     }
+    showLineage(session, this.sessions);
     const note = $("read-only-note");
     note.hidden = !(session && session.read_only);
     if (session && session.read_only) {
@@ -167,17 +170,63 @@ class App {
     return data.session.session_id;
   }
 
-  // Sends a message (after cutting the transcript when the last user message was edited).
+  messageAction(action, msg) {
+    if (action === "edit") {
+      this.composer.startEdit(msg, messageText(msg));
+      $("edit-note").querySelector("span").textContent =
+        msg._idx === this.chat.lastUserIdx() ? "Editing your last message" : "Editing an earlier message";
+    } else if (action === "regenerate") {
+      this.command("retry");
+    } else if (action === "branch") {
+      this.branch(msg._idx + 1);
+    }
+  }
+
+  // A new session holding the messages before `keepCount`; opens it and returns its id.
+  async branch(keepCount) {
+    try {
+      const data = await api.branch(this.chat.sessionId, keepCount);
+      this.sessions.upsert(data.session);
+      await this.open(data.session.session_id);
+      toast("Branched into a new session.");
+      return data.session.session_id;
+    } catch (err) {
+      toastError(err);
+      return null;
+    }
+  }
+
+  // Edited message at `editIdx`: the last one replaces its turn; an earlier one asks first.
+  async applyEdit(sid, editIdx) {
+    const later = editIdx !== this.chat.lastUserIdx();
+    const choice = later
+      ? await ask({
+          title: "Edit an earlier message",
+          message: "The messages after it can be replaced, or kept here while the edit continues in a new branch.",
+          buttons: [
+            { label: "Branch", value: "branch", kind: "primary" },
+            { label: "Replace the rest", value: "replace", kind: "danger" },
+          ],
+        })
+      : "replace";
+    if (choice === "branch") return this.branch(editIdx);
+    if (choice !== "replace") return null;
+    const cut = await api.truncate(sid, editIdx);
+    this.chat.applySession(cut.session, { replace: true });
+    return sid;
+  }
+
+  // Sends a message (after replacing or branching at an edited message).
   async send(text, { editIdx = null } = {}) {
     if (this.chat.streaming) {
       toast("Wait for the answer to finish, or stop it first.");
       return false;
     }
     try {
-      const sid = await this.ensureSession();
+      let sid = await this.ensureSession();
       if (editIdx !== null && editIdx !== undefined) {
-        const cut = await api.truncate(sid, editIdx);
-        this.chat.applySession(cut.session, { replace: true });
+        sid = await this.applyEdit(sid, editIdx);
+        if (!sid) return false;
       }
       this.chat.appendUserBubble(text);
       const started = await api.chatStart(sid, text);

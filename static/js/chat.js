@@ -4,7 +4,8 @@
 import { api } from "./api.js";
 import { LiveTurn } from "./live.js";
 import { anchorMessageIdx, compressionMarker } from "./markers.js";
-import { el, renderMessages, setToolResult } from "./render.js";
+import { messageText, renderMessages, setToolResult } from "./render.js";
+import { copyText, decorateMessages } from "./actions.js";
 import { ScrollFollow } from "./follow.js";
 import { hydrateMedia } from "./media.js";
 import { followStream } from "./sse.js";
@@ -18,13 +19,13 @@ export function indexMessages(messages, total) {
 }
 
 export class ChatView {
-  constructor({ transcript, list, sentinel, empty, onSession, onStreaming, onEditLast, onError }) {
+  constructor({ transcript, list, sentinel, empty, onSession, onStreaming, onAction, onError }) {
     this.transcript = transcript;
     this.list = list;
     this.empty = empty;
     this.onSession = onSession;
     this.onStreaming = onStreaming;
-    this.onEditLast = onEditLast;
+    this.onAction = onAction;
     this.onError = onError;
     this.session = null;
     this.messages = [];
@@ -39,6 +40,22 @@ export class ChatView {
       if (entries.some((e) => e.isIntersecting)) this.loadOlder();
     }, { root: transcript, rootMargin: "800px 0px 0px 0px" });
     this.observer.observe(sentinel);
+    list.addEventListener("click", (event) => this.actionClicked(event));
+  }
+
+  actionClicked(event) {
+    const button = event.target.closest("[data-action]");
+    if (!button || !this.list.contains(button)) return;
+    const action = button.dataset.action;
+    if (action === "copy-code") {
+      copyText(button.parentElement.querySelector("code")?.textContent ?? "");
+      return;
+    }
+    const idx = button.closest(".msg[data-idx]")?.dataset.idx;
+    const msg = this.messages.find((m) => String(m._idx) === idx);
+    if (!msg) return;
+    if (action === "copy") copyText(messageText(msg));
+    else this.onAction?.(action, msg);
   }
 
   get sessionId() {
@@ -154,17 +171,7 @@ export class ChatView {
   }
 
   markEditable() {
-    for (const node of this.list.querySelectorAll(".edit-last")) node.remove();
-    if (this.readOnly || this.streaming) return;
-    const last = [...this.messages].reverse().find((m) => m.role === "user");
-    if (!last) return;
-    const article = this.list.querySelector(`.msg[data-idx="${last._idx}"]`);
-    if (!article) return;
-    const button = el("button", "link-btn edit-last", "Edit");
-    button.type = "button";
-    button.setAttribute("aria-label", "Edit your last message and resend");
-    button.addEventListener("click", () => this.onEditLast?.(last));
-    article.querySelector(".msg-head")?.append(button);
+    decorateMessages(this.list, this.messages, { readOnly: this.readOnly, streaming: this.streaming });
   }
 
   async loadOlder() {
@@ -187,6 +194,7 @@ export class ChatView {
       this.messages = [...older, ...this.messages];
       this.hasMoreBefore = Boolean(data.session.has_more_before) && older.length > 0 && older[0]._idx > 0;
       this.placeMarker();
+      this.markEditable();
       if (anchor) this.transcript.scrollTop += anchor.getBoundingClientRect().top - anchorTop;
     } catch (err) {
       this.onError?.(err);

@@ -2,6 +2,10 @@
 // reader who scrolls up stays where they are, and a "Jump to latest" button brings them back.
 
 const AT_BOTTOM_PX = 32;
+// A scroll this soon after the reader's input is theirs.
+const USER_SCROLL_MS = 1000;
+// Frames to keep at the end while rows above settle their heights.
+const SETTLE_FRAMES = 8;
 
 export class ScrollFollow {
   constructor(transcript) {
@@ -14,10 +18,22 @@ export class ScrollFollow {
     this.button.hidden = true;
     this.button.addEventListener("click", () => this.jump());
     transcript.append(this.button);
-    // Only a reader's scroll moves the pin; content growing under a pinned view fires no scroll event.
+    // Only the reader unpins (wheel, touch, keys, scrollbar): the page's own scrolls, and rows that
+    // change height as they lay out, never do. Reaching the end pins again.
+    this.lastInput = 0;
+    const noteInput = () => {
+      this.lastInput = performance.now();
+    };
+    for (const type of ["wheel", "touchmove", "keydown", "mousedown"]) {
+      transcript.addEventListener(type, noteInput, { passive: true });
+    }
     transcript.addEventListener("scroll", () => {
-      this.pinned = this.distance() <= AT_BOTTOM_PX;
-      if (this.pinned) this.button.hidden = true;
+      if (this.distance() <= AT_BOTTOM_PX) {
+        this.pinned = true;
+        this.button.hidden = true;
+      } else if (performance.now() - this.lastInput < USER_SCROLL_MS) {
+        this.pinned = false;
+      }
     }, { passive: true });
   }
 
@@ -43,12 +59,12 @@ export class ScrollFollow {
   toBottom() {
     const t = this.transcript;
     t.scrollTop = t.scrollHeight;
-    requestAnimationFrame(() => {
-      if (!this.pinned) return;
+    let frames = SETTLE_FRAMES;
+    const again = () => {
+      if (!this.pinned || frames-- <= 0) return;
       t.scrollTop = t.scrollHeight;
-      requestAnimationFrame(() => {
-        if (this.pinned) t.scrollTop = t.scrollHeight;
-      });
-    });
+      requestAnimationFrame(again);
+    };
+    requestAnimationFrame(again);
   }
 }

@@ -3,6 +3,7 @@
 // renderer as saved messages). On `done` the chat view swaps in the saved transcript, which renders the
 // same text the same way, so nothing re-flows.
 
+import { decorateCode } from "./actions.js";
 import { hydrateMedia } from "./media.js";
 import { el, reasoningBlock, setToolResult, toolCard } from "./render.js";
 
@@ -40,6 +41,7 @@ export class LiveTurn {
       this.article.append(body);
     }
     body.innerHTML = html;
+    decorateCode(this.article);
     hydrateMedia(body, this.sessionId);
     this.setStatus("");
   }

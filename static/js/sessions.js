@@ -186,6 +186,11 @@ export class SessionList {
     const open = el("button", "session-open");
     open.type = "button";
     const title = el("span", "session-title", row.title || "Untitled");
+    if (row.parent_session_id) {
+      item.classList.add("branch");
+      title.prepend(el("span", "branch-mark", "↳ "));
+      title.title = "A branch of another session";
+    }
     open.append(title, el("span", "session-meta", metaLabel(row)));
     if (row.is_streaming) open.append(el("span", "live-dot", "●"));
     open.addEventListener("click", () => this.onOpen(row.session_id));

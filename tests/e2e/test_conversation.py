@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -110,3 +112,106 @@ def test_a_reader_who_scrolls_up_stays_put_and_can_jump_to_latest(page, server, 
     )
     expect(jump).to_be_hidden()
     expect(page.locator(".msg-assistant").last).to_contain_text("w159")
+
+
+# ---------------------------------------------------------------------- acting on messages
+
+CODE_ANSWER = "Here:\n\n```python\nprint('hi')\n```\n\nDone."
+
+
+def _two_turns(page, llm, first: str = "First answer.", second: str = "Second answer.") -> str:
+    llm.script(Reply(text=first), Reply(text=second))
+    sid = new_session(page)
+    wait_turn_done(page, send(page, "First question"))
+    wait_turn_done(page, send(page, "Second question"))
+    expect(page.locator(".msg")).to_have_count(4)
+    return sid
+
+
+def test_copy_a_code_block_and_a_whole_message_as_markdown(page, server, llm):
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.base_url)
+    llm.script(Reply(text=CODE_ANSWER))
+    new_session(page)
+    wait_turn_done(page, send(page, "Show code"))
+    answer = page.locator(".msg-assistant").last
+    answer.locator(".copy-code").click()
+    assert page.evaluate("navigator.clipboard.readText()") == "print('hi')\n"
+    answer.hover()
+    answer.get_by_role("button", name="Copy this message as Markdown").click()
+    assert page.evaluate("navigator.clipboard.readText()") == CODE_ANSWER
+    screenshots(page, "message-actions")
+
+
+def test_regenerate_replaces_the_last_answer(page, server, llm):
+    sid = _two_turns(page, llm)
+    llm.script(Reply(text="A better second answer."))
+    turn = int(page.locator("#transcript").get_attribute("data-turns-done") or 0)
+    page.locator(".msg-assistant").last.get_by_role("button", name="Regenerate the last answer").click()
+    wait_turn_done(page, turn)
+    expect(page.locator(".msg")).to_have_count(4)
+    expect(page.locator(".msg-assistant").last).to_contain_text("A better second answer.")
+    saved = server.get_json(f"/api/session?session_id={sid}")["session"]["messages"]
+    assert [m["content"] for m in saved][-1] == "A better second answer."
+    # Only the last answer offers it.
+    expect(page.get_by_role("button", name="Regenerate the last answer")).to_have_count(1)
+
+
+def test_editing_an_earlier_message_can_replace_the_rest(page, server, llm):
+    sid = _two_turns(page, llm)
+    page.locator(".msg-user").first.get_by_role("button", name="Edit this message").click()
+    expect(page.locator("#edit-note")).to_contain_text("Editing an earlier message")
+    box = page.locator("#composer-input")
+    expect(box).to_have_value("First question")
+    llm.script(Reply(text="Answer to the new first question."))
+    turn = send(page, "New first question")
+    dialog = page.locator("dialog.modal")
+    expect(dialog).to_be_visible()
+    screenshots(page, "edit-replace-or-branch")
+    dialog.get_by_role("button", name="Replace the rest").click()
+    wait_turn_done(page, turn)
+    saved = server.get_json(f"/api/session?session_id={sid}")["session"]["messages"]
+    assert [m["content"] for m in saved] == ["New first question", "Answer to the new first question."]
+    expect(page.locator(".msg")).to_have_count(2)
+
+
+def test_editing_an_earlier_message_can_branch_and_both_sessions_show_the_link(page, server, llm):
+    parent = _two_turns(page, llm)
+    page.locator(".msg-user").nth(1).get_by_role("button", name="Edit your last message and resend").click()
+    expect(page.locator("#edit-note")).to_contain_text("Editing your last message")
+    page.locator(".msg-user").first.get_by_role("button", name="Edit this message").click()
+    llm.script(Reply(text="Answer in the branch."))
+    turn = send(page, "A different first question")
+    page.locator("dialog.modal").get_by_role("button", name="Branch").click()
+    wait_turn_done(page, turn)
+    child = page.url.rsplit("/", 1)[1]
+    assert child != parent
+    expect(page.locator("#lineage")).to_contain_text("Branch of")
+    expect(page.locator(f'.session-row[data-sid="{child}"] .branch-mark')).to_be_visible()
+    saved = server.get_json(f"/api/session?session_id={child}")["session"]
+    assert saved["parent_session_id"] == parent
+    assert [m["content"] for m in saved["messages"]] == [
+        "A different first question",
+        "Answer in the branch.",
+    ]
+    assert len(server.get_json(f"/api/session?session_id={parent}")["session"]["messages"]) == 4
+    screenshots(page, "branch-child")
+    page.locator("#lineage a").click()
+    page.wait_for_url(re.compile(f"#/s/{parent}$"))
+    expect(page.locator("#lineage")).to_contain_text("Branch:")
+    expect(page.locator(f'#lineage a[href="#/s/{child}"]')).to_be_visible()
+
+
+def test_branch_from_a_message_keeps_the_history_up_to_it(page, server, llm):
+    parent = _two_turns(page, llm)
+    page.locator(".msg-assistant").first.get_by_role(
+        "button", name="Branch a new session from this message"
+    ).click()
+    page.wait_for_url(re.compile(r"#/s/(?!" + parent + r")[A-Za-z0-9_-]+$"))
+    expect(page.locator(".msg")).to_have_count(2)
+    expect(page.locator("#chat-title")).to_have_text(re.compile(r"\(branch\)$"))
+    # The branch is a normal session: a reload shows it, and it takes new turns.
+    page.reload()
+    expect(page.locator(".msg")).to_have_count(2)
+    llm.script(Reply(text="Continuing the branch."))
+    wait_turn_done(page, send(page, "Go on"))
+    expect(page.locator(".msg")).to_have_count(4)
