@@ -10,11 +10,13 @@ installs root logging handlers). ``$HERMES_HOME`` must be final before the first
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -270,6 +272,79 @@ def compress_messages(
 
 
 # ----------------------------------------------------------------------------------------------
+# A turn's session context: workspace, approvals, clarify
+# ----------------------------------------------------------------------------------------------
+
+AskApproval = Callable[[dict, Callable[[], bool]], tuple[str, str | None]]
+AskClarify = Callable[[str, list | None, Callable[[], bool]], str]
+
+
+@dataclass
+class TurnScope:
+    """What one turn's tools see: the session's workspace and how the person is asked.
+
+    ``ask_approval(data, interrupted)`` blocks until the person (or a deadline, cancel, stop) decides and
+    returns ``(choice, deny_reason)``; ``ask_clarify(question, choices, interrupted)`` returns the answer.
+    ``interrupted()`` is the agent's own interrupt flag of the asking thread.
+    """
+
+    workspace: str
+    ask_approval: AskApproval
+    ask_clarify: AskClarify
+    yolo: bool = False
+
+
+def apply_session_yolo(session_id: str, enabled: bool) -> None:
+    """The agent's per-session "don't ask again" (its gateway /yolo), if the agent is loaded yet;
+    ``session_bound`` applies it again at the start of every turn."""
+    approval = sys.modules.get("tools.approval")
+    if approval is not None:
+        (approval.enable_session_yolo if enabled else approval.disable_session_yolo)(session_id)
+
+
+@contextlib.contextmanager
+def session_bound(agent, scope: TurnScope | None) -> Iterator[None]:
+    """Bind the calling thread to the agent's session the way hermes' gateways do.
+
+    Context variables (the agent's session context, its approval session key, the logical cwd) are
+    local to this thread and the tool threads the agent starts from it, and the terminal and file tools
+    read the session's cwd record by task id, so concurrent turns of different sessions never see each
+    other's workspace or approvals. Nothing process-wide (``os.chdir``, ``os.environ``) changes.
+    """
+    if scope is None:
+        yield
+        return
+    session_id = str(agent.session_id)
+    approval = _import("tools.approval")
+    session_context = _import("gateway.session_context")
+    is_interrupted = _import("tools.interrupt").is_interrupted
+    _import("tools.terminal_tool").register_task_env_overrides(session_id, {"cwd": scope.workspace})
+
+    def notify(data: dict) -> None:
+        choice, reason = scope.ask_approval(data, is_interrupted)
+        approval.resolve_gateway_approval(session_id, choice, reason=reason)
+
+    tokens = session_context.set_session_vars(
+        platform="webui",
+        session_key=session_id,
+        session_id=session_id,
+        cwd=scope.workspace,
+        async_delivery=False,
+    )
+    key_token = approval.set_current_session_key(session_id)
+    (approval.enable_session_yolo if scope.yolo else approval.disable_session_yolo)(session_id)
+    approval.register_gateway_notify(session_id, notify)
+    agent.clarify_callback = lambda question, choices: scope.ask_clarify(question, choices, is_interrupted)
+    try:
+        yield
+    finally:
+        agent.clarify_callback = None
+        approval.unregister_gateway_notify(session_id)
+        approval.reset_current_session_key(key_token)
+        session_context.clear_session_vars(tokens)
+
+
+# ----------------------------------------------------------------------------------------------
 # One turn
 # ----------------------------------------------------------------------------------------------
 
@@ -375,8 +450,10 @@ class TurnRunner:
         persist_text: str | None = None,
         persist_timestamp: float | None = None,
         system_message: str | None = None,
+        scope: TurnScope | None = None,
     ):
         self.agent = agent
+        self.scope = scope
         self.user_text = user_text
         self.history = list(history or [])
         self.on_event = on_event
@@ -427,7 +504,8 @@ class TurnRunner:
         started = time.monotonic()
         raw: dict
         try:
-            raw = self.agent.run_conversation(**self._call_kwargs())
+            with session_bound(self.agent, self.scope):
+                raw = self.agent.run_conversation(**self._call_kwargs())
             if not isinstance(raw, dict):
                 raw = {"final_response": str(raw or ""), "completed": True}
         except Exception as exc:  # the agent returns most errors; this is the rest

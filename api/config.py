@@ -72,7 +72,28 @@ SETTINGS: tuple[Setting, ...] = (
         str,
         "",
         "HERMES_WEBUI_DEFAULT_WORKSPACE",
-        "Workspace folder for new sessions; empty means the current directory.",
+        "Workspace folder for new sessions; empty means the agent's terminal.cwd, else the home folder.",
+    ),
+    Setting(
+        "workspace_roots",
+        str,
+        "~",
+        "TALARIA_WORKSPACE_ROOTS",
+        "Folders (separated by the OS path separator) a session's workspace may be chosen under.",
+    ),
+    Setting(
+        "approval_timeout",
+        float,
+        300.0,
+        "TALARIA_APPROVAL_TIMEOUT",
+        "Seconds a flagged command waits for the person's answer before it is denied.",
+    ),
+    Setting(
+        "clarify_timeout",
+        float,
+        300.0,
+        "TALARIA_CLARIFY_TIMEOUT",
+        "Seconds the agent's clarify question waits for an answer before the agent is told there was none.",
     ),
     Setting(
         "sessions_cache_max",
@@ -258,7 +279,8 @@ def apply_settings(values: Mapping[str, Any]) -> None:
 
 
 def default_workspace() -> str:
-    return SETTINGS_VALUES["default_workspace"] or os.getcwd()
+    """The configured workspace for new sessions, else the home folder (never the server's own cwd)."""
+    return SETTINGS_VALUES["default_workspace"] or str(Path.home())
 
 
 # ----------------------------------------------------------------------------------------------
@@ -321,13 +343,31 @@ def evict_sessions_over_cap(cap: int | None = None, clock: Callable[[], float] =
 # ----------------------------------------------------------------------------------------------
 
 
-def _agent_model_config() -> dict:
+def _agent_config() -> dict:
+    """The agent's config.yaml as written (read directly: the agent's loader creates folders in its home)."""
     try:
         with open(HERMES_HOME / "config.yaml", encoding="utf-8") as fh:
             data = yaml.safe_load(fh) or {}
     except (OSError, yaml.YAMLError):
         return {}
-    model = data.get("model") if isinstance(data, dict) else None
+    return data if isinstance(data, dict) else {}
+
+
+_CWD_SENTINELS = frozenset({"", ".", "./", "auto", "cwd"})  # the agent's spellings of "the launch folder"
+
+
+def agent_terminal_cwd() -> str | None:
+    """``terminal.cwd`` of the agent's config.yaml when it names an absolute folder."""
+    terminal = _agent_config().get("terminal")
+    raw = str(terminal.get("cwd") or "").strip() if isinstance(terminal, dict) else ""
+    if raw in _CWD_SENTINELS:
+        return None
+    folder = Path(raw).expanduser()
+    return str(folder) if folder.is_absolute() else None
+
+
+def _agent_model_config() -> dict:
+    model = _agent_config().get("model")
     if isinstance(model, str):
         return {"default": model}
     return model if isinstance(model, dict) else {}

@@ -134,6 +134,8 @@ class Session:
         self.compression_generation = gen if isinstance(gen, str) and gen else None
         undo = kw.get("compression_undo")
         self.compression_undo = undo if isinstance(undo, dict) else None
+        question = kw.get("pending_question")  # an approval or clarify question a live turn waits on
+        self.pending_question = question if isinstance(question, dict) else None
         self.post_compression_context_tokens_estimate = non_negative_int_or_none(
             kw.get("post_compression_context_tokens_estimate")
         )

@@ -19,6 +19,7 @@ from api import (
     http_io,
     models,
     routes_agent,
+    routes_control,
     session_admin,
     session_export,
     session_ops,
@@ -350,6 +351,7 @@ ROUTES: dict[tuple[str, str], Callable[[Any, dict], None]] = {
     ("POST", "/api/auth/logout"): _handle_auth_logout,
     ("GET", "/api/auth/status"): _handle_auth_status,
     **routes_agent.ROUTES,
+    **routes_control.ROUTES,
 }
 PATHS: frozenset[str] = frozenset(path for _, path in ROUTES)
 # Reachable without a login cookie (the page itself is static and always served).

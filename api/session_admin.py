@@ -18,6 +18,7 @@ from typing import Any
 
 from api import atomic, jsonio, models, session_index, state_db, tombstones
 from api import config as _config
+from api import workspace as _workspace
 from api.errors import ApiError, BadRequest, Conflict, NotFound
 from api.session_fields import is_safe_session_id, message_text, new_session_id
 
@@ -272,9 +273,8 @@ def create_session(model: Any = None, workspace: Any = None, title: Any = None) 
     """A new, empty session, saved at once."""
     if model is not None and (not isinstance(model, str) or len(model) > TITLE_MAX):
         raise BadRequest("model must be a string of at most 200 characters")
-    if workspace is not None:
-        workspace = _existing_folder(workspace)
-    kwargs: dict[str, Any] = {"session_id": new_session_id(), "model": model or None, "workspace": workspace}
+    folder = _workspace.default() if workspace is None else _workspace.choose(workspace)
+    kwargs: dict[str, Any] = {"session_id": new_session_id(), "model": model or None, "workspace": folder}
     if title is not None:
         kwargs["title"] = clean_title(title)
         kwargs["manual_title"] = True
@@ -283,19 +283,6 @@ def create_session(model: Any = None, workspace: Any = None, title: Any = None) 
         session.save()
         models.cache_session(session)
     return full_session(session)
-
-
-def _existing_folder(value: Any) -> str:
-    if not isinstance(value, str) or not value.strip() or len(value) > 4096 or "\x00" in value:
-        raise BadRequest("workspace must be a folder path")
-    try:
-        folder = Path(value).expanduser().resolve()
-        ok = folder.is_dir()
-    except (OSError, ValueError, RuntimeError):
-        ok = False
-    if not ok:
-        raise BadRequest("workspace is not an existing folder")
-    return str(folder)
 
 
 def edit_session(sid: str, change) -> dict:

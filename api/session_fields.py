@@ -52,6 +52,7 @@ TALARIA_FIELDS: tuple[str, ...] = (
     "context_messages",
     "compression_generation",
     "compression_undo",
+    "pending_question",
 )
 
 DERIVED_KEYS: frozenset[str] = frozenset({"message_count", "anchor_scene_index"})

@@ -22,7 +22,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from api import agent_runtime, compression, models, session_index, session_ops, toolsets
+from api import (
+    agent_runtime,
+    compression,
+    models,
+    questions,
+    session_index,
+    session_ops,
+    toolsets,
+    turn_scope,
+)
 from api import config as _config
 from api.errors import ApiError, BadRequest, Conflict, NotFound
 from api.live_render import LiveRender
@@ -212,7 +221,13 @@ def _run_turn(turn: Turn, session: models.Session, message: str, history: list, 
     try:
         key, agent = _agent_for(session)
         runner = agent_runtime.TurnRunner(
-            agent, message, history, live_render, persist_text=message, persist_timestamp=user_ts
+            agent,
+            message,
+            history,
+            live_render,
+            persist_text=message,
+            persist_timestamp=user_ts,
+            scope=turn_scope.for_turn(session, turn.append),
         )
         turn.runner = runner
         if turn.cancel_requested:
@@ -474,6 +489,7 @@ def cancel_turn(stream_id: str | None = None, session_id: str | None = None) -> 
     if turn.finished:
         return {"ok": True, "finished": True}
     turn.cancel_requested = True
+    turn_scope.cancel(turn.session_id)
     if turn.runner is not None:
         turn.runner.interrupt("Stopped by the user")
     return {"ok": True}
@@ -501,6 +517,7 @@ def _mark_interrupted(session: models.Session) -> bool:
     if pending and not has_user:
         ts = session.pending_started_at or time.time()
         session.messages.append({"role": "user", "content": pending, "timestamp": ts, "_recovered": True})
+    session.messages.extend(questions.notes_after_restart(session))
     session.messages.append(_interrupted_marker())
     session.clear_pending_turn()
     return True
@@ -529,6 +546,7 @@ def recover_interrupted_turns(session_dir: Path) -> list[str]:
 def shutdown(timeout: float = 5.0) -> None:
     """Stop live turns: interrupt them, give them ``timeout`` to settle, then mark the rest interrupted."""
     _SHUTTING_DOWN.set()
+    turn_scope.stop_all()
     with _TURNS_LOCK:
         live = list(_LIVE_BY_SESSION.values())
     for turn in live:

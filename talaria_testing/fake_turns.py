@@ -37,6 +37,7 @@ class FakeTurnRunner:
         persist_text=None,
         persist_timestamp=None,
         system_message=None,
+        scope=None,
     ):
         self.agent = agent
         self.user_text = user_text

@@ -26,6 +26,9 @@ DOCUMENTED = {
     ("POST", "/api/auth/logout"), ("GET", "/api/auth/status"), ("GET", "/api/models"),
     ("POST", "/api/session/model"), ("GET", "/api/toolsets"), ("POST", "/api/session/toolsets"),
     ("GET", "/api/onboarding/status"), ("POST", "/api/onboarding/probe"), ("POST", "/api/onboarding/setup"),
+    ("POST", "/api/approval/respond"), ("GET", "/api/approval/pending"), ("POST", "/api/approval/yolo"),
+    ("POST", "/api/clarify/respond"), ("GET", "/api/clarify/pending"), ("POST", "/api/session/workspace"),
+    ("GET", "/api/workspaces"),
 }  # fmt: skip
 
 

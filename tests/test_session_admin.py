@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from api import models, session_admin, session_index, tombstones
+from api import config, models, session_admin, session_index, tombstones
 from api.errors import BadRequest, Conflict, NotFound
 from api.models import Session
 
@@ -39,7 +39,8 @@ def test_create_saves_the_session_at_once(state_dir):
     assert full["messages"] == [] and full["total_messages"] == 0 and full["has_more_before"] is False
 
 
-def test_create_accepts_an_existing_workspace_folder(state_dir, tmp_path):
+def test_create_accepts_an_existing_workspace_folder_under_the_roots(state_dir, tmp_path, monkeypatch):
+    monkeypatch.setitem(config.SETTINGS_VALUES, "workspace_roots", str(tmp_path))
     full = session_admin.create_session(workspace=str(tmp_path))
     assert full["workspace"] == str(tmp_path.resolve())
 

@@ -1,0 +1,59 @@
+"""Clarify: the agent's ``clarify`` tool asks the person a question (free text or one of its choices).
+
+No answer within ``clarify_timeout``, a cancelled turn or a stopping server tell the agent plainly that
+there was none, so it can go on without one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from api import config as _config
+from api import questions, session_admin
+from api.agent_events import OnEvent
+from api.errors import BadRequest
+from api.questions import ANSWERED, CANCELLED, STOPPED, TIMEOUT, Question, Questions
+
+RESPONSE_MAX_CHARS = 20_000
+QUESTIONS = Questions("clarify_id")
+
+
+def no_answer_text(question: Question) -> str:
+    why = {
+        TIMEOUT: f"nobody answered within {question.timeout_s:g} s",
+        CANCELLED: "the turn was stopped",
+        STOPPED: "the server stopped",
+    }.get(question.outcome or "", "no answer")
+    return f"[The person did not answer this question ({why}). Do not assume an answer.]"
+
+
+def ask(
+    session_id: str, emit: OnEvent, question_text: str, choices: list | None, interrupted: Callable[[], bool]
+) -> str:
+    offered = [str(c) for c in choices] if choices else None
+    payload = {"question": str(question_text or ""), "choices": offered}
+    question = QUESTIONS.open(session_id, payload, float(_config.setting("clarify_timeout")))
+    questions.remember(session_id, {"kind": "clarify", **question.payload})
+    emit("clarify", question.public())
+    QUESTIONS.wait(question, interrupted)
+    questions.remember(session_id, None)
+    answered = question.outcome == ANSWERED
+    emit("clarify_resolved", {"clarify_id": question.id, "outcome": question.outcome})
+    return str(question.answer) if answered else no_answer_text(question)
+
+
+def respond(session_id: str, clarify_id: Any, response: Any) -> dict:
+    if not isinstance(response, str) or not response.strip():
+        raise BadRequest("response must be a non-empty string")
+    if len(response) > RESPONSE_MAX_CHARS:
+        raise BadRequest(f"response is too long (at most {RESPONSE_MAX_CHARS} characters)")
+    if not isinstance(clarify_id, str) or not clarify_id:
+        raise BadRequest("clarify_id must be a non-empty string")
+    QUESTIONS.answer(session_id, clarify_id, response.strip())
+    return {"ok": True, "clarify_id": clarify_id}
+
+
+def pending(session_id: str) -> dict:
+    session_admin.load_session(session_id)
+    return {"pending": QUESTIONS.pending(session_id)}

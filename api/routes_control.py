@@ -1,0 +1,55 @@
+"""Routes for the person's control of a turn: approvals, clarify answers, the session's workspace.
+
+Thin handlers as in ``api.routes`` (parse → one domain call → ``j``); ``api.routes`` merges ``ROUTES``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from api import approvals, clarify, workspace
+from api.http_io import j, require_session_id
+
+
+def _sid(source: dict) -> str:
+    return require_session_id(source.get("session_id"))
+
+
+def _handle_approval_respond(handler, body: dict) -> None:
+    j(handler, approvals.respond(_sid(body), body.get("approval_id"), body.get("choice")))
+
+
+def _handle_approval_pending(handler, query: dict) -> None:
+    j(handler, approvals.pending(_sid(query)))
+
+
+def _handle_approval_yolo(handler, body: dict) -> None:
+    j(handler, approvals.set_yolo(_sid(body), body.get("enabled")))
+
+
+def _handle_clarify_respond(handler, body: dict) -> None:
+    j(handler, clarify.respond(_sid(body), body.get("clarify_id"), body.get("response")))
+
+
+def _handle_clarify_pending(handler, query: dict) -> None:
+    j(handler, clarify.pending(_sid(query)))
+
+
+def _handle_session_workspace(handler, body: dict) -> None:
+    j(handler, {"session": workspace.set_for_session(_sid(body), body.get("workspace"))})
+
+
+def _handle_workspaces(handler, query: dict) -> None:
+    j(handler, workspace.overview())
+
+
+ROUTES: dict[tuple[str, str], Callable[[Any, dict], None]] = {
+    ("POST", "/api/approval/respond"): _handle_approval_respond,
+    ("GET", "/api/approval/pending"): _handle_approval_pending,
+    ("POST", "/api/approval/yolo"): _handle_approval_yolo,
+    ("POST", "/api/clarify/respond"): _handle_clarify_respond,
+    ("GET", "/api/clarify/pending"): _handle_clarify_pending,
+    ("POST", "/api/session/workspace"): _handle_session_workspace,
+    ("GET", "/api/workspaces"): _handle_workspaces,
+}

@@ -1,0 +1,97 @@
+"""A session's workspace: the folder its terminal and file tools work in.
+
+The default is the ``default_workspace`` setting, else the agent's configured ``terminal.cwd``, else the
+person's home folder — never the server's own working directory. A folder the person chooses must exist,
+be a folder, and lie under one of the ``workspace_roots`` once links are resolved.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from api import config as _config
+from api import models
+from api.errors import BadRequest, Conflict
+
+PATH_MAX_CHARS = 4096
+RECENT_MAX = 12
+
+
+def roots() -> list[Path]:
+    """The resolved ``workspace_roots`` folders (missing ones are left out)."""
+    raw = str(_config.setting("workspace_roots") or "")
+    out: list[Path] = []
+    for part in raw.split(os.pathsep):
+        if not part.strip():
+            continue
+        try:
+            folder = Path(part.strip()).expanduser().resolve(strict=True)
+        except (OSError, RuntimeError):
+            continue
+        if folder.is_dir() and folder not in out:
+            out.append(folder)
+    return out
+
+
+def default() -> str:
+    configured = _config.setting("default_workspace") or _config.agent_terminal_cwd()
+    if configured and Path(configured).expanduser().is_dir():
+        return str(Path(configured).expanduser().resolve())
+    return str(Path.home())
+
+
+def choose(value: Any) -> str:
+    """A folder the person typed or picked, resolved; ``BadRequest`` naming what is wrong with it."""
+    if not isinstance(value, str) or not value.strip():
+        raise BadRequest("workspace must be a non-empty folder path")
+    if len(value) > PATH_MAX_CHARS or "\x00" in value:
+        raise BadRequest("workspace is not a valid path")
+    path = Path(value.strip()).expanduser()
+    if not path.is_absolute():
+        raise BadRequest("workspace must be an absolute path (or start with ~)")
+    try:
+        folder = path.resolve(strict=True)
+    except FileNotFoundError:
+        raise BadRequest("workspace does not exist") from None
+    except (OSError, RuntimeError):
+        raise BadRequest("workspace cannot be read (a link loop or no permission)") from None
+    if not folder.is_dir():
+        raise BadRequest("workspace is not a folder")
+    if not any(folder.is_relative_to(root) for root in roots()):
+        raise BadRequest("workspace is outside the allowed workspace roots")
+    return str(folder)
+
+
+def for_turn(session: models.Session) -> str:
+    """The folder a turn of this session runs in; a workspace that has gone away stops the turn."""
+    folder = Path(session.workspace or default())
+    if not folder.is_dir():
+        raise Conflict("This session's workspace folder no longer exists; choose another one.")
+    return str(folder)
+
+
+def set_for_session(session_id: str, value: Any) -> dict:
+    from api import session_admin  # at call time: session_admin creates sessions with this module's rules
+
+    folder = choose(value)
+
+    def change(session: models.Session) -> None:
+        if session.read_only:
+            raise Conflict("This session is read-only.")
+        session.workspace = folder
+
+    return session_admin.edit_session(session_id, change)
+
+
+def overview() -> dict:
+    """The default, the roots, and recently used workspaces (newest session first) for the picker."""
+    recent: list[str] = []
+    for row in models.all_sessions():
+        folder = row.get("workspace")
+        if isinstance(folder, str) and folder and folder not in recent and Path(folder).is_dir():
+            recent.append(folder)
+        if len(recent) >= RECENT_MAX:
+            break
+    return {"default": default(), "roots": [str(r) for r in roots()], "recent": recent}
