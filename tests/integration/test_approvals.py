@@ -14,18 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from talaria_testing.chat_client import SSE, named, names, new_session, session, start, text_of
 from talaria_testing.fake_llm import FakeLLM, Reply, write_hermes_config
 from talaria_testing.server_proc import ServerProc
-from tests.integration import test_chat
-from tests.integration.test_chat import SSE, named, names, new_session, session, start
 
 pytestmark = pytest.mark.integration
 
 WAIT_S = 60.0
-
-
-llm = test_chat.llm  # the module's fake LLM server, and a reset one per test
-fake = test_chat.fake
 
 
 def _server(root: Path, base_url: str, **env: str) -> ServerProc:
@@ -177,7 +172,7 @@ def test_cancelling_the_turn_while_it_waits_denies_the_command(srv, fake):
     fake.reset()  # the cancelled turn never asked for its scripted follow-up
     fake.script(Reply(text="Still here."))
     after = Stream(srv, start(srv, sid, "are you there?")).finish()
-    assert "".join(d["text"] for d in named(after, "token")).strip() == "Still here."
+    assert text_of(after).strip() == "Still here."
     assert folder.exists()
 
 
