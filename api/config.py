@@ -174,6 +174,13 @@ SETTINGS: tuple[Setting, ...] = (
         "Key that signs session cookies; empty means one is generated in the state dir.",
     ),
     Setting(
+        "attachment_max_bytes",
+        int,
+        10 * 1024 * 1024,
+        "TALARIA_ATTACHMENT_MAX_BYTES",
+        "Largest attachment stored in a session's workspace, and largest workspace image shown.",
+    ),
+    Setting(
         "remote_images",
         bool,
         False,

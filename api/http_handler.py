@@ -142,7 +142,7 @@ class Handler(BaseHTTPRequestHandler):
         st = file.stat()
         etag = f'"{st.st_size:x}-{st.st_mtime_ns:x}"'
         is_html = file.suffix == ".html"
-        csp = http_io.HTML_CSP if is_html else http_io.DATA_CSP
+        csp = http_io.page_csp() if is_html else http_io.DATA_CSP
         if self.headers.get("If-None-Match") == etag:
             http_io.send_bytes(
                 self, b"", content_type_for(file), 304, {"ETag": etag}, csp=csp, cache="no-cache"

@@ -45,6 +45,17 @@ HTML_CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; "
     "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
+
+
+def page_csp() -> str:
+    """The page's policy; the remote_images setting lets https images load."""
+    from api import config  # at call time: settings are applied after import
+
+    if config.setting("remote_images"):
+        return HTML_CSP.replace("img-src 'self' data:;", "img-src 'self' data: https:;")
+    return HTML_CSP
+
+
 # Non-HTML answers (JSON, downloads) are never meant to render anything.
 DATA_CSP = "default-src 'none'; frame-ancestors 'none'; sandbox"
 

@@ -17,6 +17,7 @@ from api import (
     branch,
     compression,
     http_io,
+    media,
     models,
     routes_agent,
     routes_control,
@@ -196,6 +197,11 @@ def _handle_session_branch(handler, body: dict) -> None:
     j(handler, {"session": branch.branch_session(_sid(body), body.get("keep_count"))})
 
 
+def _handle_media(handler, query: dict) -> None:
+    data, content_type = media.read_media(_sid(query), query.get("path"))
+    http_io.send_bytes(handler, data, content_type, cache="private, max-age=300")
+
+
 def _handle_session_clear(handler, body: dict) -> None:
     _session_op(handler, body, session_ops.clear_session)
 
@@ -335,6 +341,7 @@ ROUTES: dict[tuple[str, str], Callable[[Any, dict], None]] = {
     ("POST", "/api/session/truncate"): _handle_session_truncate,
     ("POST", "/api/session/clear"): _handle_session_clear,
     ("POST", "/api/session/branch"): _handle_session_branch,
+    ("GET", "/api/media"): _handle_media,
     ("POST", "/api/session/compress"): _handle_session_compress,
     ("POST", "/api/session/compress/start"): _handle_session_compress_start,
     ("GET", "/api/session/compress/status"): _handle_session_compress_status,

@@ -345,3 +345,13 @@ def test_two_content_lengths_are_400():
     headers["Content-Length"] = "2"
     with pytest.raises(BadRequest, match="More than one"):
         read_body(FakeHandler(b"{}", headers))
+
+
+def test_the_page_policy_allows_https_images_only_with_the_remote_images_setting(monkeypatch):
+    from api import config
+
+    monkeypatch.setitem(config.SETTINGS_VALUES, "remote_images", False)
+    assert http_io.page_csp() == http_io.HTML_CSP
+    monkeypatch.setitem(config.SETTINGS_VALUES, "remote_images", True)
+    assert "img-src 'self' data: https:;" in http_io.page_csp()
+    assert "script-src 'self';" in http_io.page_csp()

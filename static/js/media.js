@@ -6,11 +6,20 @@ export function mediaUrl(sessionId, path) {
   return `/api/media?session_id=${encodeURIComponent(sessionId)}&path=${encodeURIComponent(path)}`;
 }
 
+// An image the server refuses (outside the workspace, missing, not an image) becomes a quiet note.
+function unavailable(img) {
+  const note = document.createElement("span");
+  note.className = "media-missing";
+  note.textContent = `[image not available: ${img.alt || img.dataset.media}]`;
+  img.replaceWith(note);
+}
+
 export function hydrateMedia(root, sessionId) {
   if (!sessionId) return;
   for (const img of root.querySelectorAll("img[data-media]:not([src])")) {
     img.loading = "lazy";
     img.decoding = "async";
+    img.addEventListener("error", () => unavailable(img), { once: true });
     img.src = mediaUrl(sessionId, img.dataset.media);
   }
 }

@@ -2,6 +2,8 @@
 // sanitized (markdown-it with HTML off, then an nh3 allow-list), so it is inserted as HTML; every other
 // string goes in as text.
 
+import { HUMAN_TOOLS, humanView } from "./toolviews.js";
+
 const RESULT_PREVIEW_CHARS = 20000;
 
 export function el(tag, className, text) {
@@ -66,29 +68,51 @@ export function reasoningBlock(text) {
   return details;
 }
 
-// A collapsible card for one tool call; its result is filled in later by setToolResult.
+// The human view (when the tool has one) of a card's call and result, replacing the previous one.
+function showHumanView(card, result) {
+  const view = humanView(card.dataset.toolName, card.toolArgs, result);
+  if (!view) return;
+  view.classList.add("tool-human");
+  const old = card.querySelector(":scope > .tool-human");
+  if (old) old.replaceWith(view);
+  else card.querySelector(":scope > summary").after(view);
+}
+
+// A collapsible card for one tool call; its result is filled in later by setToolResult. Tools with a
+// human view show it, and their raw JSON sits behind a "Raw JSON" toggle.
 export function toolCard({ id, name, args }) {
   const card = el("details", "tool-card");
   if (id) card.dataset.toolCallId = id;
+  card.dataset.toolName = name || "tool";
+  card.toolArgs = args;
   const summary = el("summary", "tool-summary");
   summary.append(el("span", "tool-icon", "⚙"), el("span", "tool-name", name || "tool"));
   summary.append(el("span", "tool-state", "running…"));
   card.append(summary);
+  let raw = card;
+  if (HUMAN_TOOLS.has(card.dataset.toolName)) {
+    raw = el("details", "tool-raw");
+    raw.append(el("summary", "tool-raw-summary", "Raw JSON"));
+    card.append(raw);
+    showHumanView(card, null);
+  }
   const argsText = prettyJson(args);
   if (argsText) {
-    card.append(el("div", "tool-label", "Arguments"));
-    card.append(el("pre", "tool-args", argsText));
+    raw.append(el("div", "tool-label", "Arguments"));
+    raw.append(el("pre", "tool-args", argsText));
   }
   return card;
 }
 
 export function setToolResult(card, result, isError) {
-  let pre = card.querySelector(":scope > .tool-result");
+  let pre = card.querySelector(".tool-result");
   if (!pre) {
-    card.append(el("div", "tool-label", "Result"));
+    const raw = card.querySelector(":scope > .tool-raw") || card;
+    raw.append(el("div", "tool-label", "Result"));
     pre = el("pre", "tool-result");
-    card.append(pre);
+    raw.append(pre);
   }
+  showHumanView(card, result);
   let text = prettyJson(result);
   if (text.length > RESULT_PREVIEW_CHARS) {
     text = `${text.slice(0, RESULT_PREVIEW_CHARS)}\n… (${(text.length - RESULT_PREVIEW_CHARS).toLocaleString("en-US")} more characters)`;

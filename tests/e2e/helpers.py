@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import socket
 import threading
 import time
@@ -19,9 +20,13 @@ def start_server(root: Path, llm, *, password: str | None = None, prepare=None):
     from talaria_testing.fake_llm import write_hermes_config
     from talaria_testing.server_proc import ServerProc
 
-    server = ServerProc(
-        root, password=password, env={"TALARIA_AGENT_TOOLSETS": "todo", "TALARIA_CHECKPOINT_INTERVAL": "0.5"}
-    )
+    env = {
+        "TALARIA_AGENT_TOOLSETS": "todo",
+        "TALARIA_CHECKPOINT_INTERVAL": "0.5",
+        # Workspaces a test chooses live under the server's own folder.
+        "TALARIA_WORKSPACE_ROOTS": str(root),
+    }
+    server = ServerProc(root, password=password, env=env)
     server.hermes_home.mkdir(parents=True, exist_ok=True)
     write_hermes_config(server.hermes_home, llm.base_url)
     if prepare is not None:
@@ -45,8 +50,13 @@ class PageGuard:
         page.on("response", self._response)
 
     def _console(self, msg) -> None:
-        if msg.type == "error":
-            self.problems.append(f"console error: {msg.text}")
+        if msg.type != "error":
+            return
+        # The browser logs every refused resource too; a status the test expects is not a problem.
+        match = re.match(r"Failed to load resource: the server responded with a status of (\d+)", msg.text)
+        if match and int(match.group(1)) in self.allowed_statuses:
+            return
+        self.problems.append(f"console error: {msg.text}")
 
     def _response(self, response) -> None:
         if response.status >= 400 and response.status not in self.allowed_statuses:
@@ -264,8 +274,6 @@ def screenshots(page, name: str) -> list[Path]:
 
 def new_session(page) -> str:
     """Opens the app, starts a new session and returns its id."""
-    import re
-
     from playwright.sync_api import expect
 
     goto_app(page)

@@ -215,3 +215,121 @@ def test_branch_from_a_message_keeps_the_history_up_to_it(page, server, llm):
     llm.script(Reply(text="Continuing the branch."))
     wait_turn_done(page, send(page, "Go on"))
     expect(page.locator(".msg")).to_have_count(4)
+
+
+# ---------------------------------------------------------------------- rich answers
+
+RICH_ANSWER = (
+    "Euler: $e^{i\\pi} + 1 = 0$\n\n$$\\int_0^1 x^2\\,dx = \\frac{1}{3}$$\n\n"
+    "- [x] derive\n- [ ] check\n\nDocs at https://example.com/docs\n\n"
+    "![the chart](out/chart.png)\n\n![escape](../secret.png)"
+)
+PNG_1PX = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360f8cf00000301010018dd8db40000000049454e44ae426082"
+)
+
+
+def test_math_task_lists_links_and_workspace_images_render(page, server, llm):
+    workspace = server.root / "rich-ws" / "ws"
+    (workspace / "out").mkdir(parents=True)
+    (workspace / "out" / "chart.png").write_bytes(PNG_1PX)
+    (workspace.parent / "secret.png").write_bytes(PNG_1PX)
+    page.guard.allowed_statuses.add(403)  # the escaping image is refused, on purpose
+    sid = server.post_json("/api/session/new", {"workspace": str(workspace)})["session"]["session_id"]
+    goto_app(page, f"/#/s/{sid}")
+    llm.script(Reply(text=RICH_ANSWER))
+    wait_turn_done(page, send(page, "Show me everything"))
+    body = page.locator(".msg-assistant .msg-body").last
+    expect(body.locator("math")).to_have_count(2)
+    expect(body.locator("math[display=block] mfrac")).to_have_count(1)
+    expect(body.locator("input[type=checkbox]")).to_have_count(2)
+    expect(body.locator("input[type=checkbox]").first).to_be_checked()
+    expect(body.locator('a[href="https://example.com/docs"]')).to_be_visible()
+    chart = body.locator('img[alt="the chart"]')
+    expect(chart).to_be_visible()
+    page.wait_for_function("img => img.complete && img.naturalWidth === 1", arg=chart.element_handle())
+    # The image that points out of the workspace is refused by the server and shown as a note.
+    expect(body.locator(".media-missing")).to_have_text("[image not available: escape]")
+    status = page.evaluate(
+        "(sid) => fetch(`/api/media?session_id=${sid}&path=${encodeURIComponent('../secret.png')}`).then((r) => r.status)",
+        sid,
+    )
+    assert status == 403
+    screenshots(page, "rich-answer")
+
+
+TOOL_HISTORY = [
+    {"role": "user", "content": "Do the chores"},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "terminal", "arguments": '{"command": "ls -1 src"}'},
+            },
+            {
+                "id": "c2",
+                "type": "function",
+                "function": {
+                    "name": "patch",
+                    "arguments": '{"mode": "replace", "path": "src/app.py", "old_string": "x = 1", "new_string": "x = 2"}',
+                },
+            },
+            {
+                "id": "c3",
+                "type": "function",
+                "function": {
+                    "name": "todo",
+                    "arguments": '{"todos": [{"id": "1", "content": "write tests", "status": "completed"},'
+                    ' {"id": "2", "content": "ship it", "status": "pending"}]}',
+                },
+            },
+        ],
+    },
+    {
+        "role": "tool",
+        "tool_call_id": "c1",
+        "name": "terminal",
+        "content": '{"output": "app.py\\nutil.py", "exit_code": 0}',
+    },
+    {
+        "role": "tool",
+        "tool_call_id": "c2",
+        "name": "patch",
+        "content": '{"success": true, "diff": "--- a/src/app.py\\n+++ b/src/app.py\\n@@ -1 +1 @@\\n-x = 1\\n+x = 2"}',
+    },
+    {
+        "role": "tool",
+        "tool_call_id": "c3",
+        "name": "todo",
+        "content": '{"todos": [{"id": "1", "content": "write tests", "status": "completed"}, {"id": "2", "content": "ship it", "status": "pending"}]}',
+    },
+    {"role": "assistant", "content": "All done."},
+]
+
+
+def test_tool_cards_show_a_console_a_diff_and_a_checklist_with_raw_json_behind_a_toggle(page, server):
+    session = import_session(server, "Chores", TOOL_HISTORY)
+    goto_app(page, f"/#/s/{session['session_id']}")
+    terminal = page.locator('.tool-card[data-tool-name="terminal"]')
+    terminal.locator(":scope > summary").click()
+    expect(terminal.locator(".console-command")).to_have_text("$ ls -1 src")
+    expect(terminal.locator(".console-output")).to_have_text("app.py\nutil.py")
+    expect(terminal.locator(".console-exit")).to_have_text("exit 0")
+    expect(terminal.locator(".tool-args")).to_be_hidden()
+    terminal.locator(".tool-raw > summary").click()
+    expect(terminal.locator(".tool-args")).to_contain_text('"command": "ls -1 src"')
+    patch = page.locator('.tool-card[data-tool-name="patch"]')
+    patch.locator(":scope > summary").click()
+    expect(patch.locator(".diff-path")).to_have_text("src/app.py")
+    expect(patch.locator(".diff-add")).to_have_text("+x = 2\n")
+    expect(patch.locator(".diff-del")).to_have_text("-x = 1\n")
+    todo = page.locator('.tool-card[data-tool-name="todo"]')
+    todo.locator(":scope > summary").click()
+    expect(todo.locator(".todo-item")).to_have_count(2)
+    expect(todo.locator(".todo-completed .todo-text")).to_have_text("write tests")
+    expect(todo.locator(".todo-pending .todo-text")).to_have_text("ship it")
+    screenshots(page, "tool-cards")

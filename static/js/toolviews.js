@@ -1,0 +1,87 @@
+// Human views of the common tools' calls: a terminal command and its output as a console, a file edit
+// as a diff, a todo list as a checklist. The raw JSON stays one click away.
+
+import { el } from "./render.js";
+
+export const HUMAN_TOOLS = new Set(["terminal", "patch", "write_file", "todo"]);
+const MAX_LINES = 400;
+
+export function parseMaybeJson(value) {
+  if (typeof value !== "string") return value && typeof value === "object" ? value : null;
+  try {
+    const parsed = JSON.parse(value);
+    return parsed && typeof parsed === "object" ? parsed : null;
+  } catch {
+    return null;
+  }
+}
+
+function clip(lines) {
+  if (lines.length <= MAX_LINES) return lines;
+  return [...lines.slice(0, MAX_LINES), `… ${lines.length - MAX_LINES} more lines`];
+}
+
+function consoleView(args, result) {
+  const box = el("div", "tool-view tool-console");
+  if (typeof args?.command === "string") box.append(el("div", "console-command", `$ ${args.command}`));
+  if (result) {
+    const output = typeof result.output === "string" ? result.output : "";
+    if (output) box.append(el("pre", "console-output", clip(output.split("\n")).join("\n")));
+    if (typeof result.error === "string" && result.error) box.append(el("pre", "console-error", result.error));
+    if (Number.isInteger(result.exit_code)) {
+      box.append(el("div", `console-exit${result.exit_code === 0 ? "" : " failed"}`, `exit ${result.exit_code}`));
+    }
+  }
+  return box;
+}
+
+function diffLines(args, result) {
+  if (result && typeof result.diff === "string" && result.diff) return result.diff.split("\n");
+  if (typeof args?.old_string === "string" || typeof args?.new_string === "string") {
+    const before = (args.old_string || "").split("\n").map((line) => `-${line}`);
+    const after = (args.new_string || "").split("\n").map((line) => `+${line}`);
+    return [...before, ...after];
+  }
+  if (typeof args?.content === "string") return args.content.split("\n").map((line) => `+${line}`);
+  if (typeof args?.patch === "string") return args.patch.split("\n");
+  return [];
+}
+
+function diffView(args, result) {
+  const box = el("div", "tool-view tool-diff");
+  if (typeof args?.path === "string") box.append(el("div", "diff-path", args.path));
+  const pre = el("pre", "diff-body");
+  for (const line of clip(diffLines(args, result))) {
+    const kind = line.startsWith("+++") || line.startsWith("---") ? "meta"
+      : line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : line.startsWith("@@") ? "hunk" : "ctx";
+    pre.append(el("span", `diff-line diff-${kind}`, `${line}\n`));
+  }
+  box.append(pre);
+  return box;
+}
+
+const TODO_MARKS = { completed: "☑", in_progress: "◐", cancelled: "☒", pending: "☐" };
+
+function todoView(args, result) {
+  const todos = (result && Array.isArray(result.todos) && result.todos) || (Array.isArray(args?.todos) ? args.todos : []);
+  const list = el("ul", "tool-view tool-todo");
+  for (const item of todos) {
+    if (!item || typeof item !== "object") continue;
+    const status = TODO_MARKS[item.status] ? item.status : "pending";
+    const row = el("li", `todo-item todo-${status}`);
+    row.append(el("span", "todo-mark", TODO_MARKS[status]), el("span", "todo-text", String(item.content ?? "")));
+    row.title = status.replace("_", " ");
+    list.append(row);
+  }
+  return list;
+}
+
+// The human view of one call (null for tools without one); `result` may be missing while it runs.
+export function humanView(name, rawArgs, rawResult) {
+  if (!HUMAN_TOOLS.has(name)) return null;
+  const args = parseMaybeJson(rawArgs) || {};
+  const result = parseMaybeJson(rawResult);
+  if (name === "terminal") return consoleView(args, result);
+  if (name === "todo") return todoView(args, result);
+  return diffView(args, result);
+}

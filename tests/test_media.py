@@ -1,0 +1,91 @@
+"""Workspace files for the page: the path stays inside the workspace, only real images are served."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from api import config, media
+from api.errors import BadRequest, Forbidden, NotFound, PayloadTooLarge, UnsupportedMediaType
+from api.models import Session
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
+JPEG = b"\xff\xd8\xff\xe0" + b"\x00" * 32
+GIF = b"GIF89a" + b"\x00" * 32
+WEBP = b"RIFF\x00\x00\x00\x00WEBPVP8 " + b"\x00" * 16
+
+
+@pytest.fixture
+def workspace(state_dir, tmp_path):
+    folder = tmp_path / "ws"
+    (folder / "out").mkdir(parents=True)
+    (folder / "out" / "chart.png").write_bytes(PNG)
+    (folder / "notes.txt").write_text("not an image")
+    (folder / "evil.svg").write_text("<svg onload='alert(1)'/>")
+    (tmp_path / "secret.png").write_bytes(PNG)
+    os.symlink(tmp_path / "secret.png", folder / "link.png")
+    Session(session_id="media", workspace=str(folder)).save()
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("head", "expected"),
+    [
+        (PNG, "image/png"),
+        (JPEG, "image/jpeg"),
+        (GIF, "image/gif"),
+        (WEBP, "image/webp"),
+        (b"<svg", None),
+        (b"", None),
+    ],
+)
+def test_image_type_is_read_from_the_bytes(head, expected):
+    assert media.image_type(head[:16]) == expected
+
+
+def test_an_image_in_the_workspace_is_served_with_its_type(workspace):
+    assert media.read_media("media", "out/chart.png") == (PNG, "image/png")
+    assert media.read_media("media", "./out/../out/chart.png") == (PNG, "image/png")
+
+
+@pytest.mark.parametrize(
+    ("path", "error"),
+    [
+        ("../secret.png", Forbidden),
+        ("out/../../secret.png", Forbidden),
+        ("link.png", Forbidden),  # a symlink that points out of the workspace
+        ("/etc/passwd", Forbidden),
+        ("~/x.png", Forbidden),
+        ("a\x00b.png", BadRequest),
+        ("", BadRequest),
+        (None, BadRequest),
+        (["x"], BadRequest),
+        ("x" * 5000, BadRequest),
+        ("missing.png", NotFound),
+        ("out", NotFound),
+        ("notes.txt", UnsupportedMediaType),
+        ("evil.svg", UnsupportedMediaType),
+    ],
+)
+def test_hostile_or_wrong_paths_are_refused(workspace, path, error):
+    with pytest.raises(error):
+        media.read_media("media", path)
+
+
+def test_an_image_over_the_size_limit_is_refused(workspace, monkeypatch):
+    monkeypatch.setitem(config.SETTINGS_VALUES, "attachment_max_bytes", 10)
+    with pytest.raises(PayloadTooLarge):
+        media.read_media("media", "out/chart.png")
+
+
+def test_an_unknown_session_is_a_404(state_dir):
+    with pytest.raises(NotFound):
+        media.read_media("nope", "x.png")
+
+
+def test_a_session_without_a_workspace_uses_the_default_one(state_dir, tmp_path, monkeypatch):
+    (tmp_path / "pic.gif").write_bytes(GIF)
+    monkeypatch.setitem(config.SETTINGS_VALUES, "default_workspace", str(tmp_path))
+    Session(session_id="plain").save()
+    assert media.read_media("plain", "pic.gif") == (GIF, "image/gif")
