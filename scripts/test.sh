@@ -20,4 +20,6 @@ SEED=../shared/seed/test_manual_compress_recovery.py
 TARGETS=(tests)
 [ -f "$SEED" ] && TARGETS+=("$SEED")
 
-exec .venv/bin/python -m pytest -q "${TARGETS[@]}" "$@"
+# The test support is a plugin of this repository, not of the installed package: load it by name so
+# the seed (outside tests/, hence outside tests/conftest.py) gets its fixtures and isolation too.
+exec .venv/bin/python -m pytest -q -p talaria_testing.plugin "${TARGETS[@]}" "$@"

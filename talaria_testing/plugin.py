@@ -1,7 +1,8 @@
 """Pytest plugin: isolates HERMES_HOME and the state dir before any ``api`` import.
 
-Registered through the ``pytest11`` entry point, so it also serves tests that live outside the
-repository (the founding acceptance test runs in place from ``../shared/seed``).
+Loaded by ``tests/conftest.py``; a test outside the repository (the founding acceptance test, run in
+place) loads it with ``-p talaria_testing.plugin``. It is repository-only: installing Talaria never
+installs it, so it changes no other project's test runs.
 """
 
 from __future__ import annotations

@@ -1,1 +1,6 @@
-"""Shared fixtures live in the ``talaria_testing.plugin`` pytest plugin (loaded by entry point)."""
+"""Shared fixtures live in the repository's test support, loaded here (it is not installed with Talaria).
+
+Tests outside ``tests/`` (the founding acceptance test) load it with ``-p talaria_testing.plugin``.
+"""
+
+pytest_plugins = ["talaria_testing.plugin"]
