@@ -27,6 +27,13 @@ class Setting:
     default: Any
     env: str | None
     help: str
+    minimum: float | None = None  # inclusive bounds of a number
+    maximum: float | None = None
+    choices: tuple[str, ...] = ()  # the accepted values of a string (compared case-insensitively)
+
+
+class SettingError(ValueError):
+    """A setting's value is unusable; the message names where it came from and what is accepted."""
 
 
 def _default_hermes_home(_values: Mapping[str, Any]) -> str:
@@ -59,7 +66,7 @@ SETTINGS: tuple[Setting, ...] = (
         "TALARIA_HOST",
         "Address to listen on. Anything but loopback requires a password.",
     ),
-    Setting("port", int, 8787, "TALARIA_PORT", "TCP port to listen on."),
+    Setting("port", int, 8787, "TALARIA_PORT", "TCP port to listen on (0 picks a free one).", 0, 65535),
     Setting(
         "default_model",
         str,
@@ -101,6 +108,7 @@ SETTINGS: tuple[Setting, ...] = (
         100,
         "HERMES_WEBUI_SESSIONS_MAX",
         "How many sessions the in-memory cache holds before evicting idle ones.",
+        minimum=1,
     ),
     Setting(
         "index_flush_delay",
@@ -108,6 +116,7 @@ SETTINGS: tuple[Setting, ...] = (
         0.25,
         "TALARIA_INDEX_FLUSH_DELAY",
         "Seconds a sidebar index update may wait before _index.json is rewritten.",
+        minimum=0,
     ),
     Setting(
         "max_body_bytes",
@@ -115,8 +124,9 @@ SETTINGS: tuple[Setting, ...] = (
         20 * 1024 * 1024,
         "TALARIA_MAX_BODY_BYTES",
         "Largest request body accepted (413 above).",
+        minimum=1,
     ),
-    Setting("server_threads", int, 32, "TALARIA_SERVER_THREADS", "Most requests served at once."),
+    Setting("server_threads", int, 32, "TALARIA_SERVER_THREADS", "Most requests served at once.", minimum=1),
     Setting(
         "max_streams",
         int,
@@ -158,6 +168,7 @@ SETTINGS: tuple[Setting, ...] = (
         3.0,
         "TALARIA_CHECKPOINT_INTERVAL",
         "Seconds between checkpoints of a streaming answer.",
+        minimum=0.01,
     ),
     Setting(
         "password",
@@ -201,13 +212,40 @@ SETTINGS: tuple[Setting, ...] = (
         "TALARIA_AGENT_TOOLSETS",
         "Comma-separated agent toolsets; empty means the agent's defaults, 'none' means no tools.",
     ),
+    Setting(
+        "log_level",
+        str,
+        "INFO",
+        "TALARIA_LOG_LEVEL",
+        "Talaria's log level; the agent's own INFO lines show only at DEBUG.",
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+    ),
 )
 
 
-def _coerce(setting: Setting, raw: Any) -> Any:
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "text", bool: "true or false"}
+
+
+def coerce_setting(setting: Setting, raw: Any) -> Any:
+    """``raw`` as the setting's type within its bounds; ``SettingError`` says what is accepted."""
     if setting.type is bool:
         return str(raw).strip().lower() in {"1", "true", "yes", "on"}
-    return setting.type(raw)
+    try:
+        if setting.type is int and isinstance(raw, float) and not raw.is_integer():
+            raise ValueError(raw)
+        value = setting.type(raw.strip() if isinstance(raw, str) else raw)
+    except (TypeError, ValueError):
+        raise SettingError(f"must be {_TYPE_NAMES.get(setting.type, setting.type.__name__)}") from None
+    if setting.choices:
+        value = str(value).upper()
+        if value not in setting.choices:
+            raise SettingError(f"must be one of {', '.join(setting.choices)}")
+    low, high = setting.minimum, setting.maximum
+    if (low is not None and value < low) or (high is not None and value > high):
+        bounds = f"between {low:g} and {high:g}" if low is not None and high is not None else ""
+        bounds = bounds or (f"at least {low:g}" if low is not None else f"at most {high:g}")
+        raise SettingError(f"must be {bounds}")
+    return value
 
 
 def _read_yaml_section(hermes_home: str) -> dict:
@@ -220,28 +258,56 @@ def _read_yaml_section(hermes_home: str) -> dict:
     return section if isinstance(section, dict) else {}
 
 
+def _raw_value(
+    setting: Setting,
+    overrides: Mapping[str, Any],
+    environ: Mapping[str, str],
+    yaml_section: Callable[[], dict],
+) -> tuple[Any, str] | None:
+    """The value that decides ``setting`` and where it came from (for error messages); None: the default."""
+    if setting.name in overrides:
+        raw = overrides[setting.name]
+        return raw, f"--{setting.name.replace('_', '-')} {raw}"
+    raw = environ.get(setting.env) if setting.env else None
+    if raw not in (None, ""):
+        return raw, f"{setting.env}={raw!r}"
+    if setting.name != "hermes_home" and setting.name in yaml_section():
+        raw = yaml_section()[setting.name]
+        return raw, f"webui.{setting.name}: {raw!r} in config.yaml"
+    return None
+
+
 def load_settings(
-    environ: Mapping[str, str] | None = None, overrides: Mapping[str, Any] | None = None
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    strict: bool = True,
 ) -> dict:
-    """Resolve every setting: explicit overrides, then environment, then config.yaml, then default."""
+    """Resolve every setting: explicit overrides, then environment, then config.yaml, then default.
+
+    A value that does not fit raises ``SettingError`` naming its source (``--port 99999: must be
+    between 0 and 65535``); with ``strict=False`` it falls back to the default instead.
+    """
     environ = os.environ if environ is None else environ
     overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
     values: dict[str, Any] = {}
-    yaml_section: dict | None = None
+    cached_section: list[dict] = []
+
+    def yaml_section() -> dict:
+        if not cached_section:
+            cached_section.append(_read_yaml_section(values["hermes_home"]))
+        return cached_section[0]
+
     for setting in SETTINGS:
-        if setting.name in overrides:
-            values[setting.name] = _coerce(setting, overrides[setting.name])
-            continue
-        raw = environ.get(setting.env) if setting.env else None
-        if raw not in (None, ""):
-            values[setting.name] = _coerce(setting, raw)
-            continue
-        if setting.name != "hermes_home":
-            if yaml_section is None:
-                yaml_section = _read_yaml_section(values["hermes_home"])
-            if setting.name in yaml_section:
-                values[setting.name] = _coerce(setting, yaml_section[setting.name])
+        found = _raw_value(setting, overrides, environ, yaml_section)
+        if found is not None:
+            raw, source = found
+            try:
+                values[setting.name] = coerce_setting(setting, raw)
                 continue
+            except SettingError as exc:
+                if strict:
+                    raise SettingError(f"{source}: {exc}") from None
         default = setting.default
         values[setting.name] = default(values) if callable(default) else default
     values["hermes_home"] = str(Path(values["hermes_home"]).expanduser().resolve())
@@ -256,7 +322,17 @@ def settings_help() -> str:
     )
 
 
-SETTINGS_VALUES: dict = load_settings()
+def _static_dir() -> Path:
+    """The page's files: ``api/static`` in an installed wheel, ``static/`` beside ``api`` in the repository."""
+    package = Path(__file__).resolve().parent
+    installed = package / "static"
+    return installed if installed.is_dir() else package.parent / "static"
+
+
+STATIC_DIR = _static_dir()
+# Read once at import for code that runs without the server (tests, the recovery CLI); the server
+# validates strictly and re-applies its values (``apply_settings``) before it serves.
+SETTINGS_VALUES: dict = load_settings(strict=False)
 HERMES_HOME = Path(SETTINGS_VALUES["hermes_home"])
 STATE_DIR = Path(SETTINGS_VALUES["state_dir"])
 SESSION_DIR = STATE_DIR / "sessions"

@@ -14,9 +14,9 @@ import socket
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
-from api import http_io, origin, routes
+from api import config, http_io, origin, routes
 
-STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
+STATIC_DIR = config.STATIC_DIR
 
 log = logging.getLogger("talaria.server")
 

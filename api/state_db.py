@@ -297,3 +297,15 @@ def has_session(sid: str, db_path: Path | str | None = None) -> bool | None:
         return _with_connection(path, lambda conn, key: _read_has_session(conn, key, sid))
     except (OSError, sqlite3.Error, ValueError, TypeError):
         return None
+
+
+def _read_session_count(conn: sqlite3.Connection, key: str) -> int:
+    if "id" not in _columns(conn, key, "sessions"):
+        raise sqlite3.OperationalError("no sessions table")
+    return int(conn.execute("SELECT count(*) FROM sessions").fetchone()[0])
+
+
+def count_sessions(db_path: Path | str) -> int:
+    """How many sessions the agent's database holds; raises ``OSError``/``sqlite3.Error`` when it cannot
+    be read (``talaria doctor`` reports why)."""
+    return _with_connection(Path(db_path), _read_session_count)

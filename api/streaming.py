@@ -26,6 +26,7 @@ from api import (
     agent_runtime,
     compression,
     models,
+    provider_errors,
     questions,
     session_index,
     session_ops,
@@ -242,6 +243,8 @@ def _run_turn(turn: Turn, session: models.Session, message: str, history: list, 
                 checkpointed = len(turn.partial_text)
                 _checkpoint(turn, session)
         result = runner.result
+        if result is not None and result.error:  # say what to do about a refused URL, key or model
+            result.error = provider_errors.explain(result.error, provider_errors.endpoint_of(agent))
     except _Cancelled:
         pass
     except agent_runtime.ProviderNotConfigured as exc:

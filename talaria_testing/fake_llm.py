@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -89,6 +90,14 @@ def hermes_config(
         "memory": {"memory_enabled": False, "user_profile_enabled": False},
     }
     return _deep_merge(config, extra or {})
+
+
+def refused_base_url() -> str:
+    """An OpenAI-style base URL on 127.0.0.1 where nothing listens (the port was free a moment ago)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
 
 
 def write_hermes_config(hermes_home: str | os.PathLike, base_url: str, **options) -> Path:

@@ -1,0 +1,190 @@
+"""The ``talaria`` command: flags → settings → logging → startup recovery → serve; ``doctor``; ``--version``.
+
+A setting that does not fit (``--port 99999``, ``TALARIA_PORT=abc``) is one line on stderr and exit
+status 2; ``talaria doctor`` prints its checks and exits 1 when one failed. At start the banner says
+where to open the page, where things live and whether a model is configured. Serving itself is
+``api.http_server``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import secrets
+import sys
+from importlib import metadata
+from pathlib import Path
+
+from api import config, doctor, provider_errors
+
+log = logging.getLogger("talaria.server")
+
+EXIT_BAD_SETTING = 2
+DIST_NAME = "talaria-webui"
+
+
+def version() -> str:
+    try:
+        return metadata.version(DIST_NAME)
+    except metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown"
+
+
+def build_arg_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="talaria",
+        description="Talaria: a durable self-hosted web UI for the Hermes agent.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="commands:\n  doctor    check the config, state dir, state.db and model, each with a fix\n\n"
+        "settings (environment variable wins, then 'webui:' in $HERMES_HOME/config.yaml, then the default):\n"
+        + config.settings_help(),
+    )
+    parser.add_argument("command", nargs="?", choices=["doctor"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--host", help="address to listen on (default 127.0.0.1; anything else needs a password)"
+    )
+    # Numbers are checked by the settings table, so a bad one reads the same from a flag or the environment.
+    parser.add_argument("--port", help="TCP port (default 8787; 0 picks a free one)")
+    parser.add_argument("--state-dir", help="Talaria's state folder (default $HERMES_HOME/webui)")
+    parser.add_argument("--hermes-home", help="the agent's home folder (default ~/.hermes)")
+    parser.add_argument("--log-level", help="DEBUG, INFO (default), WARNING or ERROR")
+    parser.add_argument("--version", action="version", version=f"talaria {version()}")
+    return parser
+
+
+def settings_from(args: argparse.Namespace) -> dict:
+    """Every setting, the flags first; raises ``config.SettingError`` for a value that does not fit."""
+    return config.load_settings(
+        overrides={
+            "host": args.host,
+            "port": args.port,
+            "state_dir": args.state_dir,
+            "hermes_home": args.hermes_home,
+            "log_level": args.log_level,
+        }
+    )
+
+
+def model_line() -> str:
+    model, provider, base_url = config.resolve_model_provider(None)
+    if not model:
+        return (
+            f"none configured: run `{provider_errors.hermes_command()} setup`, or add a `model:` section "
+            f"to {config.HERMES_HOME / 'config.yaml'} (see the README)"
+        )
+    where = " at ".join(part for part in (provider, base_url) if part)
+    return f"{model} ({where})" if where else model
+
+
+def banner(url: str, log_path: object) -> str:
+    """What a person needs at start: where to open it, where things live, whether a model is set."""
+    rows = [
+        ("state dir", str(config.STATE_DIR)),
+        ("workspace", config.default_workspace()),
+        ("model", model_line()),
+        ("log file", str(log_path) if log_path else "none (terminal only)"),
+    ]
+    lines = [f"Talaria listening on {url}"]
+    lines += [f"  {label:<10} {value}" for label, value in rows]
+    lines.append("Stop with Ctrl+C (or SIGTERM). `talaria doctor` checks the set-up.")
+    return "\n".join(lines)
+
+
+def run_doctor(values: dict) -> int:
+    from api import agent_runtime
+
+    checks = doctor.run_checks(values, agent_runtime.resolve_runtime)
+    print(doctor.render(checks))
+    return 1 if any(check.status == doctor.FAIL for check in checks) else 0
+
+
+def bad_setting(exc: Exception) -> int:
+    print(f"talaria: {exc}", file=sys.stderr)
+    return EXIT_BAD_SETTING
+
+
+def run_startup_recovery() -> dict:
+    """The startup sweep plus the interrupted-turn markers; never raises."""
+    summary: dict = {"scanned": 0, "restored": 0, "details": [], "interrupted_turns": []}
+    try:
+        from api.session_recovery import recover_all_sessions_on_startup
+
+        summary.update(
+            recover_all_sessions_on_startup(
+                config.SESSION_DIR, rebuild_index=True, state_db_path=config.STATE_DB_PATH
+            )
+        )
+    except Exception as exc:  # noqa: BLE001 - startup goes on whatever the folder holds
+        log.exception("startup recovery failed")
+        summary["error"] = str(exc)
+    try:
+        from api import streaming
+
+        summary["interrupted_turns"] = streaming.recover_interrupted_turns(config.SESSION_DIR)
+    except Exception as exc:  # noqa: BLE001
+        log.exception("marking interrupted turns failed")
+        summary["interrupted_error"] = str(exc)
+    log.info(
+        "startup recovery: scanned %s, restored %s, orphaned backups %s, interrupted turns %s%s",
+        summary.get("scanned"),
+        summary.get("restored"),
+        summary.get("orphaned_backups", 0),
+        len(summary.get("interrupted_turns") or []),
+        f", errors {summary['errors']}" if summary.get("errors") else "",
+    )
+    return summary
+
+
+def build_auth(values: dict):
+    """The auth manager (auth off when the password is empty); refuses a non-loopback host without one."""
+    from api import auth
+
+    auth.check_bind_allowed(values["host"], values["password"])
+    if not values["password"]:
+        secret = secrets.token_bytes(32)  # auth is off: nothing is signed, nothing to keep
+    elif values["secret_key"]:
+        secret = values["secret_key"].encode("utf-8")
+        if len(secret) < 16:
+            raise ValueError("secret_key must be at least 16 characters")
+    else:
+        secret = auth.load_or_create_secret(Path(values["state_dir"]))
+    return auth.AuthManager(values["password"], secret)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from api import log_setup
+
+    args = build_arg_parser().parse_args(argv)
+    try:
+        values = settings_from(args)
+    except config.SettingError as exc:
+        return bad_setting(exc)
+    config.apply_settings(values)
+    if args.command == "doctor":
+        return run_doctor(values)
+    try:
+        auth = build_auth(values)
+    except ValueError as exc:
+        return bad_setting(exc)
+    log_path = log_setup.configure_logging(values["log_level"], values["state_dir"])
+    Path(config.SESSION_DIR).mkdir(parents=True, exist_ok=True)
+    summary = run_startup_recovery()
+
+    from api import http_server, routes
+
+    routes.configure(auth=auth, startup_recovery=summary)
+    try:
+        server = http_server.make_server(values["host"], values["port"])
+    except OSError as exc:
+        print(f"talaria: cannot listen on {values['host']}:{values['port']}: {exc}", file=sys.stderr)
+        return 1
+    host, port = server.server_address[:2]
+    shown = f"[{host}]" if ":" in host else host
+    print(banner(f"http://{shown}:{port}", log_path), flush=True)
+    http_server.serve(server)
+    log.info("stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
