@@ -76,11 +76,19 @@ def model_line() -> str:
     return f"{model} ({where})" if where else model
 
 
+def workspace_line() -> str:
+    from api import workspace
+
+    roots = workspace.roots()
+    within = f" (sessions may use folders under {', '.join(map(str, roots))})" if roots else ""
+    return workspace.default() + within
+
+
 def banner(url: str, log_path: object) -> str:
     """What a person needs at start: where to open it, where things live, whether a model is set."""
     rows = [
         ("state dir", str(config.STATE_DIR)),
-        ("workspace", config.default_workspace()),
+        ("workspace", workspace_line()),
         ("model", model_line()),
         ("log file", str(log_path) if log_path else "none (terminal only)"),
     ]

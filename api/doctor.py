@@ -16,6 +16,7 @@ from pathlib import Path
 import yaml
 
 from api import config, provider_errors, state_db
+from api.endpoint_probe import ProbeResult
 
 OK, WARN, FAIL = "ok", "warn", "FAIL"
 
@@ -103,7 +104,7 @@ def _model_fix(hermes_home: Path) -> str:
 def check_model(
     hermes_home: Path,
     resolve: Callable[[str, str | None], dict],
-    probe: Callable[[provider_errors.Endpoint], provider_errors.Probe] = provider_errors.probe_endpoint,
+    probe: Callable[[provider_errors.Endpoint], ProbeResult] = provider_errors.probe_endpoint,
 ) -> Check:
     model, provider, _base_url = config.resolve_model_provider(None)
     if not model:
@@ -122,7 +123,7 @@ def check_model(
         return Check(
             "model",
             FAIL,
-            f"{model} at {base_url}: {found.detail}",
+            f"{model} at {base_url}: {found.message}",
             provider_errors.advice(found.kind, endpoint, found),
         )
     if found.kind == "ok" and found.models and model not in found.models:
@@ -132,7 +133,7 @@ def check_model(
             f"{model} is not offered by {base_url}",
             provider_errors.advice("unknown_model", endpoint, found),
         )
-    listed = "" if found.kind == "ok" else f" ({found.detail}: the model list was not checked)"
+    listed = "" if found.kind == "ok" else f" ({found.message} The model list was not checked.)"
     return Check("model", OK, f"{model} at {base_url}, reachable{listed}")  # fmt: skip
 
 

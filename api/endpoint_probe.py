@@ -75,6 +75,8 @@ class ProbeResult:
     ok: bool
     message: str
     models: list[str] = field(default_factory=list)
+    # What failed, for callers that advise on it: ok, refused, unreachable, auth or no_list.
+    kind: str = "ok"
 
     def to_dict(self) -> dict:
         return {"ok": self.ok, "message": self.message, "models": self.models}
@@ -107,28 +109,34 @@ def probe(base_url: str, api_key: str = "", *, timeout: float = TIMEOUT_S) -> Pr
                     if response.is_redirect:
                         target = urljoin(url, response.headers.get("Location", ""))
                         if not _same_origin(url, target):
-                            return ProbeResult(False, "The endpoint redirects to another host; use that URL.")
+                            return ProbeResult(
+                                False, "The endpoint redirects to another host; use that URL.", kind="no_list"
+                            )
                         url = target
                         continue
                     body = _read_capped(response)
                     status = response.status_code
                 break
             else:
-                return ProbeResult(False, "The endpoint redirects too often.")
+                return ProbeResult(False, "The endpoint redirects too often.", kind="no_list")
     except httpx.TimeoutException:
-        return ProbeResult(False, f"No answer within {timeout:g} seconds.")
+        return ProbeResult(False, f"No answer within {timeout:g} seconds.", kind="unreachable")
+    except httpx.ConnectError as exc:
+        if "refused" in str(exc).lower():
+            return ProbeResult(False, "Cannot connect: the connection was refused.", kind="refused")
+        return ProbeResult(False, f"Cannot connect: {type(exc).__name__}.", kind="unreachable")
     except httpx.HTTPError as exc:
-        return ProbeResult(False, f"Cannot connect: {type(exc).__name__}.")
+        return ProbeResult(False, f"Cannot connect: {type(exc).__name__}.", kind="unreachable")
     if body is None:
-        return ProbeResult(False, "The answer is too large to be a model list.")
+        return ProbeResult(False, "The answer is too large to be a model list.", kind="no_list")
     if status in (401, 403):
-        return ProbeResult(False, f"The endpoint refused the key (HTTP {status}).")
+        return ProbeResult(False, f"The endpoint refused the key (HTTP {status}).", kind="auth")
     if status != 200:
-        return ProbeResult(False, f"The endpoint answered HTTP {status} to GET /models.")
+        return ProbeResult(False, f"The endpoint answered HTTP {status} to GET /models.", kind="no_list")
     try:
         ids = model_ids(json.loads(body))
     except ValueError:
-        return ProbeResult(False, "The answer to GET /models is not JSON.")
+        return ProbeResult(False, "The answer to GET /models is not JSON.", kind="no_list")
     if not ids:
-        return ProbeResult(False, "The endpoint lists no models.")
+        return ProbeResult(False, "The endpoint lists no models.", kind="no_list")
     return ProbeResult(True, f"Connected: {len(ids)} model{'s' if len(ids) != 1 else ''} available.", ids)

@@ -3,7 +3,8 @@
 The agent reports a failed call as text ("Connection error.", "HTTP 401: …", "HTTP 404: The model `x`
 does not exist …"). ``explain`` keeps that text and adds what to do: which URL could not be reached and
 which file sets it, that the key was refused and where it is set, which models the endpoint offers.
-``probe_endpoint`` asks the endpoint itself (``GET <base_url>/models``); ``talaria doctor`` uses it too.
+``probe_endpoint`` asks the endpoint itself (``GET <base_url>/models``, through ``api.endpoint_probe``);
+``talaria doctor`` uses it too.
 """
 
 from __future__ import annotations
@@ -11,12 +12,11 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
-from api import config
+from api import config, endpoint_probe
+from api.endpoint_probe import ProbeResult
 
 PROBE_TIMEOUT_S = 3.0
 _MODELS_SHOWN = 20
@@ -54,15 +54,6 @@ class Endpoint:
         return config.HERMES_HOME / ".env"
 
 
-@dataclass
-class Probe:
-    """What ``GET <base_url>/models`` found: ``kind`` is ok, refused, unreachable, auth or no_list."""
-
-    kind: str
-    detail: str = ""
-    models: list[str] = field(default_factory=list)
-
-
 def hermes_command() -> str:
     """The agent's own ``hermes`` command beside this Python (the venv's), else the bare name."""
     beside = Path(sys.executable).parent / "hermes"
@@ -87,29 +78,14 @@ def classify(error_text: str) -> str | None:
     return None
 
 
-def probe_endpoint(endpoint: Endpoint, timeout: float = PROBE_TIMEOUT_S) -> Probe:
-    url = endpoint.base_url.rstrip("/") + "/models"
-    headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
-    try:
-        response = httpx.get(url, headers=headers, timeout=timeout)
-    except httpx.ConnectError as exc:
-        refused = "refused" in str(exc).lower() or isinstance(exc.__cause__, ConnectionRefusedError)
-        return Probe("refused" if refused else "unreachable", str(exc) or type(exc).__name__)
-    except httpx.HTTPError as exc:
-        return Probe("unreachable", str(exc) or type(exc).__name__)
-    if response.status_code in (401, 403):
-        return Probe("auth", f"HTTP {response.status_code}")
-    if response.status_code != 200:
-        return Probe("no_list", f"HTTP {response.status_code}")
-    try:
-        data = response.json().get("data")
-        models = sorted({str(card["id"]) for card in data if isinstance(card, dict) and card.get("id")})
-    except (ValueError, AttributeError, TypeError):
-        return Probe("no_list", "the model list is not OpenAI-shaped")
-    return Probe("ok", models=models)
+def probe_endpoint(endpoint: Endpoint) -> ProbeResult:
+    """``GET <base_url>/models`` with the endpoint's key, within a few seconds."""
+    return endpoint_probe.probe(
+        endpoint.base_url.rstrip("/"), endpoint.api_key or "", timeout=PROBE_TIMEOUT_S
+    )
 
 
-def advice(kind: str, endpoint: Endpoint, probe: Probe | None = None) -> str:
+def advice(kind: str, endpoint: Endpoint, probe: ProbeResult | None = None) -> str:
     """The fix for one kind of failure, naming the URL, the key's place or the models on offer."""
     where = f"`model.base_url` in {endpoint.config_file}"
     if kind in ("connection", "refused", "unreachable"):
@@ -143,7 +119,7 @@ def advice(kind: str, endpoint: Endpoint, probe: Probe | None = None) -> str:
 def explain(
     error_text: str,
     endpoint: Endpoint | None,
-    probe: Callable[[Endpoint], Probe] = probe_endpoint,
+    probe: Callable[[Endpoint], ProbeResult] = probe_endpoint,
 ) -> str:
     """The agent's error text, followed by what to do when it is a connection, key or model problem."""
     kind = classify(error_text or "")

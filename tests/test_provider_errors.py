@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from api import config, provider_errors
-from api.provider_errors import Endpoint, Probe
+from api.endpoint_probe import ProbeResult
+from api.provider_errors import Endpoint
 from talaria_testing.fake_llm import FakeLLM, refused_base_url
 
 
@@ -59,7 +60,7 @@ def test_an_unknown_model_lists_the_models_the_endpoint_offers(llm):
 
 
 def test_a_long_model_list_is_cut_short():
-    probe = Probe("ok", models=[f"m{i:02d}" for i in range(25)])
+    probe = ProbeResult(True, "", [f"m{i:02d}" for i in range(25)])
     message = provider_errors.advice("unknown_model", Endpoint("http://x/v1", "gpt-9"), probe)
     assert "m19 and 5 more." in message and "m20" not in message
 
@@ -74,4 +75,4 @@ def test_probe_reports_refused_and_auth(llm):
     ok = provider_errors.probe_endpoint(Endpoint(llm.base_url, "m"))
     assert (ok.kind, ok.models) == ("ok", [llm.model])
     missing = provider_errors.probe_endpoint(Endpoint(llm.url + "/nowhere", "m"))
-    assert (missing.kind, missing.detail) == ("no_list", "HTTP 404")
+    assert (missing.kind, missing.message) == ("no_list", "The endpoint answered HTTP 404 to GET /models.")

@@ -59,7 +59,7 @@ def test_the_first_start_prints_where_everything_is_and_that_no_model_is_set(tmp
     assert printed[:6] == [
         f"Talaria listening on http://127.0.0.1:{user.port}",
         f"  state dir  {user.state_dir}",
-        f"  workspace  {user.workspace}",
+        f"  workspace  {user.home} (sessions may use folders under {user.home})",
         f"  model      none configured: run `{Path(sys.executable).parent / 'hermes'} setup`, or add a "
         f"`model:` section to {user.hermes_home / 'config.yaml'} (see the README)",
         f"  log file   {user.state_dir / 'logs' / 'talaria.log'}",

@@ -96,9 +96,11 @@ def test_installing_changes_no_other_project(venv, tmp_path):
         "import importlib.metadata as md, importlib.util as u, json;"
         "dist = md.distribution('talaria-webui');"
         "print(json.dumps({'groups': sorted({e.group for e in dist.entry_points}),"
+        " 'top': sorted(set(dist.read_text('top_level.txt').split())),"
         " 'testing': u.find_spec('talaria_testing') is not None}))"
     )
     out = _run([str(venv / "bin" / "python"), "-c", probe], cwd=tmp_path).stdout
     found = json.loads(out)
     assert found["groups"] == ["console_scripts"]  # no pytest11 plugin for every other test run
+    assert found["top"] == ["api"]  # no generic top-level module such as `server`
     assert found["testing"] is False  # the test support stays in the repository
