@@ -11,6 +11,7 @@ import { ask } from "./dialog.js";
 import { messageText } from "./render.js";
 import { SessionList } from "./sessions.js";
 import { toast, toastError } from "./toast.js";
+import { WorkspacePicker } from "./workspace.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -60,6 +61,7 @@ class App {
       onCommand: (name, arg) => this.command(name, arg),
       onStop: () => this.stop(),
     });
+    this.workspace = new WorkspacePicker({ root: $("workspace-picker"), onChanged: (row) => this.sessions.upsert(row) });
     $("new-session").addEventListener("click", () => this.newSession());
     $("open-sidebar").addEventListener("click", () => this.toggleSidebar(true));
     $("close-sidebar").addEventListener("click", () => this.toggleSidebar(false));
@@ -136,6 +138,7 @@ class App {
     $("chat-title").textContent = title;
     document.title = session ? `${title} — Talaria` : "Talaria";
     updateContextMeter($("context-meter"), session);
+    this.workspace.setSession(session);
     const sid = session && (session.session_id || session.id);
     const exportable = Boolean(sid && !session.read_only);
     $("export-menu").hidden = !exportable;

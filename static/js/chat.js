@@ -3,6 +3,7 @@
 
 import { api } from "./api.js";
 import { LiveTurn } from "./live.js";
+import { showQuestion } from "./questions.js";
 import { anchorMessageIdx, compressionMarker } from "./markers.js";
 import { messageText, renderMessages, setToolResult } from "./render.js";
 import { copyText, decorateMessages } from "./actions.js";
@@ -338,6 +339,12 @@ export class ChatView {
         break;
       case "cancelled":
         live.cancelled();
+        break;
+      case "approval":
+      case "approval_resolved":
+      case "clarify":
+      case "clarify_resolved":
+        showQuestion(live, name, data);
         break;
       case "done":
         live.finish();

@@ -104,6 +104,16 @@ export function toolCard({ id, name, args }) {
   return card;
 }
 
+// A tool result the agent's approval gate refused (`"status": "blocked"`): the command did not run.
+function isBlocked(result) {
+  if (typeof result !== "string" || !result.includes('"blocked"')) return false;
+  try {
+    return JSON.parse(result)?.status === "blocked";
+  } catch {
+    return false;
+  }
+}
+
 export function setToolResult(card, result, isError) {
   let pre = card.querySelector(".tool-result");
   if (!pre) {
@@ -119,8 +129,9 @@ export function setToolResult(card, result, isError) {
   }
   pre.textContent = text;
   const state = card.querySelector(".tool-state");
-  if (state) state.textContent = isError ? "failed" : "done";
-  card.classList.toggle("tool-error", Boolean(isError));
+  const blocked = isBlocked(result);
+  if (state) state.textContent = blocked ? "blocked — did not run" : isError ? "failed" : "done";
+  card.classList.toggle("tool-error", Boolean(isError || blocked));
 }
 
 function toolCallsOf(msg) {

@@ -15,6 +15,10 @@ export const EVENT_NAMES = [
   "title",
   "error",
   "cancelled",
+  "approval",
+  "approval_resolved",
+  "clarify",
+  "clarify_resolved",
   "done",
 ];
 

@@ -1,0 +1,133 @@
+"""The person's control of a turn in a real browser: the approval card, the clarify card, the workspace picker.
+
+The server enables the terminal and clarify tools; every folder they touch is under the test's tmp folder.
+"""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from talaria_testing.fake_llm import Reply, write_hermes_config
+from talaria_testing.server_proc import ServerProc
+
+from .helpers import PHONE, goto_app, new_session, open_page, screenshot, send, wait_turn_done
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, llm):
+    root = tmp_path_factory.mktemp("talaria-e2e-control")
+    env = {
+        "TALARIA_AGENT_TOOLSETS": "terminal,clarify",
+        "TALARIA_WORKSPACE_ROOTS": str(root),
+        "TALARIA_CHECKPOINT_INTERVAL": "0.5",
+    }
+    srv = ServerProc(root, env=env)
+    write_hermes_config(srv.hermes_home, llm.base_url, extra={"approvals": {"mode": "manual"}})
+    srv.start()
+    yield srv
+    srv.stop()
+
+
+def victim(server, name: str):
+    folder = server.root / "victims" / name
+    folder.mkdir(parents=True)
+    (folder / "keep.txt").write_text("precious")
+    return folder
+
+
+def open_new_session(page, server) -> str:
+    """A new session opened by its address (a phone's session list is folded away)."""
+    sid = server.post_json("/api/session/new", {})["session"]["session_id"]
+    goto_app(page, f"/#/s/{sid}")
+    expect(page.locator("#chat-title")).to_have_text("Untitled")
+    return sid
+
+
+def ask_to_remove(page, server, llm, folder) -> int:
+    call = {"id": "call_rm", "name": "terminal", "arguments": {"command": f"rm -rf {folder}"}}
+    llm.script(Reply(tool_calls=[call]), Reply(text="Finished."))
+    open_new_session(page, server)
+    turn = send(page, "tidy up that folder")
+    card = page.locator(".approval-card")
+    expect(card).to_be_visible()
+    expect(card.locator(".approval-command")).to_have_text(f"rm -rf {folder}")
+    expect(card.locator(".question-yolo input")).not_to_be_checked()
+    return turn
+
+
+def test_the_approval_card_denies_and_nothing_runs(page, server, llm):
+    folder = victim(server, "deny")
+    turn = ask_to_remove(page, server, llm, folder)
+    screenshot(page, "approval-card")
+    page.locator(".approval-card button", has_text="Deny").click()
+    expect(page.locator(".approval-card .question-outcome")).to_contain_text("Denied")
+    wait_turn_done(page, turn)
+    assert (folder / "keep.txt").read_text() == "precious"
+    tool = page.locator(".tool-card").last
+    expect(tool.locator(".tool-state")).to_have_text("blocked — did not run")
+    expect(tool).to_contain_text("BLOCKED")
+
+
+def test_the_approval_card_allows_once_and_the_command_runs(page, server, llm):
+    folder = victim(server, "once")
+    turn = ask_to_remove(page, server, llm, folder)
+    page.locator(".approval-card button", has_text="Allow once").click()
+    wait_turn_done(page, turn)
+    assert not folder.exists()
+
+
+def test_the_approval_card_on_a_phone_in_the_dark(browser, server, llm):
+    folder = victim(server, "phone")
+    with open_page(browser, server.base_url, viewport=PHONE, color_scheme="dark") as phone:
+        turn = ask_to_remove(phone, server, llm, folder)
+        screenshot(phone, "approval-card-phone-dark")
+        phone.locator(".approval-card button", has_text="Deny").click()
+        wait_turn_done(phone, turn)
+    assert folder.exists()
+
+
+def test_the_clarify_card_sends_the_chosen_answer(page, server, llm):
+    ask = {
+        "id": "call_q",
+        "name": "clarify",
+        "arguments": {"question": "Which colour?", "choices": ["red", "blue"]},
+    }
+    llm.script(Reply(tool_calls=[ask]), Reply(text="Blue it is."))
+    new_session(page)
+    turn = send(page, "paint it")
+    card = page.locator(".clarify-card")
+    expect(card.locator(".question-text")).to_have_text("Which colour?")
+    screenshot(page, "clarify-card")
+    card.locator("button", has_text="blue").click()
+    wait_turn_done(page, turn)
+    expect(page.locator(".msg-assistant").last).to_contain_text("Blue it is.")
+    sent = llm.chat_requests()[-1]["body"]["messages"]
+    assert '"user_response": "blue"' in sent[-1]["content"]
+
+
+def test_the_workspace_picker_refuses_a_folder_outside_the_roots_then_takes_a_good_one(page, server):
+    page.guard.allowed_statuses.add(400)  # the refusal is the expected answer
+    chosen = server.root / "project"
+    chosen.mkdir()
+    sid = new_session(page)
+    picker = page.locator("#workspace-picker")
+    expect(picker.locator(".workspace-label")).to_have_text(server.workspace.name)
+    picker.locator("summary").click()
+    box = picker.locator(".workspace-form input")
+    box.fill("/etc")
+    box.press("Enter")
+    expect(picker.locator(".workspace-error")).to_contain_text("outside the allowed workspace roots")
+    screenshot(page, "workspace-picker-refused")
+    assert server.get_json(f"/api/session?session_id={sid}")["session"]["workspace"] == str(server.workspace)
+    box.fill(str(chosen))
+    box.press("Enter")
+    expect(picker.locator(".workspace-label")).to_have_text("project")
+    expect(picker.locator(".workspace-menu")).to_be_hidden()
+    assert server.get_json(f"/api/session?session_id={sid}")["session"]["workspace"] == str(chosen)
+    # The folder used before is offered again in the next session's picker.
+    new_session(page)
+    picker.locator("summary").click()
+    expect(picker.locator(".workspace-option", has_text=str(chosen))).to_be_visible()
