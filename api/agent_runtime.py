@@ -72,6 +72,28 @@ def agent_module(module: str):
     return _import(module)
 
 
+# The agent's configuration modules behind the model picker, the setup form and the toolsets. They
+# import in a few hundred milliseconds and write nothing (only reading the config sets up its home).
+CONFIG_MODULES = (
+    "hermes_cli.config",
+    "hermes_cli.auth",
+    "hermes_cli.runtime_provider",
+    "hermes_cli.inventory",
+    "hermes_cli.model_switch",
+    "hermes_cli.tools_config",
+)
+
+
+def preload_config_modules() -> None:
+    """Import ``CONFIG_MODULES`` ahead of the first page (run in a background thread at startup)."""
+    for name in CONFIG_MODULES:
+        try:
+            _import(name)
+        except AgentUnavailable:
+            log.warning("preloading %s failed", name, exc_info=True)
+            return
+
+
 # ----------------------------------------------------------------------------------------------
 # Runtime resolution and construction
 # ----------------------------------------------------------------------------------------------

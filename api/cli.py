@@ -12,6 +12,7 @@ import argparse
 import logging
 import secrets
 import sys
+import threading
 from importlib import metadata
 from pathlib import Path
 
@@ -186,6 +187,10 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"talaria: cannot listen on {values['host']}:{values['port']}: {exc}", file=sys.stderr)
         return 1
+    from api import model_catalog
+
+    # The model picker's list and the agent's config modules are ready before the first page asks.
+    threading.Thread(target=model_catalog.warm_up, name="warm-up", daemon=True).start()
     host, port = server.server_address[:2]
     shown = f"[{host}]" if ":" in host else host
     print(banner(f"http://{shown}:{port}", log_path), flush=True)

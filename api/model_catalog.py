@@ -87,6 +87,17 @@ def catalog(refresh: bool = False, clock=time.monotonic) -> dict:
         return built
 
 
+def warm_up() -> None:
+    """Import the agent's config modules and, when the agent has a config, build the choices (startup)."""
+    agent_runtime.preload_config_modules()
+    if not (_config.HERMES_HOME / "config.yaml").is_file():
+        return  # reading a missing config would set up the agent's home; the first page does that
+    try:
+        catalog()
+    except Exception:  # noqa: BLE001 - the page asks again and shows the error then
+        log.warning("building the model list at startup failed", exc_info=True)
+
+
 def invalidate() -> None:
     """Forget the cached choices (the agent's configuration changed)."""
     with _CACHE_LOCK:

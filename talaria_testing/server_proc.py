@@ -69,6 +69,10 @@ class ServerProc:
             HERMES_WEBUI_DEFAULT_WORKSPACE=str(self.workspace),
             NO_PROXY="127.0.0.1,localhost",
             no_proxy="127.0.0.1,localhost",
+            # The agent's public catalogs (models.dev, provider model lists) meet a closed local port
+            # instead of the network; 127.0.0.1 (the fake LLM) is exempt through NO_PROXY.
+            HTTP_PROXY="http://127.0.0.1:9",
+            HTTPS_PROXY="http://127.0.0.1:9",
             PYTHONUNBUFFERED="1",
         )
         env.update(self.extra_env)

@@ -98,6 +98,15 @@ export const api = {
   chatCancel: (streamId, sessionId) =>
     postJSON("/api/chat/cancel", streamId ? { stream_id: streamId } : { session_id: sessionId }),
 
+  models: (refresh) => getJSON("/api/models", { refresh: refresh ? 1 : undefined }),
+  setModel: (sessionId, model, provider) =>
+    postJSON("/api/session/model", { session_id: sessionId, model, model_provider: provider }),
+  toolsets: (sessionId) => getJSON("/api/toolsets", { session_id: sessionId }),
+  setToolsets: (sessionId, names) => postJSON("/api/session/toolsets", { session_id: sessionId, enabled_toolsets: names }),
+  onboardingStatus: () => getJSON("/api/onboarding/status"),
+  onboardingProbe: (fields) => postJSON("/api/onboarding/probe", fields),
+  onboardingSetup: (fields) => postJSON("/api/onboarding/setup", fields),
+
   exportUrl: (sessionId, format) => `/api/session/export${query({ session_id: sessionId, format })}`,
   auditUrl: () => "/api/session/recovery/audit",
 };

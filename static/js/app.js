@@ -8,10 +8,13 @@ import { showLogin } from "./login.js";
 import { showLineage } from "./lineage.js";
 import { showRecoveryBanner, updateContextMeter } from "./markers.js";
 import { ask } from "./dialog.js";
+import { ModelPicker } from "./model_picker.js";
 import { messageText } from "./render.js";
 import { SessionList } from "./sessions.js";
+import { SetupDialog } from "./setup.js";
 import { toast, toastError } from "./toast.js";
 import { WorkspacePicker } from "./workspace.js";
+import { ToolsMenu } from "./tools.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -62,6 +65,20 @@ class App {
       onStop: () => this.stop(),
     });
     this.workspace = new WorkspacePicker({ root: $("workspace-picker"), onChanged: (row) => this.sessions.upsert(row) });
+    this.setup = new SetupDialog({ onSaved: () => this.modelPicker.load() });
+    this.modelPicker = new ModelPicker({
+      root: $("model-picker"),
+      select: $("model-select"),
+      refreshButton: $("model-refresh"),
+      onChanged: (row) => this.sessionChanged(row),
+      onSetup: () => this.setup.open(),
+    });
+    this.tools = new ToolsMenu({
+      menu: $("tools-menu"),
+      summary: $("tools-summary"),
+      list: $("tools-list"),
+      resetButton: $("tools-reset"),
+    });
     $("new-session").addEventListener("click", () => this.newSession());
     $("open-sidebar").addEventListener("click", () => this.toggleSidebar(true));
     $("close-sidebar").addEventListener("click", () => this.toggleSidebar(false));
@@ -85,6 +102,8 @@ class App {
   async start() {
     $("app").hidden = false;
     await this.sessions.refresh();
+    this.modelPicker.load();
+    this.setup.offerIfNeeded();
     const titleOf = (sid) => this.sessions.find(sid)?.title;
     api
       .recoveryStartup()
@@ -139,6 +158,8 @@ class App {
     document.title = session ? `${title} — Talaria` : "Talaria";
     updateContextMeter($("context-meter"), session);
     this.workspace.setSession(session);
+    this.modelPicker.update(session);
+    this.tools.update(session);
     const sid = session && (session.session_id || session.id);
     const exportable = Boolean(sid && !session.read_only);
     $("export-menu").hidden = !exportable;
@@ -152,6 +173,12 @@ class App {
       note.textContent = `Read-only: this conversation comes from ${session.source || "another platform"} and is shown as the agent stored it.`;
     }
     this.composer.setEnabled(!(session && session.read_only), session && session.read_only ? "This session is read-only" : undefined);
+  }
+
+  // A header control changed the open session's row (its model): keep the chat view's copy in step.
+  sessionChanged(row) {
+    if (this.chat.session && row.session_id === this.chat.sessionId) this.chat.session = { ...this.chat.session, ...row };
+    this.sessions.upsert(row);
   }
 
   async newSession() {

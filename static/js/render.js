@@ -180,6 +180,7 @@ export function renderMessage(msg, { toolCards } = {}) {
     time.dateTime = new Date(ts * 1000).toISOString();
     head.append(time);
   }
+  if (role === "assistant" && typeof msg.model === "string" && msg.model) head.append(el("span", "msg-model", msg.model));
   if (msg._partial) head.append(el("span", "badge", "partial"));
   if (msg._pending) article.classList.add("pending");
   article.append(head);

@@ -18,8 +18,6 @@ from .test_chat import chat, named, new_session, on_disk, session, text_of
 
 pytestmark = pytest.mark.integration
 
-# Anything that would leave 127.0.0.1 (the agent's public catalogs) meets a closed port instead.
-OFFLINE = {"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9"}
 SECRET = "sk-setup-secret-4242"
 
 
@@ -46,7 +44,7 @@ def fakes(llm, second):
 
 
 def _server(root, env: dict | None = None) -> ServerProc:
-    return ServerProc(root, env={**OFFLINE, "TALARIA_CHECKPOINT_INTERVAL": "0.2", **(env or {})})
+    return ServerProc(root, env={"TALARIA_CHECKPOINT_INTERVAL": "0.2", **(env or {})})
 
 
 @pytest.fixture(scope="module")

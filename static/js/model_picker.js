@@ -1,0 +1,81 @@
+// The header's model picker: the configured default, the custom endpoints' live models and the providers
+// with keys. A pick becomes the session's model for its next turn; "Set up a model…" opens the setup form.
+
+import { api } from "./api.js";
+import { el } from "./render.js";
+import { toast, toastError } from "./toast.js";
+
+const SETUP = "__setup__";
+
+export class ModelPicker {
+  constructor({ root, select, refreshButton, onChanged, onSetup }) {
+    this.root = root;
+    this.select = select;
+    this.refreshButton = refreshButton;
+    this.onChanged = onChanged;
+    this.onSetup = onSetup;
+    this.catalog = null;
+    this.session = null;
+    select.addEventListener("change", () => this.pick());
+    refreshButton.addEventListener("click", () => this.load({ refresh: true }));
+  }
+
+  async load({ refresh = false } = {}) {
+    this.refreshButton.disabled = true;
+    try {
+      this.catalog = await api.models(refresh);
+      if (refresh) toast("The model list is up to date.");
+    } catch (err) {
+      toastError(err);
+    } finally {
+      this.refreshButton.disabled = false;
+    }
+    this.render();
+  }
+
+  update(session) {
+    this.session = session && session.session_id && !session.read_only ? session : null;
+    this.render();
+  }
+
+  render() {
+    this.root.hidden = !this.session || !this.catalog;
+    if (this.root.hidden) return;
+    const { catalog, session } = this;
+    const options = [];
+    const fallback = catalog.default_model ? `Default (${catalog.default_model})` : "Default (none set up)";
+    options.push(new Option(fallback, ""));
+    for (const group of catalog.groups || []) {
+      const optgroup = el("optgroup");
+      optgroup.label = group.label;
+      for (const model of group.models) optgroup.append(new Option(model, JSON.stringify([group.provider, model])));
+      options.push(optgroup);
+    }
+    const current = session.model ? JSON.stringify([session.model_provider || "", session.model]) : "";
+    const known = current === "" || (catalog.groups || []).some((g) => g.provider === (session.model_provider || "") && g.models.includes(session.model));
+    if (!known) options.push(new Option(`${session.model} (not listed)`, current));
+    options.push(new Option("Set up a model…", SETUP));
+    this.select.replaceChildren(...options);
+    this.select.value = current;
+    this.select.title = session.model ? `Model for the next answer: ${session.model}` : "The configured default model";
+  }
+
+  async pick() {
+    const value = this.select.value;
+    if (value === SETUP) {
+      this.render();
+      this.onSetup();
+      return;
+    }
+    const [provider, model] = value ? JSON.parse(value) : ["", ""];
+    try {
+      const data = await api.setModel(this.session.session_id, model, provider);
+      this.session = { ...this.session, ...data.session };
+      this.onChanged(data.session);
+      toast(`The next answer comes from ${model || "the default model"}.`);
+    } catch (err) {
+      toastError(err);
+    }
+    this.render();
+  }
+}
