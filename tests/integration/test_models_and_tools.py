@@ -232,6 +232,21 @@ def test_setup_from_an_empty_home_reaches_a_streamed_answer_without_a_restart(ll
         assert probe["ok"] is True and probe["models"] == ["fake-model", "fake-b"]
         assert llm.requests(path="/v1/models")[-1]["headers"]["Authorization"] == f"Bearer {SECRET}"
 
+        for body in [
+            {"kind": "custom", "base_url": "file:///etc/passwd"},
+            {"kind": "custom", "base_url": "http://user:pw@127.0.0.1/v1"},
+            {"kind": "custom", "base_url": ["http://127.0.0.1/v1"]},
+            {"kind": "custom", "base_url": llm.base_url, "api_key": 1234},
+            {"kind": "provider", "provider": "no-such-provider"},
+            {"kind": 7},
+        ]:
+            code, data = server.json("POST", "/api/onboarding/probe", body)
+            assert code == 400 and isinstance(data.get("error"), str), (body, code, data)
+        dead = server.post_json(
+            "/api/onboarding/probe", {"kind": "custom", "base_url": "http://127.0.0.1:9/v1"}
+        )
+        assert dead["ok"] is False and dead["models"] == []
+
         config_file = server.hermes_home / "config.yaml"
         for body in [
             {"kind": "custom", "base_url": "file:///etc/passwd", "model": "fake-b"},
