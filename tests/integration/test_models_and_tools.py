@@ -33,13 +33,20 @@ def second():
         yield server
 
 
+@pytest.fixture(scope="module")
+def provider():
+    """Stands in for a known provider (DeepSeek): the agent reaches it through its base-URL variable."""
+    with FakeLLM(model="deepseek-chat") as server:
+        yield server
+
+
 @pytest.fixture
-def fakes(llm, second):
-    for fake in (llm, second):
+def fakes(llm, second, provider):
+    for fake in (llm, second, provider):
         fake.reset()
     llm.extra_models = ("fake-b",)
     yield llm, second
-    for fake in (llm, second):
+    for fake in (llm, second, provider):
         fake.release()
 
 
@@ -48,7 +55,7 @@ def _server(root, env: dict | None = None) -> ServerProc:
 
 
 @pytest.fixture(scope="module")
-def srv(llm, second, tmp_path_factory):
+def srv(llm, second, provider, tmp_path_factory):
     server = _server(tmp_path_factory.mktemp("models"), {"TALARIA_AGENT_TOOLSETS": "todo"})
     endpoint = {"name": "Second", "base_url": second.base_url, "api_key": "sk-second-1234"}
     write_hermes_config(
@@ -59,6 +66,8 @@ def srv(llm, second, tmp_path_factory):
             "model_catalog": {"enabled": False},
         },
     )
+    env_file = f"DEEPSEEK_API_KEY=sk-deep-1234\nDEEPSEEK_BASE_URL={provider.base_url}\n"
+    (server.hermes_home / ".env").write_text(env_file, encoding="utf-8")
     server.start()
     yield server
     server.stop()
@@ -86,7 +95,10 @@ def test_the_list_holds_the_default_and_every_custom_endpoint_live_and_refreshes
         "custom",
         True,
     )
-    assert _groups(srv) == {"custom": ["fake-model", "fake-b"], "custom:second": ["other-model"]}
+    groups = _groups(srv)
+    assert groups["custom"] == ["fake-model", "fake-b"] and groups["custom:second"] == ["other-model"]
+    assert "deepseek-chat" in groups["deepseek"]  # a known provider with a key in the agent's .env
+    assert set(groups) == {"custom", "custom:second", "deepseek"}
     assert any(r["path"] == "/v1/models" for r in second.requests())  # asked live, not read from config
 
     llm.extra_models = ("fake-b", "fake-new")
@@ -97,7 +109,7 @@ def test_the_list_holds_the_default_and_every_custom_endpoint_live_and_refreshes
 # ---------------------------------------------------------------------- model switch
 
 
-def test_a_switch_takes_effect_on_the_next_turn_and_each_answer_records_its_model(srv, fakes):
+def test_a_switch_takes_effect_on_the_next_turn_and_each_answer_records_its_model(srv, fakes, provider):
     llm, second = fakes
     sid = new_session(srv)
     llm.script(Reply(text="first answer"), Reply(text="second answer"))
@@ -128,6 +140,13 @@ def test_a_switch_takes_effect_on_the_next_turn_and_each_answer_records_its_mode
         ("second answer", "fake-b"),
         ("third answer", "other-model"),
     ]
+
+    # A known provider with credentials: the agent resolves its key and base URL itself.
+    assert _pick(srv, sid, "deepseek-chat", "deepseek")[0] == 200
+    chat(srv, sid, "to the provider")
+    to_provider = provider.chat_requests()[-1]
+    assert to_provider["body"]["model"] == "deepseek-chat"
+    assert to_provider["headers"]["Authorization"] == "Bearer sk-deep-1234"
 
     # Back to the configured default.
     assert _pick(srv, sid, "", "")[0] == 200
