@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 from talaria_testing.fake_llm import Reply, write_hermes_config
 from talaria_testing.server_proc import ServerProc
 
-from .helpers import PHONE, goto_app, new_session, open_page, screenshot, send, wait_turn_done
+from .helpers import PHONE, goto_app, new_session, open_page, screenshot, send, turns_done, wait_turn_done
 
 pytestmark = pytest.mark.e2e
 
@@ -60,8 +60,14 @@ def ask_to_remove(page, server, llm, folder) -> int:
 
 def test_the_approval_card_denies_and_nothing_runs(page, server, llm):
     folder = victim(server, "deny")
-    turn = ask_to_remove(page, server, llm, folder)
+    ask_to_remove(page, server, llm, folder)
     screenshot(page, "approval-card")
+    # A reloaded page sees the question that still waits (the turn's journal is replayed).
+    page.reload()
+    expect(page.locator(".approval-card .approval-command")).to_have_text(f"rm -rf {folder}")
+    # The reload itself cut the first page's stream: that is not a fault of the page.
+    page.guard.problems[:] = [p for p in page.guard.problems if "/api/chat/stream" not in p]
+    turn = turns_done(page)
     page.locator(".approval-card button", has_text="Deny").click()
     expect(page.locator(".approval-card .question-outcome")).to_contain_text("Denied")
     wait_turn_done(page, turn)

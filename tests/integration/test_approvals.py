@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from talaria_testing.chat_client import SSE, named, names, new_session, session, start, text_of
 from talaria_testing.fake_llm import FakeLLM, Reply, write_hermes_config
@@ -49,6 +50,14 @@ def quick_srv(llm, tmp_path_factory):
     root = tmp_path_factory.mktemp("approvals_quick")
     env = {"TALARIA_APPROVAL_TIMEOUT": "1", "TALARIA_CLARIFY_TIMEOUT": "1"}
     server = _server(root, llm.base_url, **env).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def server(llm, tmp_path):
+    """A server for one test (it is killed, stopped, or keeps an allow-list the others must not see)."""
+    server = _server(tmp_path, llm.base_url).start()
     yield server
     server.stop()
 
@@ -131,6 +140,49 @@ def test_a_flagged_command_runs_only_after_the_person_approves_it(srv, fake, cho
     assert named(events, "approval_resolved")[0]["choice"] == choice
     assert srv.get_json(f"/api/approval/pending?session_id={sid}")["pending"] == []
     assert respond(srv, sid, asked["approval_id"], "once")[0] == 409
+    # The same kind of command again in this session: "session" remembered it, "once" did not.
+    again = victim_folder(srv, f"again_{choice}")
+    fake.script(terminal_call(f"rm -rf {again}"), Reply(text="Again done."))
+    stream = Stream(srv, start(srv, sid, "and that one"))
+    if choice == "once":
+        asked = stream.wait_for("approval")
+        assert respond(srv, sid, asked["approval_id"], "deny")[0] == 200
+    events = stream.finish()
+    assert again.exists() == (choice == "once")
+    assert ("approval" in names(events)) == (choice == "once")
+
+
+def test_always_allows_the_kind_of_command_in_every_session_and_keeps_it_in_the_agents_config(server, fake):
+    folder = victim_folder(server, "always")
+    sid, stream, asked = ask_rm(server, fake, folder)
+    assert respond(server, sid, asked["approval_id"], "always")[0] == 200
+    stream.finish()
+    assert not folder.exists()
+    allow_list = yaml.safe_load((server.hermes_home / "config.yaml").read_text())["command_allowlist"]
+    assert asked["pattern_key"] in allow_list
+    other = victim_folder(server, "always_other")
+    fake.script(terminal_call(f"rm -rf {other}"), Reply(text="Done too."))
+    events = Stream(server, start(server, new_session(server), "remove it")).finish()
+    assert "approval" not in names(events) and not other.exists()
+
+
+def test_dont_ask_again_is_off_until_the_person_turns_it_on_for_that_session(srv, fake):
+    sid, other_sid = new_session(srv), new_session(srv)
+    assert srv.get_json(f"/api/approval/pending?session_id={sid}")["yolo"] is False
+    on = srv.post_json("/api/approval/yolo", {"session_id": sid, "enabled": True})
+    assert on == {"ok": True, "session_id": sid, "yolo": True}
+    folder = victim_folder(srv, "yolo")
+    fake.script(terminal_call(f"rm -rf {folder}"), Reply(text="Removed."))
+    events = Stream(srv, start(srv, sid, "remove it")).finish()
+    assert "approval" not in names(events) and not folder.exists()
+    # Another session still asks.
+    kept = victim_folder(srv, "yolo_other")
+    other, stream, asked = ask_rm(srv, fake, kept, other_sid)
+    assert respond(srv, other, asked["approval_id"], "deny")[0] == 200
+    stream.finish()
+    assert kept.exists()
+    srv.post_json("/api/approval/yolo", {"session_id": sid, "enabled": False})
+    assert srv.get_json(f"/api/approval/pending?session_id={sid}")["yolo"] is False
 
 
 def test_deny_leaves_the_folder_untouched_and_the_transcript_says_so(srv, fake):
@@ -197,22 +249,30 @@ def test_two_sessions_waiting_at_once_get_their_own_answers(srv, fake):
     assert keep.exists() and not drop.exists()
 
 
-def test_a_server_killed_while_a_command_waits_restarts_with_nothing_run_and_says_so(llm, fake, tmp_path):
-    server = _server(tmp_path, llm.base_url).start()
-    try:
-        folder = victim_folder(server, "killed")
-        sid, stream, asked = ask_rm(server, fake, folder)
-        server.kill()
-        stream.finish()
-        server.start()
-        assert folder.exists()
-        data = session(server, sid)
-        notes = [m["content"] for m in data["messages"] if m.get("_question")]
-        assert len(notes) == 1 and str(folder) in notes[0] and "did not run" in notes[0]
-        assert data["active_stream_id"] is None
-        assert respond(server, sid, asked["approval_id"], "once")[0] == 404
-    finally:
-        server.stop()
+def test_a_server_killed_while_a_command_waits_restarts_with_nothing_run_and_says_so(server, fake):
+    folder = victim_folder(server, "killed")
+    sid, stream, asked = ask_rm(server, fake, folder)
+    server.kill()
+    stream.finish()
+    server.start()
+    assert folder.exists()
+    data = session(server, sid)
+    notes = [m["content"] for m in data["messages"] if m.get("_question")]
+    assert len(notes) == 1 and str(folder) in notes[0] and "did not run" in notes[0]
+    assert data["active_stream_id"] is None
+    assert respond(server, sid, asked["approval_id"], "once")[0] == 404
+
+
+def test_a_server_stopped_while_a_command_waits_denies_it_and_says_so(server, fake):
+    folder = victim_folder(server, "stopped")
+    sid, stream, _asked = ask_rm(server, fake, folder)
+    server.stop()
+    events = stream.finish()
+    assert named(events, "approval_resolved")[0]["outcome"] == "stopped"
+    server.start()
+    assert folder.exists()
+    texts = tool_results(session(server, sid))
+    assert any("the server stopped while the command waited for approval" in text for text in texts)
 
 
 # ---------------------------------------------------------------------- clarify
