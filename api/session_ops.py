@@ -91,11 +91,36 @@ def truncate_context_for_display_keep(display: list, context: list, keep: int) -
     return context[: lead + keep] if keep else context[:lead]
 
 
+def forget_compression(session: models.Session) -> None:
+    """Drop the compressed context, its anchor and its undo: the model is sent the transcript again."""
+    session.context_messages = []
+    session.compression_anchor_visible_idx = None
+    session.compression_anchor_message_key = None
+    session.compression_anchor_summary = None
+    session.compression_undo = None
+
+
+def _cut_reaches_compressed_rows(session: models.Session, keep: int) -> bool:
+    """Whether keeping ``keep`` rows removes the compression's anchor row or rows before it.
+
+    Its summary (and the context an uncompress would restore) then speaks of rows the person removed.
+    """
+    details = (
+        session.compression_anchor_details if isinstance(session.compression_anchor_details, dict) else {}
+    )
+    anchor = details.get("message_idx")
+    if not isinstance(anchor, int) or isinstance(anchor, bool):
+        anchor = session.compression_anchor_visible_idx
+    return isinstance(anchor, int) and not isinstance(anchor, bool) and keep <= anchor
+
+
 def truncate_session_at_keep(session: models.Session, keep: int) -> tuple[int, int]:
     """Keep the first ``keep`` visible rows; align the context; stamp provenance. Caller holds the lock and saves."""
     old_msgs = session.messages
     old_n, old_ctx = len(old_msgs), len(session.context_messages)
     kept = old_msgs[:keep]
+    if _cut_reaches_compressed_rows(session, keep):
+        forget_compression(session)
     session.context_messages = truncate_context_for_display_keep(old_msgs, session.context_messages, keep)
     session.messages = kept
     _stamp_intentional_shrink_generation(session, old_n, len(kept))
@@ -118,6 +143,8 @@ def _cut_to_last_user(session: models.Session, empty_message: str) -> tuple[dict
     removed = session.messages[idx:]
     last_user = session.messages[idx]
     old_n = len(session.messages)
+    if _cut_reaches_compressed_rows(session, idx):
+        forget_compression(session)
     session.messages = session.messages[:idx]
     _stamp_intentional_shrink_generation(session, old_n, idx)
     session.truncation_watermark = session.truncation_boundary = _truncation_watermark_for(session.messages)
@@ -180,10 +207,7 @@ def clear_session(sid: str) -> dict:
         if session.parent_session_id and _is_snapshot_parent(session.parent_session_id):
             session.parent_session_id = None
         session.clear_pending_turn()
-        session.compression_anchor_visible_idx = None
-        session.compression_anchor_message_key = None
-        session.compression_anchor_summary = None
-        session.compression_undo = None
+        forget_compression(session)
         if had_messages:
             session.clear_generation = uuid.uuid4().hex
         if not session.manual_title:

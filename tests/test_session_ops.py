@@ -123,3 +123,40 @@ def test_watermark_advances_after_a_new_turn_but_zero_stays(state_dir):
     s.truncation_watermark = 0.0
     session_ops.advance_watermark_after_turn(s)
     assert s.truncation_watermark == 0.0
+
+
+def _compressed(state_dir) -> Session:
+    """Six rows, compressed after the fourth (anchor row 3), one turn since."""
+    msgs = [_msg("user" if i % 2 == 0 else "assistant", f"m{i}", float(i + 1)) for i in range(6)]
+    summary = {"role": "user", "content": "[CONTEXT COMPACTION — REFERENCE ONLY] m0..m3", "timestamp": 4.0}
+    s = Session(
+        session_id="cmp",
+        messages=msgs,
+        context_messages=[summary, msgs[3], msgs[4], msgs[5]],
+        compression_anchor_visible_idx=3,
+        compression_anchor_details={"message_idx": 3},
+        compression_undo={"context_messages": list(msgs[:4]), "compressed_len": 2},
+    )
+    s.save()
+    return s
+
+
+@pytest.mark.parametrize("keep", [0, 2, 3])
+def test_an_edit_that_removes_summarized_rows_forgets_the_compression(state_dir, keep):
+    _compressed(state_dir)
+    session_ops.truncate_session("cmp", keep)
+    loaded = Session.load("cmp")
+    assert loaded.context_messages == [] and loaded.compression_undo is None
+    assert loaded.compression_anchor_visible_idx is None
+    assert [m["content"] for m in loaded.messages] == [f"m{i}" for i in range(keep)]
+
+
+def test_an_edit_after_the_anchor_keeps_the_compression(state_dir):
+    _compressed(state_dir)
+    session_ops.undo_last("cmp")
+    loaded = Session.load("cmp")
+    assert [m["content"] for m in loaded.context_messages] == [
+        "[CONTEXT COMPACTION — REFERENCE ONLY] m0..m3",
+        "m3",
+    ]
+    assert loaded.compression_undo is not None and loaded.compression_anchor_visible_idx == 3
