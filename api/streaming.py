@@ -352,8 +352,9 @@ def _turn_outcome(turn: Turn, result, error: tuple[str, str | None] | None, now:
     if result is not None:
         failed = result.failed or (result.error and not result.completed and not result.interrupted)
         rows = _new_rows(result.messages, turn)
-        # A failed turn's final_response is the agent's error text, not an answer: the error row says it.
-        if not rows and result.final_response and not failed:
+        # A failed turn's final_response is the agent's error text, and a stopped one's (without rows)
+        # its "Operation interrupted: waiting for model response" notice: neither is an answer.
+        if not rows and result.final_response and not failed and not result.interrupted:
             rows = [{"role": "assistant", "content": result.final_response}]
         if failed:
             error = (result.error or "The model call failed.", None)

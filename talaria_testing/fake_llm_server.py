@@ -45,6 +45,9 @@ class Reply:
     hang_after: int | None = None  # stream this many tokens, then block until release() or disconnect
     finish_reason: str | None = None
     usage: dict | None = None
+    for_user: str | None = (
+        None  # answer only a request whose last user message is this text (others get the default)
+    )
 
     @classmethod
     def coerce(cls, item: Reply | str | dict) -> Reply:
@@ -85,9 +88,13 @@ def is_summary_request(body: Any) -> bool:
     )
 
 
-def echo_reply(body: dict) -> Reply:
+def last_user_text(body: dict) -> str | None:
     users = [m for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "user"]
-    return Reply(text=f"echo: {message_text(users[-1].get('content')) if users else ''}")
+    return message_text(users[-1].get("content")) if users else None
+
+
+def echo_reply(body: dict) -> Reply:
+    return Reply(text=f"echo: {last_user_text(body) or ''}")
 
 
 def _tool_call_list(reply: Reply) -> list[dict]:
@@ -258,7 +265,7 @@ class FakeLLM:
     def _next_reply(self, kind: str, body: dict) -> Reply:
         with self._lock:
             queue = self._summaries if kind == "summary" else self._replies
-            if queue:
+            if queue and queue[0].for_user in (None, last_user_text(body)):
                 return queue.popleft()
         if kind == "summary":
             return Reply(text=self.default_summary)

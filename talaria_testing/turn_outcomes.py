@@ -10,16 +10,17 @@ in advance (tool output, error wording).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 
-from talaria_testing.chat_client import SSE, start
+from talaria_testing.chat_client import SSE, on_disk, start
 from talaria_testing.fake_llm import Reply
+from talaria_testing.fake_llm_server import last_user_text
 from talaria_testing.server_proc import ServerProc
 
 TODO_ARGS = {"todos": [{"id": "1", "content": "write the tests", "status": "pending"}]}
 CANCEL_TOKENS = 2  # a cancel while streaming comes after this many tokens
-# The agent closes a stopped turn with its own row: "Operation interrupted." after a tool, or
-# "Operation interrupted: waiting for model response (0.3s elapsed)." before any output.
+# The agent closes a turn stopped inside a tool with its own row, "Operation interrupted."
 INTERRUPTED_BY_AGENT = "Operation interrupted"
 
 # Outcomes a shared server (todo and terminal tools, default timeouts) can produce.
@@ -51,8 +52,6 @@ def project(row: dict) -> tuple:
     if role == "tool":
         return ("tool", row.get("tool_call_id"))
     if role == "assistant":
-        if text.startswith(INTERRUPTED_BY_AGENT):
-            text = INTERRUPTED_BY_AGENT
         calls = tuple(c.get("id") for c in row.get("tool_calls") or [] if isinstance(c, dict))
         return ("assistant", text, calls)
     return (role, text)
@@ -70,8 +69,23 @@ def _words(tag: str) -> list[str]:
     return [f"{tag}-w{i} " for i in range(6)]
 
 
-def replies(kind: str, tag: str) -> list[Reply]:
-    """What the fake answers for one outcome (``tag`` makes every text and tool-call id unique)."""
+def replies(kind: str, text: str, tag: str) -> list[Reply]:
+    """What the fake answers for one outcome (``tag`` makes every text and tool-call id unique).
+
+    Each reply answers only this turn's requests: a request an earlier, stopped turn retries late gets
+    the fake's default answer instead of taking this turn's script.
+    """
+    return [replace(r, for_user=text) for r in _replies(kind, tag)]
+
+
+def turn_request(requests: list[dict], text: str) -> dict:
+    """The first model request of the turn whose user message is ``text``."""
+    mine = [r for r in requests if last_user_text(r["body"]) == text]
+    assert mine, f"the model was never called for {text!r}"
+    return mine[0]
+
+
+def _replies(kind: str, tag: str) -> list[Reply]:
     call = f"call_{tag}"
     if kind == "answer":
         return [Reply(text=f"answer {tag}.", reasoning=f"thinking {tag}")]
@@ -118,10 +132,9 @@ def expected(kind: str, text: str, tag: str) -> Expected:
         rows = [user, _assistant("".join(_words(tag)[:CANCEL_TOKENS]))]
         return Expected(rows, rows)
     if kind == "cancel_before_output":
-        rows = [user, _assistant(INTERRUPTED_BY_AGENT)]
-        return Expected(rows, rows)
+        return Expected([user], [])
     if kind == "cancel_in_tool":
-        rows = [user, _assistant(f"run {tag}.", call), ("tool", call), _assistant(INTERRUPTED_BY_AGENT)]
+        rows = [user, _assistant(f"run {tag}.", call), ("tool", call), _assistant(INTERRUPTED_BY_AGENT + ".")]
         return Expected(rows, rows)
     raise ValueError(kind)
 
@@ -132,7 +145,7 @@ def _cancel(srv: ServerProc, stream_id: str) -> None:
 
 def drive(srv: ServerProc, fake, sid: str, kind: str, text: str, tag: str) -> list[tuple[int, str, dict]]:
     """Run one turn that ends as ``kind``; returns its events (the stream read to its end)."""
-    fake.script(*replies(kind, tag))
+    fake.script(*replies(kind, text, tag))
     stream_id = start(srv, sid, text)
     if kind == "cancel_before_output":
         assert fake.wait_for_hang(30), "the model call never started"
@@ -152,3 +165,33 @@ def drive(srv: ServerProc, fake, sid: str, kind: str, text: str, tag: str) -> li
             _cancel(srv, stream_id)
             pending_cancel = False
     return events
+
+
+def expected_killed(text: str, tag: str, tokens: int) -> Expected:
+    """A turn whose server was killed: its checkpoint (if any text had arrived), then the interrupted marker."""
+    rows = [_user(text)]
+    if tokens:
+        rows.append(_assistant("".join(_words(tag)[:tokens])))
+    return Expected([*rows, ("error", True)], rows if tokens else [])
+
+
+def kill_mid_turn(srv: ServerProc, fake, sid: str, text: str, tag: str, tokens: int) -> list[dict]:
+    """Start a turn, let ``tokens`` tokens reach the checkpoint on disk, SIGKILL the server, start it again.
+
+    Returns the model requests the turn made before the kill."""
+    fake.script(Reply(text="".join(_words(tag)), hang_after=tokens, for_user=text))
+    start(srv, sid, text)
+    assert fake.wait_for_hang(30), "the model call never started"
+    if tokens:
+        partial = "".join(_words(tag)[:tokens])
+        deadline = time.monotonic() + 30
+        while not any(
+            m.get("_partial") and m.get("content") == partial for m in on_disk(srv, sid)["messages"]
+        ):
+            assert time.monotonic() < deadline, "no checkpoint reached the disk"
+            time.sleep(0.02)
+    requests = fake.chat_requests()
+    srv.kill()
+    fake.reset()
+    srv.start()
+    return requests

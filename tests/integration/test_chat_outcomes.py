@@ -6,12 +6,9 @@ model was sent. ``talaria_testing.turn_outcomes`` drives each outcome and says w
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from talaria_testing.chat_client import (
-    SSE,
     assert_settled,
     assert_well_formed,
     named,
@@ -19,11 +16,18 @@ from talaria_testing.chat_client import (
     new_session,
     on_disk,
     session,
-    start,
 )
 from talaria_testing.fake_llm import Reply, write_hermes_config
 from talaria_testing.server_proc import ServerProc
-from talaria_testing.turn_outcomes import KINDS, drive, expected, project
+from talaria_testing.turn_outcomes import (
+    KINDS,
+    drive,
+    expected,
+    expected_killed,
+    kill_mid_turn,
+    project,
+    turn_request,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -43,11 +47,10 @@ def srv(llm, tmp_path_factory):
     server.stop()
 
 
-def sent_rows(fake) -> list[tuple]:
-    """The first model request of the last turn, projected (the system prompt left out)."""
-    requests = fake.chat_requests()
-    assert requests, "the model was never called"
-    return [project(m) for m in requests[0]["body"]["messages"] if m["role"] != "system"]
+def sent_rows(fake, text: str) -> list[tuple]:
+    """The first model request of the turn that sent ``text``, projected (the system prompt left out)."""
+    request = turn_request(fake.chat_requests(), text)
+    return [project(m) for m in request["body"]["messages"] if m["role"] != "system"]
 
 
 def file_rows(srv: ServerProc, sid: str) -> list[tuple]:
@@ -60,13 +63,13 @@ def _follow_up_turns(srv: ServerProc, fake, sid: str, before: list, model_before
     events = drive(srv, fake, sid, "tool", "fresh words", "t2")
     assert_well_formed(events) and "error" not in names(events)
     second = expected("tool", "fresh words", "t2")
-    assert sent_rows(fake) == [*model_before, ("user", "fresh words")]  # nothing glued onto it
+    assert sent_rows(fake, "fresh words") == [*model_before, ("user", "fresh words")]  # nothing glued onto it
     assert file_rows(srv, sid) == [*before, *second.transcript]
     fake.reset()
     events = drive(srv, fake, sid, "answer", "third words", "t3")
     assert "error" not in names(events)
     third = expected("answer", "third words", "t3")
-    assert sent_rows(fake) == [*model_before, *second.model, ("user", "third words")]
+    assert sent_rows(fake, "third words") == [*model_before, *second.model, ("user", "third words")]
     assert file_rows(srv, sid) == [*before, *second.transcript, *third.transcript]
     saved = on_disk(srv, sid)["messages"]
     assert saved[-1].get("reasoning") == "thinking t3"  # the answer's reasoning is saved with it
@@ -116,25 +119,9 @@ def test_a_server_killed_mid_turn_leaves_the_turn_interrupted_and_later_turns_wh
     srv = _server(tmp_path, fake.base_url).start()
     try:
         sid = new_session(srv)
-        fake.script(Reply(text="alpha beta gamma delta", hang_after=tokens))
-        stream_id = start(srv, sid, "lost words")
-        assert fake.wait_for_hang(30)
-        if tokens:
-            with SSE(srv, stream_id) as sse:
-                next(e for e in sse if e[1] == "token" and e[2]["text"] == "beta ")
-            deadline = time.monotonic() + 30
-            while not any(m.get("_partial") for m in on_disk(srv, sid)["messages"]):
-                assert time.monotonic() < deadline, "no checkpoint reached the disk"
-                time.sleep(0.05)
-        srv.kill()
-        fake.reset()
-        srv.start()
-        before = [("user", "lost words")]
-        if tokens:
-            before.append(("assistant", "alpha beta", ()))
-        model_before = list(before) if tokens else []
-        before.append(("error", True))
-        assert file_rows(srv, sid) == before
-        _follow_up_turns(srv, fake, sid, before, model_before)
+        kill_mid_turn(srv, fake, sid, "lost words", "t1", tokens)
+        first = expected_killed("lost words", "t1", tokens)
+        assert file_rows(srv, sid) == first.transcript
+        _follow_up_turns(srv, fake, sid, first.transcript, first.model)
     finally:
         srv.stop()
