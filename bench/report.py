@@ -129,6 +129,11 @@ def summary_rows(counters: dict) -> list[tuple[str, str, str]]:
             str(_get(s, "hostile_input", "violations", 0)),
         ),
         (
+            "Model-based turn steps (real server and agent, fake LLM; seconds)",
+            f"{_get(s, 'turns_model', 'steps', 0)} ({_get(s, 'turns_model', 'seconds')})",
+            str(_get(s, "turns_model", "violations", 0)),
+        ),
+        (
             "Load: requests (p50 / p99 ms)",
             f"{_get(s, 'load', 'requests')} ({_get(s, 'load', 'p50_ms')} / {_get(s, 'load', 'p99_ms')})",
             f"{_get(s, 'load', 'errors')} errors",

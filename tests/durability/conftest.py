@@ -77,6 +77,7 @@ _SECTIONS = {
     "test_concurrency": "concurrency",
     "test_hostile_input": "hostile_input",
     "test_load": "load",
+    "test_turns_model": "turns_model",
 }
 
 
