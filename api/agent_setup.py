@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from api import agent_runtime, endpoint_probe, model_catalog, streaming
+from api import agent_pool, agent_runtime, endpoint_probe, model_catalog
 from api.errors import ApiError, BadRequest
 
 log = logging.getLogger("talaria.setup")
@@ -151,6 +151,6 @@ def save_setup(body: dict) -> dict:
         raise BadRequest(f"kind must be one of {', '.join(_KINDS)}")
     _hermes("hermes_cli.auth").deactivate_provider()  # an OAuth provider must not win auto-resolution
     model_catalog.invalidate()
-    streaming.forget_idle_agents()
+    agent_pool.forget_idle_agents()
     log.info("agent model set up: %s (%s)", model, kind)
     return setup_status()

@@ -194,6 +194,10 @@ def main(argv: list[str] | None = None) -> int:
     host, port = server.server_address[:2]
     shown = f"[{host}]" if ":" in host else host
     print(banner(f"http://{shown}:{port}", log_path), flush=True)
+    if values["warm_up"]:
+        from api import agent_pool
+
+        agent_pool.start_warm_up()
     http_server.serve(server)
     log.info("stopped")
     return 0

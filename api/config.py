@@ -213,6 +213,13 @@ SETTINGS: tuple[Setting, ...] = (
         "Comma-separated agent toolsets; empty means the agent's defaults, 'none' means no tools.",
     ),
     Setting(
+        "warm_up",
+        bool,
+        True,
+        "TALARIA_WARM_UP",
+        "Import the agent and build the most recent session's agent in the background at start.",
+    ),
+    Setting(
         "log_level",
         str,
         "INFO",

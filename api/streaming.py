@@ -17,12 +17,12 @@ import logging
 import threading
 import time
 import uuid
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from api import (
+    agent_pool,
     agent_runtime,
     compression,
     models,
@@ -30,7 +30,6 @@ from api import (
     questions,
     session_index,
     session_ops,
-    toolsets,
     turn_scope,
 )
 from api import config as _config
@@ -43,7 +42,6 @@ log = logging.getLogger("talaria.streaming")
 
 INTERRUPTED_TEXT = "⚠ This answer was interrupted (the server stopped before it finished)."
 _FINISHED_TTL_S = 600.0
-_AGENT_CACHE_MAX = 8
 _TITLE_CHARS = 60
 
 
@@ -96,8 +94,6 @@ class Turn:
 _TURNS: dict[str, Turn] = {}
 _LIVE_BY_SESSION: dict[str, Turn] = {}
 _TURNS_LOCK = threading.Lock()
-_AGENTS: OrderedDict[str, Any] = OrderedDict()
-_AGENTS_LOCK = threading.Lock()
 _SHUTTING_DOWN = threading.Event()
 
 
@@ -180,47 +176,13 @@ def start_turn(session_id: str, message: str, model: str | None = None) -> dict:
 # ---------------------------------------------------------------------- the worker
 
 
-def _agent_for(session: models.Session):
-    # A model, provider or toolset switch changes the key: the next turn builds a fitting agent.
-    enabled = toolsets.session_toolsets(session)
-    key = "\x00".join([session.session_id, session.model or "", session.model_provider or "", *enabled])
-    with _AGENTS_LOCK:
-        agent = _AGENTS.pop(key, None)
-    if agent is None:
-        agent = agent_runtime.build_agent(
-            session.session_id,
-            session.model,
-            session.model_provider,
-            state_db_path=_config.STATE_DB_PATH,
-            enabled_toolsets=enabled,
-        )
-    return key, agent
-
-
-def forget_idle_agents() -> None:
-    """Close the cached agents between turns (the agent's configuration changed under them)."""
-    with _AGENTS_LOCK:
-        idle = list(_AGENTS.values())
-        _AGENTS.clear()
-    for agent in idle:
-        agent_runtime.close_agent(agent)
-
-
-def _return_agent(key: str, agent) -> None:
-    with _AGENTS_LOCK:
-        _AGENTS[key] = agent
-        while len(_AGENTS) > _AGENT_CACHE_MAX:
-            _, old = _AGENTS.popitem(last=False)
-            agent_runtime.close_agent(old)
-
-
 def _run_turn(turn: Turn, session: models.Session, message: str, history: list, user_ts: float) -> None:
     result = None
     error: tuple[str, str | None] | None = None
     key = agent = None
     live_render = LiveRender(turn.append)
     try:
-        key, agent = _agent_for(session)
+        key, agent = agent_pool.take(session)
         runner = agent_runtime.TurnRunner(
             agent,
             message,
@@ -257,7 +219,7 @@ def _run_turn(turn: Turn, session: models.Session, message: str, history: list, 
     finally:
         live_render.close()
         if agent is not None and key is not None:
-            _return_agent(key, agent)
+            agent_pool.give_back(key, agent)
     try:
         _finalize(turn, session, result, error)
     except Exception:  # noqa: BLE001

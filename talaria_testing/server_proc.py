@@ -74,6 +74,8 @@ class ServerProc:
             HTTP_PROXY="http://127.0.0.1:9",
             HTTPS_PROXY="http://127.0.0.1:9",
             PYTHONUNBUFFERED="1",
+            # Most tests start servers that never run a turn: no background agent import for them.
+            TALARIA_WARM_UP="0",
         )
         env.update(self.extra_env)
         return env

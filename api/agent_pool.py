@@ -1,0 +1,142 @@
+"""Idle agents kept between turns, and the start-up warm-up that fills the pool before the first turn.
+
+An ``AIAgent`` costs seconds the first time (importing the agent and its tools, resolving the provider)
+and a fraction of that afterwards; a turn takes its session's agent from the pool and gives it back.
+The key holds what the agent was built for (session, model, provider, toolsets): a change builds a new
+one. ``warm_up`` runs once in the background at start: it imports the agent, resolves the provider and
+builds the agent of the most recent session, so neither ``/health`` nor the page waits for it, and a
+turn that starts while that agent is being built waits for it rather than building a second one.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from typing import Any
+
+from api import agent_runtime, models, toolsets
+from api import config as _config
+
+log = logging.getLogger("talaria.agent_pool")
+
+CACHE_MAX = 8
+BUILD_WAIT_S = 120.0
+# What building the first agent imports: the agent, its database, provider resolution and tool registry.
+_PRELOAD = (
+    "run_agent",
+    "hermes_state",
+    "hermes_cli.runtime_provider",
+    "hermes_cli.tools_config",
+    "model_tools",
+)
+
+_AGENTS: OrderedDict[str, Any] = OrderedDict()
+_BUILDING: dict[str, threading.Event] = {}
+_LOCK = threading.Lock()
+
+
+def key_for(session: models.Session) -> str:
+    # A model, provider or toolset switch changes the key: the next turn builds a fitting agent.
+    enabled = toolsets.session_toolsets(session)
+    return "\x00".join([session.session_id, session.model or "", session.model_provider or "", *enabled])
+
+
+def _build(session: models.Session):
+    return agent_runtime.build_agent(
+        session.session_id,
+        session.model,
+        session.model_provider,
+        state_db_path=_config.STATE_DB_PATH,
+        enabled_toolsets=toolsets.session_toolsets(session),
+    )
+
+
+def take(session: models.Session) -> tuple[str, Any]:
+    """``(key, agent)`` for a turn of ``session``: the idle one (waiting for one being warmed), else new."""
+    key = key_for(session)
+    with _LOCK:
+        building = _BUILDING.get(key)
+    if building is not None:
+        building.wait(BUILD_WAIT_S)
+    with _LOCK:
+        agent = _AGENTS.pop(key, None)
+    return key, agent if agent is not None else _build(session)
+
+
+def give_back(key: str, agent) -> None:
+    with _LOCK:
+        replaced = _AGENTS.pop(key, None)
+        _AGENTS[key] = agent
+        evicted = [_AGENTS.popitem(last=False)[1] for _ in range(len(_AGENTS) - CACHE_MAX)]
+    for old in ([replaced] if replaced is not None and replaced is not agent else []) + evicted:
+        agent_runtime.close_agent(old)
+
+
+def forget_idle_agents() -> None:
+    """Close the cached agents between turns (the agent's configuration changed under them)."""
+    with _LOCK:
+        idle = list(_AGENTS.values())
+        _AGENTS.clear()
+    for agent in idle:
+        agent_runtime.close_agent(agent)
+
+
+def idle_count() -> int:
+    with _LOCK:
+        return len(_AGENTS)
+
+
+# ---------------------------------------------------------------------- warm-up
+
+
+def _most_recent_session() -> models.Session | None:
+    rows = [row for row in models.all_sessions() if row.get("session_id") and not row.get("read_only")]
+    if not rows:
+        return None
+    newest = max(rows, key=lambda row: float(row.get("updated_at") or 0))
+    try:
+        return models.get_session(newest["session_id"])
+    except (KeyError, OSError, ValueError):
+        return None
+
+
+def _warm_agent(session: models.Session) -> None:
+    key = key_for(session)
+    with _LOCK:
+        if key in _AGENTS or key in _BUILDING:
+            return
+        done = _BUILDING[key] = threading.Event()
+    try:
+        give_back(key, _build(session))
+    finally:
+        with _LOCK:
+            del _BUILDING[key]
+        done.set()
+
+
+def warm_up() -> None:
+    """Import the agent, resolve the provider, build the most recent session's agent; never raises."""
+    started = time.monotonic()
+    try:
+        for name in _PRELOAD:
+            agent_runtime.agent_module(name)
+        model = agent_runtime.configured_default_model()
+        if not model:
+            log.info("warm-up: agent imported in %.1f s; no model configured", time.monotonic() - started)
+            return
+        agent_runtime.resolve_runtime(model)
+        session = _most_recent_session()
+        if session is not None:
+            _warm_agent(session)
+            log.info("warm-up: built the agent of session %s", session.session_id)
+        log.info("warm-up done in %.1f s", time.monotonic() - started)
+    except Exception as exc:  # noqa: BLE001 - a failed warm-up only means the first turn does the work
+        log.info("warm-up stopped (%s: %s); the first turn builds its agent", type(exc).__name__, exc)
+
+
+def start_warm_up() -> threading.Thread:
+    thread = threading.Thread(target=warm_up, name="warm-up", daemon=True)
+    thread.start()
+    return thread

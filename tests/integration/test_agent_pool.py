@@ -1,0 +1,46 @@
+"""The warm-up at start builds the most recent session's agent in the background; turns use the pool."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from talaria_testing.fake_llm import FakeLLM, write_hermes_config
+from talaria_testing.server_proc import ServerProc
+from tests.integration.test_chat import chat, named, new_session, text_of
+
+pytestmark = pytest.mark.integration
+
+
+def _wait_for_line(srv: ServerProc, needle: str, timeout: float = 120.0) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for line in list(srv.output):
+            if needle in line:
+                return line
+        time.sleep(0.1)
+    raise AssertionError(f"no {needle!r} in the server log:\n{srv.log_text()[-3000:]}")
+
+
+def test_a_restart_warms_the_latest_sessions_agent_and_turns_during_and_after_it_answer(tmp_path):
+    with FakeLLM() as llm:
+        srv = ServerProc(tmp_path, env={"TALARIA_AGENT_TOOLSETS": "none"})
+        write_hermes_config(srv.hermes_home, llm.base_url)
+        with srv:
+            older = new_session(srv)
+            llm.script("first answer")
+            assert text_of(chat(srv, older, "hello")) == "first answer"
+            latest = new_session(srv)
+            llm.script("second answer")
+            assert text_of(chat(srv, latest, "hello again")) == "second answer"
+        srv.extra_env["TALARIA_WARM_UP"] = "1"
+        with srv:
+            llm.script("during the warm-up")  # sent at once: the turn waits for the agent being warmed
+            events = chat(srv, latest, "are you there?")
+            assert text_of(events) == "during the warm-up" and not named(events, "error")
+            _wait_for_line(srv, f"warm-up: built the agent of session {latest}")
+            _wait_for_line(srv, "warm-up done in")
+            llm.script("after the warm-up")
+            assert text_of(chat(srv, latest, "still there?")) == "after the warm-up"
+            assert text_of(chat(srv, older, "and you?")) != ""  # a session not warmed builds its own
