@@ -89,3 +89,5 @@ def install(monkeypatch) -> None:
     monkeypatch.setattr(agent_runtime, "TurnRunner", FakeTurnRunner)
     monkeypatch.setattr(agent_runtime, "close_agent", lambda agent: None)
     monkeypatch.setitem(api_config.SETTINGS_VALUES, "checkpoint_interval", 0.02)
+    # The stand-in agent has no tools, so no turn asks the agent's own configuration for its defaults.
+    monkeypatch.setitem(api_config.SETTINGS_VALUES, "agent_toolsets", "none")
