@@ -70,8 +70,8 @@ def model_line() -> str:
     model, provider, base_url = config.resolve_model_provider(None)
     if not model:
         return (
-            f"none configured: run `{provider_errors.hermes_command()} setup`, or add a `model:` section "
-            f"to {config.HERMES_HOME / 'config.yaml'} (see the README)"
+            f"none configured: open the page to set one up, or run `{provider_errors.hermes_command()} "
+            f"setup`, or add a `model:` section to {config.HERMES_HOME / 'config.yaml'}"
         )
     where = " at ".join(part for part in (provider, base_url) if part)
     return f"{model} ({where})" if where else model

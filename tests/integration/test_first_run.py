@@ -60,8 +60,9 @@ def test_the_first_start_prints_where_everything_is_and_that_no_model_is_set(tmp
         f"Talaria listening on http://127.0.0.1:{user.port}",
         f"  state dir  {user.state_dir}",
         f"  workspace  {user.home} (sessions may use folders under {user.home})",
-        f"  model      none configured: run `{Path(sys.executable).parent / 'hermes'} setup`, or add a "
-        f"`model:` section to {user.hermes_home / 'config.yaml'} (see the README)",
+        f"  model      none configured: open the page to set one up, or run "
+        f"`{Path(sys.executable).parent / 'hermes'} setup`, or add a `model:` section to "
+        f"{user.hermes_home / 'config.yaml'}",
         f"  log file   {user.state_dir / 'logs' / 'talaria.log'}",
         "Stop with Ctrl+C (or SIGTERM). `talaria doctor` checks the set-up.",
     ]
