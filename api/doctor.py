@@ -32,7 +32,7 @@ class Check:
 def check_config_file(hermes_home: Path) -> Check:
     path = hermes_home / "config.yaml"
     if not path.exists():
-        return Check("config", WARN, f"{path} does not exist", _model_fix(hermes_home))
+        return Check("config", WARN, f"{path} does not exist yet (the model check says what to write)")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
@@ -96,8 +96,8 @@ def check_state_db(path: Path) -> Check:
 
 def _model_fix(hermes_home: Path) -> str:
     return (
-        f"Run `{provider_errors.hermes_command()} setup`, or add a `model:` section to "
-        f"{hermes_home / 'config.yaml'} (the README shows one for a local endpoint)."
+        f"Open Talaria's page and use its setup form, run `{provider_errors.hermes_command()} setup`, or add "
+        f"a `model:` section to {hermes_home / 'config.yaml'} (the README shows one for a local endpoint)."
     )
 
 
