@@ -38,9 +38,13 @@ _LOCK = threading.Lock()
 
 
 def key_for(session: models.Session) -> str:
-    # A model, provider or toolset switch changes the key: the next turn builds a fitting agent.
+    # A model, provider or toolset switch, or an edit of the agent's config (here or by `hermes model`),
+    # changes the key: the next turn builds a fitting agent.
     enabled = toolsets.session_toolsets(session)
-    return "\x00".join([session.session_id, session.model or "", session.model_provider or "", *enabled])
+    stamp = agent_runtime.config_stamp()
+    return "\x00".join(
+        [session.session_id, session.model or "", session.model_provider or "", stamp, *enabled]
+    )
 
 
 def _build(session: models.Session):

@@ -84,6 +84,17 @@ CONFIG_MODULES = (
 )
 
 
+def config_stamp() -> str:
+    """When the agent's ``config.yaml`` and ``.env`` last changed: an agent built before a change is stale."""
+    stamps = []
+    for name in ("config.yaml", ".env"):
+        try:
+            stamps.append(str((config.HERMES_HOME / name).stat().st_mtime_ns))
+        except OSError:
+            stamps.append("-")
+    return "/".join(stamps)
+
+
 def preload_config_modules() -> None:
     """Import ``CONFIG_MODULES`` ahead of the first page (run in a background thread at startup)."""
     for name in CONFIG_MODULES:

@@ -305,3 +305,10 @@ def test_setup_from_an_empty_home_reaches_a_streamed_answer_without_a_restart(ll
         assert (answer["content"], answer["model"]) == ("Set up and answering.", "fake-b")
         for path in ("/api/models", "/api/onboarding/status"):
             assert SECRET not in server.request("GET", path)[2].decode()
+
+        # An edit of the agent's config outside Talaria (`hermes model`, an editor) counts from the next turn.
+        edited = yaml.safe_load(config_file.read_text(encoding="utf-8"))
+        edited["model"]["default"] = "fake-model"
+        config_file.write_text(yaml.safe_dump(edited), encoding="utf-8")
+        chat(server, sid, "after the edit")
+        assert llm.chat_requests()[-1]["body"]["model"] == "fake-model"
