@@ -14,6 +14,7 @@ import { SessionList } from "./sessions.js";
 import { SetupDialog } from "./setup.js";
 import { toast, toastError } from "./toast.js";
 import { WorkspacePicker } from "./workspace.js";
+import { YoloIndicator } from "./questions.js";
 import { ToolsMenu } from "./tools.js";
 
 const $ = (id) => document.getElementById(id);
@@ -65,6 +66,7 @@ class App {
       onStop: () => this.stop(),
     });
     this.workspace = new WorkspacePicker({ root: $("workspace-picker"), onChanged: (row) => this.sessions.upsert(row) });
+    this.yolo = new YoloIndicator($("yolo-indicator"));
     this.setup = new SetupDialog({ onSaved: () => this.modelPicker.load() });
     this.modelPicker = new ModelPicker({
       root: $("model-picker"),
@@ -158,6 +160,7 @@ class App {
     document.title = session ? `${title} — Talaria` : "Talaria";
     updateContextMeter($("context-meter"), session);
     this.workspace.setSession(session);
+    this.yolo.setSession(session);
     this.modelPicker.update(session);
     this.tools.update(session);
     const sid = session && (session.session_id || session.id);

@@ -91,11 +91,17 @@ export function approvalCard(sessionId, data, { yolo = false } = {}) {
     try {
       const result = await questionApi.setYolo(sessionId, box.checked);
       box.checked = Boolean(result.yolo);
+      window.dispatchEvent(new CustomEvent("talaria:yolo", { detail: { sessionId, yolo: box.checked } }));
     } catch (err) {
       box.checked = !box.checked;
       errorLine(card).textContent = err.message;
     }
   });
+  const follow = (event) => {
+    if (!box.isConnected) return window.removeEventListener("talaria:yolo", follow);
+    if (event.detail?.sessionId === sessionId) box.checked = Boolean(event.detail.yolo);
+  };
+  window.addEventListener("talaria:yolo", follow);
   toggle.append(box, " Don't ask again in this session (later flagged commands run without asking)");
   card.append(toggle);
   card.append(el("p", "question-outcome"));
@@ -183,5 +189,42 @@ export function showQuestion(live, name, data) {
   } else if (name === "clarify_resolved") {
     settleClarify(find(`.clarify-card[data-clarify-id="${CSS.escape(data.clarify_id || "")}"]`), data);
     live.setStatus("");
+  }
+}
+
+// The session's "don't ask again" state in the header: visible whenever it is on, with a way back.
+export class YoloIndicator {
+  constructor(root) {
+    this.root = root;
+    this.sessionId = null;
+    this.root.textContent = "Not asking before commands — ask again";
+    this.root.title = "Flagged commands in this session run without asking. Click to be asked again.";
+    this.root.addEventListener("click", async () => {
+      if (!this.sessionId) return;
+      const sessionId = this.sessionId;
+      const result = await questionApi.setYolo(sessionId, false).catch(() => null);
+      if (result) window.dispatchEvent(new CustomEvent("talaria:yolo", { detail: { sessionId, yolo: result.yolo } }));
+    });
+    window.addEventListener("talaria:yolo", (event) => {
+      if (event.detail?.sessionId === this.sessionId) this.show(event.detail.yolo);
+    });
+  }
+
+  setSession(session) {
+    const sid = session && !session.read_only ? session.session_id || session.id : null;
+    if (sid === this.sessionId) return;
+    this.sessionId = sid;
+    this.show(false);
+    if (!sid) return;
+    questionApi
+      .approvalPending(sid)
+      .then((state) => {
+        if (this.sessionId === sid) this.show(state.yolo);
+      })
+      .catch(() => {});
+  }
+
+  show(on) {
+    this.root.hidden = !on;
   }
 }

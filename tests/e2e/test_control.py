@@ -80,6 +80,18 @@ def test_the_approval_card_denies_and_nothing_runs(page, server, llm):
 def test_the_approval_card_allows_once_and_the_command_runs(page, server, llm):
     folder = victim(server, "once")
     turn = ask_to_remove(page, server, llm, folder)
+    sid = page.url.rsplit("/", 1)[1]
+    # "Don't ask again" is a visible switch; while it is on, the header says so and offers the way back.
+    indicator = page.locator("#yolo-indicator")
+    expect(indicator).to_be_hidden()
+    page.locator(".approval-card .question-yolo input").check()
+    expect(indicator).to_be_visible()
+    assert server.get_json(f"/api/approval/pending?session_id={sid}")["yolo"] is True
+    screenshot(page, "approval-card-yolo-on")
+    indicator.click()
+    expect(indicator).to_be_hidden()
+    expect(page.locator(".approval-card .question-yolo input")).not_to_be_checked()
+    assert server.get_json(f"/api/approval/pending?session_id={sid}")["yolo"] is False
     page.locator(".approval-card button", has_text="Allow once").click()
     wait_turn_done(page, turn)
     assert not folder.exists()
