@@ -33,7 +33,7 @@ from api import (
     turn_scope,
 )
 from api import config as _config
-from api.errors import ApiError, BadRequest, Conflict, NotFound
+from api.errors import ApiError, BadRequest, Conflict, NotFound, redact_paths
 from api.live_render import LiveRender
 from api.sanitize import sanitize_messages_for_api
 from api.session_fields import message_text
@@ -42,6 +42,7 @@ log = logging.getLogger("talaria.streaming")
 
 INTERRUPTED_TEXT = "⚠ This answer was interrupted (the server stopped before it finished)."
 _FINISHED_TTL_S = 600.0
+_AGENT_STOP_S = 30.0  # how long a stopped agent may take to return before it is closed instead
 _TITLE_CHARS = 60
 
 
@@ -179,6 +180,7 @@ def start_turn(session_id: str, message: str, model: str | None = None) -> dict:
 def _run_turn(turn: Turn, session: models.Session, message: str, history: list, user_ts: float) -> None:
     result = None
     error: tuple[str, str | None] | None = None
+    save_error: tuple[str, str | None] | None = None
     key = agent = None
     live_render = LiveRender(turn.append)
     try:
@@ -198,12 +200,7 @@ def _run_turn(turn: Turn, session: models.Session, message: str, history: list, 
         runner.start()
         if turn.cancel_requested:  # a cancel between the check above and start() was cleared by start()
             runner.interrupt("Stopped by the user")
-        interval = float(_config.setting("checkpoint_interval"))
-        checkpointed = 0
-        while not runner.done.wait(interval):
-            if len(turn.partial_text) != checkpointed:
-                checkpointed = len(turn.partial_text)
-                _checkpoint(turn, session)
+        _checkpoint_until_done(turn, runner)
         result = runner.result
         if result is not None and result.error:  # say what to do about a refused URL, key or model
             result.error = provider_errors.explain(result.error, provider_errors.endpoint_of(agent))
@@ -213,26 +210,65 @@ def _run_turn(turn: Turn, session: models.Session, message: str, history: list, 
         error = (exc.message, "Configure a provider in the agent's config.yaml (see the README).")
     except ApiError as exc:
         error = (exc.message, None)
+    except _SaveFailed as exc:
+        error = save_error = (exc.message, None)
     except Exception as exc:  # noqa: BLE001 - any failure becomes an error event, never a lost turn
         log.exception("turn %s failed", turn.stream_id)
         error = (f"The turn failed: {type(exc).__name__}: {exc}", None)
     finally:
         live_render.close()
         if agent is not None and key is not None:
-            agent_pool.give_back(key, agent)
+            _release_agent(key, agent, turn.runner)
     try:
-        _finalize(turn, session, result, error)
-    except Exception:  # noqa: BLE001
+        _finalize(turn, result, error)
+    except Exception as exc:  # noqa: BLE001 - the stream still ends, with the reason
         log.exception("finalizing turn %s failed", turn.stream_id)
-        turn.append(
-            "error",
-            {"message": "Saving the answer failed; the conversation is kept up to the last checkpoint."},
-        )
+        message = save_error[0] if save_error else _save_failed_text(exc, "the answer")
+        turn.append("error", {"message": message})
+        turn.append("done", {"session": None})
     finally:
         with _TURNS_LOCK:
             if _LIVE_BY_SESSION.get(turn.session_id) is turn:
                 del _LIVE_BY_SESSION[turn.session_id]
         turn.finish()
+
+
+class _SaveFailed(Exception):
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+def _save_failed_text(exc: BaseException, what: str) -> str:
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else redact_paths(str(exc))
+    return f"Saving {what} failed ({reason}); the turn was stopped. The conversation is kept as last saved."
+
+
+def _checkpoint_until_done(turn: Turn, runner) -> None:
+    """Checkpoint the partial answer every interval; a checkpoint that cannot be saved stops the turn."""
+    interval = float(_config.setting("checkpoint_interval"))
+    checkpointed = 0
+    while not runner.done.wait(interval):
+        if len(turn.partial_text) == checkpointed:
+            continue
+        checkpointed = len(turn.partial_text)
+        try:
+            _checkpoint(turn)
+        except Exception as exc:  # noqa: BLE001 - the disk refused: stop the agent rather than lose more
+            log.exception("checkpoint of turn %s failed", turn.stream_id)
+            runner.interrupt("Saving the conversation failed")
+            runner.done.wait(_AGENT_STOP_S)
+            raise _SaveFailed(_save_failed_text(exc, "the conversation")) from exc
+
+
+def _release_agent(key: str, agent, runner) -> None:
+    """Back to the pool once its turn has ended; an agent still running after a stop is closed instead."""
+    if runner is None or runner.done.is_set() or runner.done.wait(_AGENT_STOP_S):
+        agent_pool.give_back(key, agent)
+        return
+    log.warning("an agent did not stop within %.0f s; closing it", _AGENT_STOP_S)
+    runner.interrupt("Talaria closed this agent")
+    agent_runtime.close_agent(agent)
 
 
 class _Cancelled(Exception):
@@ -253,9 +289,19 @@ def _drop_partial_tail(session: models.Session) -> None:
         session.messages.pop()
 
 
-def _checkpoint(turn: Turn, session: models.Session) -> None:
+def _own_session(turn: Turn) -> models.Session | None:
+    """The session as the store holds it now (a failed save may have reloaded it), if this turn still owns it."""
+    try:
+        session = models.get_session(turn.session_id)
+    except KeyError:
+        return None
+    return session if session.active_stream_id == turn.stream_id else None
+
+
+def _checkpoint(turn: Turn) -> None:
     with _config._get_session_agent_lock(turn.session_id):
-        if session.active_stream_id != turn.stream_id:
+        session = _own_session(turn)
+        if session is None:
             return
         _drop_partial_tail(session)
         session.messages.append(_partial_row(turn, time.time()))
@@ -361,11 +407,13 @@ def _rows_before_turn(session: models.Session, turn: Turn) -> int:
     return count
 
 
-def _finalize(turn: Turn, session: models.Session, result, error: tuple[str, str | None] | None) -> None:
+def _finalize(turn: Turn, result, error: tuple[str, str | None] | None) -> None:
     compressed_event = None
     with _config._get_session_agent_lock(turn.session_id):
-        if session.active_stream_id != turn.stream_id:
-            return  # shutdown or a newer turn already settled this one
+        session = _own_session(turn)
+        if session is None:
+            turn.append("done", {"session": None})  # shutdown or a newer turn already settled this one
+            return
         _drop_partial_tail(session)
         visible_before = _rows_before_turn(session, turn)
         now = time.time()

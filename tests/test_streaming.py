@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import time
 
 import pytest
@@ -12,6 +14,7 @@ from api.agent_runtime import TurnResult
 from api.errors import Conflict, NotFound
 from api.models import Session
 from talaria_testing import fake_turns
+from talaria_testing.faults import FaultInjector
 
 
 @pytest.fixture
@@ -186,3 +189,47 @@ def test_after_an_agent_exception_the_next_turn_is_sent_without_the_failed_messa
     rows = Session.load("chat").messages
     assert [m["content"] for m in rows if m["role"] == "user"] == ["lost words", fake_turns.USER_TEXT]
     assert rows[1]["_error"] and rows[-1]["content"] == fake_turns.ANSWER
+
+
+def _fail_saves_once_streaming(scripted, err: int = errno.ENOSPC):
+    """Start a turn, and from its first streamed token on make every save of the session fail."""
+    started = streaming.start_turn("chat", fake_turns.USER_TEXT)
+    turn = streaming.get_turn(started["stream_id"])
+    while not turn.partial_text:
+        time.sleep(0.002)
+    return turn, FaultInjector(scripted, err, "open", match=lambda name: name.startswith("chat.json"))
+
+
+@pytest.mark.parametrize("err", [errno.ENOSPC, errno.EROFS])
+def test_a_checkpoint_that_cannot_be_saved_stops_the_turn_and_ends_the_stream_with_error_then_done(
+    scripted, err
+):
+    turn, faults = _fail_saves_once_streaming(scripted, err)
+    with faults:
+        _wait(turn)
+    assert faults.fired
+    names = _names(turn)
+    assert names[-2:] == ["error", "done"]
+    error = [d for _, n, d in turn.events if n == "error"][0]["message"]
+    assert "Saving the conversation failed" in error and os.strerror(err) in error
+    assert turn.runner.done.is_set()  # the agent was stopped, not left answering into the void
+    assert "".join(d["text"] for _, n, d in turn.events if n == "token") != fake_turns.ANSWER
+    again = streaming.get_turn(streaming.start_turn("chat", "after the disk came back")["stream_id"])
+    _wait(again)  # the agent is free and the session takes a new turn once saving works again
+    rows = Session.load("chat").messages
+    assert rows[-2]["content"] == "after the disk came back" and rows[-1]["content"] == fake_turns.ANSWER
+    assert [m["content"] for m in rows if m["role"] == "user"] == [
+        fake_turns.USER_TEXT,
+        "after the disk came back",
+    ]
+
+
+def test_a_final_save_that_fails_still_ends_the_stream_with_error_then_done(scripted, monkeypatch):
+    monkeypatch.setitem(streaming._config.SETTINGS_VALUES, "checkpoint_interval", 60.0)  # no checkpoint
+    turn, faults = _fail_saves_once_streaming(scripted)
+    with faults:
+        _wait(turn)
+    assert _names(turn)[-2:] == ["error", "done"]
+    assert "Saving the answer failed" in [d for _, n, d in turn.events if n == "error"][-1]["message"]
+    on_disk = json.loads((scripted / "chat.json").read_text())
+    assert on_disk["messages"][-1]["content"] == fake_turns.USER_TEXT  # the write-ahead, as it was saved

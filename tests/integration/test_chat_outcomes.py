@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from talaria_testing.chat_client import (
+    SSE,
     assert_settled,
     assert_well_formed,
     named,
@@ -16,8 +17,10 @@ from talaria_testing.chat_client import (
     new_session,
     on_disk,
     session,
+    start,
 )
 from talaria_testing.fake_llm import Reply, write_hermes_config
+from talaria_testing.faults import fill, small_tmpfs
 from talaria_testing.server_proc import ServerProc
 from talaria_testing.turn_outcomes import (
     KINDS,
@@ -125,3 +128,39 @@ def test_a_server_killed_mid_turn_leaves_the_turn_interrupted_and_later_turns_wh
         _follow_up_turns(srv, fake, sid, first.transcript, first.model)
     finally:
         srv.stop()
+
+
+def test_a_full_disk_mid_turn_stops_the_turn_and_the_next_turn_works_once_there_is_room(fake, tmp_path):
+    srv = _server(tmp_path, fake.base_url)
+    with small_tmpfs(srv.state_dir, "4m") as mounted:
+        if mounted is None:
+            pytest.skip("mounting a tmpfs is not permitted here (test_streaming injects the same fault)")
+        srv.start()
+        try:
+            sid = new_session(srv)
+            words = " ".join(f"w{i}" for i in range(400))
+            fake.script(Reply(text=words, token_delay=0.02, for_user="lost words"))
+            events, filler = [], None
+            with SSE(srv, start(srv, sid, "lost words"), timeout=60) as sse:
+                for event in sse:
+                    events.append(event)
+                    if event[1] == "token" and filler is None:
+                        filler = fill(srv.state_dir)
+            assert names(events)[-2:] == ["error", "done"]
+            assert "No space left on device" in named(events, "error")[0]["message"]
+            streamed = "".join(d["text"] for d in named(events, "token"))
+            assert len(streamed) < len(words)  # the agent was stopped, not left answering
+            filler.unlink()
+            _follow_up_turns_after_a_lost_turn(srv, fake, sid)
+        finally:
+            srv.stop()
+
+
+def _follow_up_turns_after_a_lost_turn(srv: ServerProc, fake, sid: str) -> None:
+    fake.reset()
+    events = drive(srv, fake, sid, "answer", "after the disk came back", "t2")
+    assert "error" not in names(events)
+    rows = on_disk(srv, sid)["messages"]
+    assert [m["content"] for m in rows if m["role"] == "user"] == ["lost words", "after the disk came back"]
+    assert project(rows[-1]) == ("assistant", "answer t2.", ())
+    assert_settled(session(srv, sid), partial_ok=True)
