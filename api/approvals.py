@@ -45,9 +45,12 @@ def ask(
         "allow_permanent": data.get("allow_permanent") is not False,
     }
     question = QUESTIONS.open(session_id, payload, float(_config.setting("approval_timeout")))
-    questions.remember(session_id, {"kind": "approval", **question.payload})
-    emit("approval", question.public())
-    QUESTIONS.wait(question, interrupted)
+    try:
+        questions.remember(session_id, {"kind": "approval", **question.payload})
+        emit("approval", question.public())
+        QUESTIONS.wait(question, interrupted)
+    finally:
+        QUESTIONS.close(question)  # an error above denies (the agent blocks a command whose ask failed)
     reason = deny_reason(question)
     choice = question.answer if reason is None else "deny"
     questions.remember(session_id, None)  # durably, before the agent acts on the answer

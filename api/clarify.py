@@ -34,9 +34,12 @@ def ask(
     offered = [str(c) for c in choices] if choices else None
     payload = {"question": str(question_text or ""), "choices": offered}
     question = QUESTIONS.open(session_id, payload, float(_config.setting("clarify_timeout")))
-    questions.remember(session_id, {"kind": "clarify", **question.payload})
-    emit("clarify", question.public())
-    QUESTIONS.wait(question, interrupted)
+    try:
+        questions.remember(session_id, {"kind": "clarify", **question.payload})
+        emit("clarify", question.public())
+        QUESTIONS.wait(question, interrupted)
+    finally:
+        QUESTIONS.close(question)
     questions.remember(session_id, None)
     answered = question.outcome == ANSWERED
     emit("clarify_resolved", {"clarify_id": question.id, "outcome": question.outcome})

@@ -85,6 +85,10 @@ class Questions:
                 self._settle(question, TIMEOUT, None)
         return question
 
+    def close(self, question: Question) -> None:
+        """Settle a question its asker gave up on (an error while asking): nothing stays open."""
+        self._settle(question, CANCELLED, None)
+
     def answer(self, session_id: str, question_id: Any, value: Any) -> Question:
         """Settle a session's open question with the person's answer."""
         with self._lock:
