@@ -3,7 +3,7 @@
 The choices come from the agent's own inventory (``hermes_cli.inventory``): the configured default, the
 configured custom endpoints with the models their ``/v1/models`` lists, and the known providers that have
 credentials. Building it can reach those endpoints, so the result is kept for ``models_cache_seconds``
-and rebuilt on demand (``refresh``) or when the agent's configuration changes (``invalidate``).
+and rebuilt on demand (``refresh``) or when the agent's ``config.yaml``/``.env`` change.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ log = logging.getLogger("talaria.models")
 MODEL_MAX = 200
 PROVIDER_MAX = 100
 
-_CACHE: dict[str, Any] = {"catalog": None, "built_at": 0.0}
+_CACHE: dict[str, Any] = {"catalog": None, "built_at": 0.0, "stamp": ""}
 _CACHE_LOCK = threading.Lock()
 
 
@@ -77,13 +77,14 @@ def _build(refresh: bool) -> dict:
 
 def catalog(refresh: bool = False, clock=time.monotonic) -> dict:
     """The picker's choices, from the cache unless it is older than ``models_cache_seconds`` or ``refresh``."""
+    stamp = agent_runtime.config_stamp()  # an edit of the agent's config (here or elsewhere) rebuilds
     with _CACHE_LOCK:
         cached = _CACHE["catalog"]
         fresh = clock() - _CACHE["built_at"] < float(_config.setting("models_cache_seconds"))
-        if cached is not None and fresh and not refresh:
+        if cached is not None and fresh and _CACHE["stamp"] == stamp and not refresh:
             return cached
         built = _build(refresh)
-        _CACHE["catalog"], _CACHE["built_at"] = built, clock()
+        _CACHE.update(catalog=built, built_at=clock(), stamp=stamp)
         return built
 
 

@@ -59,3 +59,16 @@ def test_the_catalog_is_reused_until_it_is_stale_or_refreshed(monkeypatch):
     assert model_catalog.catalog(clock=lambda: now[0]) == {"n": 3}
     assert built == [False, True, False]
     model_catalog.invalidate()
+
+
+def test_an_edit_of_the_agents_config_rebuilds_the_catalog(monkeypatch, tmp_path):
+    from api import config
+
+    monkeypatch.setattr(config, "HERMES_HOME", tmp_path)
+    built = []
+    monkeypatch.setattr(model_catalog, "_build", lambda refresh: built.append(refresh) or {"n": len(built)})
+    model_catalog.invalidate()
+    assert model_catalog.catalog() == {"n": 1} and model_catalog.catalog() == {"n": 1}
+    (tmp_path / "config.yaml").write_text("model: {default: x}\n", encoding="utf-8")
+    assert model_catalog.catalog() == {"n": 2}
+    model_catalog.invalidate()
