@@ -4,7 +4,8 @@ An ``AIAgent`` costs seconds the first time (importing the agent and its tools, 
 and a fraction of that afterwards; a turn takes its session's agent from the pool and gives it back.
 The key holds what the agent was built for (session, model, provider, toolsets): a change builds a new
 one. ``warm_up`` runs once in the background at start: it imports the agent, resolves the provider and
-builds the agent of the most recent session, so neither ``/health`` nor the page waits for it, and a
+builds the agent of the most recent session (with no session yet, builds one throwaway agent that
+persists nothing, for the one-time costs), so neither ``/health`` nor the page waits for it, and a
 turn that starts while that agent is being built waits for it rather than building a second one.
 """
 
@@ -135,6 +136,12 @@ def warm_up() -> None:
         if session is not None:
             _warm_agent(session)
             log.info("warm-up: built the agent of session %s", session.session_id)
+        else:  # no session yet: one agent built and closed pays the one-time costs (plugins, tool registry)
+            agent_runtime.close_agent(
+                agent_runtime.build_agent(
+                    "warm-up", model, None, state_db_path=None, enabled_toolsets=toolsets.default_toolsets()
+                )
+            )
         log.info("warm-up done in %.1f s", time.monotonic() - started)
     except Exception as exc:  # noqa: BLE001 - a failed warm-up only means the first turn does the work
         log.info("warm-up stopped (%s: %s); the first turn builds its agent", type(exc).__name__, exc)

@@ -8,7 +8,8 @@ the request and when it writes the first token. Measured per run:
 - first token: from ``POST /api/chat/start`` to the SSE client reading the first token;
 - before the LLM: from ``POST /api/chat/start`` to the LLM receiving the request (building the agent);
 - after the LLM: from the LLM writing the first token to the client reading it (the relay);
-- a second turn's first token in the same run: the floor of the same work with a warm agent.
+- a second turn's first token in the same run: the floor of the same work with a warm agent;
+- ``/health`` and ``/`` (the page) fetched one after the other during the delay, while the warm-up runs.
 
 Modes: ``off`` (``TALARIA_WARM_UP=0``, the behaviour before the warm-up) and ``on``. Medians over runs.
 
@@ -49,9 +50,17 @@ def one_run(root: Path, fake: FakeLLM, sent: dict, warm: bool, opts) -> dict:
     )
     srv.start()
     try:
-        time.sleep(opts.delay)
+        # The page while the warm-up runs: /health and / right after the start, one after the other.
+        page = []
+        until = time.monotonic() + opts.delay
+        while time.monotonic() < until:
+            for path in ("/health", "/"):
+                started = time.perf_counter()
+                assert srv.request("GET", path)[0] == 200
+                page.append(time.perf_counter() - started)
+            time.sleep(0.05)
         sid = srv.get_json("/api/sessions")["sessions"][0]["session_id"]
-        out = {}
+        out = {"page_p50": statistics.median(page), "page_max": max(page)}
         for name in ("first", "second"):
             sent.clear()
             before = len(fake.requests(kind="chat"))
@@ -99,11 +108,13 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"{opts.runs} runs per mode; first turn {opts.delay:g} s after /health; toolsets "
           f"{opts.toolsets or 'the agent defaults'}; medians in ms")  # fmt: skip
-    print(f"{'warm-up':<8} {'first token':>12} {'before LLM':>11} {'relay':>7} {'2nd turn (floor)':>17}")
+    print(f"{'warm-up':<8} {'first token':>12} {'before LLM':>11} {'relay':>7} {'2nd turn (floor)':>17} "
+          f"{'page p50':>9} {'page max':>9}")  # fmt: skip
     for mode in ("off", "on"):
         print(
             f"{mode:<8} {med(mode, 'first'):>12.0f} {med(mode, 'before_llm'):>11.0f} "
-            f"{med(mode, 'relay'):>7.1f} {med(mode, 'second'):>17.0f}"
+            f"{med(mode, 'relay'):>7.1f} {med(mode, 'second'):>17.0f} "
+            f"{med(mode, 'page_p50'):>9.1f} {med(mode, 'page_max'):>9.1f}"
         )
     return 0
 

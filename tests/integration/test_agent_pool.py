@@ -44,3 +44,20 @@ def test_a_restart_warms_the_latest_sessions_agent_and_turns_during_and_after_it
             llm.script("after the warm-up")
             assert text_of(chat(srv, latest, "still there?")) == "after the warm-up"
             assert text_of(chat(srv, older, "and you?")) != ""  # a session not warmed builds its own
+
+
+def test_a_first_start_warms_up_without_leaving_a_session_behind(tmp_path):
+    from api import state_db
+
+    with FakeLLM() as llm:
+        srv = ServerProc(tmp_path, env={"TALARIA_AGENT_TOOLSETS": "none", "TALARIA_WARM_UP": "1"})
+        write_hermes_config(srv.hermes_home, llm.base_url)
+        with srv:
+            _wait_for_line(srv, "warm-up done in")
+            assert "warm-up: built the agent of session" not in srv.log_text()
+            assert not (srv.hermes_home / "state.db").exists() or "warm-up" not in (
+                state_db.session_ids(srv.hermes_home / "state.db") or set()
+            )
+            assert srv.get_json("/api/sessions")["sessions"] == []
+            llm.script("first answer")
+            assert text_of(chat(srv, new_session(srv), "hello")) == "first answer"
