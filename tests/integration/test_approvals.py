@@ -1,6 +1,6 @@
 """Approvals, clarify and the workspace per session: the real server and hermes-agent, a scripted LLM.
 
-The fake LLM asks for the ``terminal`` tool (and ``clarify``); the agent's own detection flags
+The fake LLM asks for the ``terminal`` tool (and ``clarify``, ``write_file``); the agent's own detection flags
 ``rm -rf <folder>``, and the question reaches the person through SSE and ``/api/approval/*``. The
 terminal tool is enabled only on these servers, and every folder it touches is under ``tmp_path``.
 """
@@ -26,7 +26,7 @@ WAIT_S = 60.0
 
 def _server(root: Path, base_url: str, **env: str) -> ServerProc:
     settings = {
-        "TALARIA_AGENT_TOOLSETS": "terminal,clarify",
+        "TALARIA_AGENT_TOOLSETS": "terminal,clarify,file",
         "TALARIA_WORKSPACE_ROOTS": str(root),
         "TALARIA_CHECKPOINT_INTERVAL": "0.2",
         **env,
@@ -338,6 +338,18 @@ def test_two_sessions_streaming_at_once_each_run_in_their_own_workspace(srv, fak
     for sid, folder in zip(sids, (first, second), strict=True):
         outputs = [json.loads(text).get("output", "") for text in tool_results(session(srv, sid))]
         assert outputs == [str(folder)]
+
+
+def test_a_relative_file_the_agent_writes_lands_in_the_sessions_workspace(srv, fake):
+    folder = srv.root / "ws_files"
+    folder.mkdir()
+    sid = new_session(srv)
+    srv.post_json("/api/session/workspace", {"session_id": sid, "workspace": str(folder)})
+    write = {"id": "w1", "name": "write_file", "arguments": {"path": "note.txt", "content": "hello"}}
+    fake.script(Reply(tool_calls=[write]), Reply(text="Written."))
+    Stream(srv, start(srv, sid, "write a note")).finish()
+    assert (folder / "note.txt").read_text() == "hello"
+    assert not (srv.workspace / "note.txt").exists()
 
 
 @pytest.mark.parametrize(
