@@ -29,6 +29,7 @@ from api.errors import (  # noqa: F401 - re-exported: routes and tests import th
     UnsupportedMediaType,
     redact_paths,
 )
+from api.sanitize import scrub_surrogates
 from api.session_fields import is_safe_session_id
 
 log = logging.getLogger("talaria.http")
@@ -243,6 +244,15 @@ def deeper_than(value: Any, limit: int) -> bool:
     return False
 
 
+def _with_lone_surrogates(raw: bytes) -> Any:
+    """Valid JSON that orjson refuses for a lone ``\\ud800``-style escape (a browser sends one for text
+    cut mid-emoji): parsed by the stdlib, each lone surrogate replaced with U+FFFD."""
+    try:
+        return scrub_surrogates(json.loads(raw.decode("utf-8")))
+    except (ValueError, RecursionError):
+        raise BadRequest("Malformed JSON body") from None
+
+
 def parse_json_body(raw: bytes, content_type: str | None) -> dict:
     """Bytes of a POST body → a dict; empty → ``{}``; 415 unless the type is JSON (a cross-site form
     cannot send that type), 400 for malformed, non-object or too deeply nested JSON."""
@@ -255,7 +265,9 @@ def parse_json_body(raw: bytes, content_type: str | None) -> dict:
     except orjson.JSONDecodeError as exc:
         if "depth" in str(exc).lower() or "recursion" in str(exc).lower():
             raise BadRequest(f"JSON nested too deeply (at most {MAX_JSON_DEPTH} levels)") from None
-        raise BadRequest("Malformed JSON body") from None
+        if "surrogate" not in str(exc):
+            raise BadRequest("Malformed JSON body") from None
+        data = _with_lone_surrogates(raw)
     if not isinstance(data, dict):
         raise BadRequest("JSON body must be an object")
     if deeper_than(data, MAX_JSON_DEPTH):

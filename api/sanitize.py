@@ -1,5 +1,9 @@
 """The model-facing projection of a transcript: only the keys and rows a provider may be sent.
 
+``scrub_surrogates`` is the other rule for text entering Talaria (typed, imported or written by the
+model): a lone UTF-16 surrogate cannot be encoded as UTF-8, so it becomes U+FFFD before anything stores
+or streams it.
+
 A user row that the model never answered (its turn failed, or was stopped or killed before any output)
 stays in the transcript but is left out here: sent again, it would sit right before the next user row and
 the agent would glue the two into one message. docs/turns.md lists which rows reach the model after each
@@ -9,9 +13,12 @@ way a turn can end.
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 from api.message_keys import is_context_compression_marker
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 API_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name", "refusal", "reasoning_content")
 
@@ -118,3 +125,25 @@ def _drop_stray_recovered_users(rows: list[dict]) -> list[dict]:
                 continue
         out.append(m)
     return out
+
+
+def scrub_surrogates(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings (keys too) replaced by U+FFFD.
+
+    Returns the same object when there is none, so clean text costs one UTF-8 encode per string.
+    """
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return _LONE_SURROGATE.sub("\ufffd", value)
+        return value
+    if isinstance(value, dict):
+        items = [(scrub_surrogates(k), scrub_surrogates(v)) for k, v in value.items()]
+        if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items(), strict=True)):
+            return value
+        return dict(items)
+    if isinstance(value, list):
+        scrubbed = [scrub_surrogates(v) for v in value]
+        return value if all(a is b for a, b in zip(scrubbed, value, strict=True)) else scrubbed
+    return value

@@ -24,6 +24,7 @@ import orjson
 from api import config as _config
 from api import models
 from api.errors import BadRequest, NotFound, PayloadTooLarge
+from api.sanitize import scrub_surrogates
 from api.session_admin import TITLE_MAX, agent_session, load_session
 from api.session_fields import message_text, message_timestamp, new_session_id
 
@@ -275,7 +276,7 @@ def import_session(data: Any) -> dict:
         raise BadRequest("Import must be a JSON object")
     if "messages" not in data and isinstance(data.get("session"), dict):
         data = data["session"]  # a saved GET /api/session answer
-    fields = import_fields(data)
+    fields = import_fields(scrub_surrogates(data))
     now = time.time()
     fields.setdefault("created_at", now)
     fields.setdefault("updated_at", now)

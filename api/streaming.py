@@ -35,7 +35,7 @@ from api import (
 from api import config as _config
 from api.errors import ApiError, BadRequest, Conflict, NotFound, redact_paths
 from api.live_render import LiveRender
-from api.sanitize import sanitize_messages_for_api
+from api.sanitize import sanitize_messages_for_api, scrub_surrogates
 from api.session_fields import message_text
 
 log = logging.getLogger("talaria.streaming")
@@ -69,6 +69,7 @@ class Turn:
         return self.finished_at is not None
 
     def append(self, name: str, data: dict) -> int:
+        data = scrub_surrogates(data)  # the SSE writer encodes UTF-8: a lone surrogate would kill the stream
         with self.cond:
             seq = len(self.events) + 1
             self.events.append((seq, name, data))
@@ -134,6 +135,7 @@ def start_turn(session_id: str, message: str, model: str | None = None) -> dict:
         raise ApiError("Talaria is shutting down", status=503)
     if not isinstance(message, str) or not message.strip():
         raise BadRequest("message must be a non-empty string")
+    message = scrub_surrogates(message)
     stream_id = uuid.uuid4().hex
     turn = Turn(stream_id, session_id, message)
     with _config._get_session_agent_lock(session_id):
@@ -334,7 +336,7 @@ def _new_rows(result_messages: list, turn: Turn) -> list[dict]:
 
 def _stored_row(row: dict) -> dict:
     """A copy of an agent row without the agent's own bookkeeping keys."""
-    out = copy.deepcopy(row)
+    out = scrub_surrogates(copy.deepcopy(row))
     out.pop("_db_persisted", None)
     return out
 

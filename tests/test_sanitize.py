@@ -65,3 +65,17 @@ def test_an_answered_user_row_is_kept_whatever_follows():
         {"role": "assistant", "content": "partial", "_partial": True, "_cancelled": True},
     ]
     assert _roles_and_text(sanitize_messages_for_api(rows)) == [("user", "q"), ("assistant", "partial")]
+
+
+def test_lone_surrogates_become_the_replacement_character_and_clean_values_are_returned_as_they_are():
+    from api.sanitize import scrub_surrogates
+
+    clean = {"role": "user", "content": ["ok", {"text": "fine ✓ 𝄞"}]}
+    assert scrub_surrogates(clean) is clean
+    dirty = {"content": "bad \ud800 end", "parts": [{"text": "\udfff"}], "key\udc00": 1}
+    assert scrub_surrogates(dirty) == {
+        "content": "bad \ufffd end",
+        "parts": [{"text": "\ufffd"}],
+        "key\ufffd": 1,
+    }
+    assert dirty["content"] == "bad \ud800 end"  # the input is not changed

@@ -6,6 +6,8 @@ model was sent. ``talaria_testing.turn_outcomes`` drives each outcome and says w
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from talaria_testing.chat_client import (
@@ -16,6 +18,7 @@ from talaria_testing.chat_client import (
     names,
     new_session,
     on_disk,
+    read_all,
     session,
     start,
 )
@@ -164,3 +167,23 @@ def _follow_up_turns_after_a_lost_turn(srv: ServerProc, fake, sid: str) -> None:
     assert [m["content"] for m in rows if m["role"] == "user"] == ["lost words", "after the disk came back"]
     assert project(rows[-1]) == ("assistant", "answer t2.", ())
     assert_settled(session(srv, sid), partial_ok=True)
+
+
+def test_lone_surrogates_from_the_model_typed_text_or_an_import_become_u_fffd_and_streams_survive(srv, fake):
+    sid = new_session(srv)
+    fake.script(Reply(text="half \ud83d of a pair", reasoning="think \udc00 hard", for_user="hello"))
+    stream_id = start(srv, sid, "hello")
+    events = read_all(srv, stream_id)
+    assert_well_formed(events) and "error" not in names(events)
+    assert "".join(d["text"] for d in named(events, "token")) == "half \ufffd of a pair"
+    assert read_all(srv, stream_id, last_event_id=1) == events[1:]  # a reconnect replays it too
+    fake.script(Reply(text="fine", for_user="typed \ufffd text"))
+    assert "error" not in names(read_all(srv, start(srv, sid, "typed \ud800 text")))
+    rows = json.loads((srv.session_dir / f"{sid}.json").read_bytes().decode("utf-8"))["messages"]
+    assert [m["content"] for m in rows] == ["hello", "half \ufffd of a pair", "typed \ufffd text", "fine"]
+    assert rows[1]["reasoning"] == "think \ufffd hard"
+    imported = srv.post_json(
+        "/api/session/import", {"title": "t\udc00", "messages": [{"role": "user", "content": "a \udfff b"}]}
+    )["session"]
+    again = session(srv, imported["session_id"])
+    assert again["title"] == "t\ufffd" and again["messages"][0]["content"] == "a \ufffd b"
