@@ -526,13 +526,20 @@ def _mark_interrupted(session: models.Session) -> bool:
     if not (session.active_stream_id or session.pending_user_message):
         return False
     pending = session.pending_user_message
-    has_user = any(
-        isinstance(m, dict) and m.get("role") == "user" and message_text(m) == pending
-        for m in session.messages[-3:]
+    user_row = next(
+        (
+            m
+            for m in reversed(session.messages[-3:])
+            if isinstance(m, dict) and m.get("role") == "user" and message_text(m) == pending
+        ),
+        None,
     )
-    if pending and not has_user:
+    if pending and user_row is None:
         ts = session.pending_started_at or time.time()
-        session.messages.append({"role": "user", "content": pending, "timestamp": ts, "_recovered": True})
+        user_row = {"role": "user", "content": pending, "timestamp": ts, "_recovered": True}
+        session.messages.append(user_row)
+    if user_row is not None and session.pending_attachments and not user_row.get("attachments"):
+        user_row["attachments"] = copy.deepcopy(session.pending_attachments)  # cleared with the pending turn
     session.messages.extend(questions.notes_after_restart(session))
     session.messages.append(_interrupted_marker())
     session.clear_pending_turn()

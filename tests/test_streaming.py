@@ -233,3 +233,21 @@ def test_a_final_save_that_fails_still_ends_the_stream_with_error_then_done(scri
     assert "Saving the answer failed" in [d for _, n, d in turn.events if n == "error"][-1]["message"]
     on_disk = json.loads((scripted / "chat.json").read_text())
     assert on_disk["messages"][-1]["content"] == fake_turns.USER_TEXT  # the write-ahead, as it was saved
+
+
+@pytest.mark.parametrize("user_row_saved", [True, False])
+def test_a_turn_marked_interrupted_at_startup_keeps_its_pending_attachments_on_the_user_row(
+    state_dir, user_row_saved
+):
+    files = [{"name": "plan.png", "path": "uploads/plan.png", "mime": "image/png"}]
+    rows = [{"role": "user", "content": "see the plan", "timestamp": 1.0}] if user_row_saved else []
+    s = Session(session_id="att", messages=rows)
+    s.active_stream_id, s.pending_user_message, s.pending_started_at = "gone", "see the plan", 1.0
+    s.pending_attachments = files
+    s.save()
+    models.SESSIONS.clear()
+    assert streaming.recover_interrupted_turns(state_dir) == ["att"]
+    loaded = Session.load("att")
+    (user,) = [m for m in loaded.messages if m["role"] == "user"]
+    assert user["content"] == "see the plan" and user["attachments"] == files
+    assert loaded.pending_attachments == [] and loaded.messages[-1]["_interrupted"]
