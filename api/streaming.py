@@ -147,6 +147,7 @@ def start_turn(session_id: str, message: str, model: str | None = None) -> dict:
             raise Conflict("This session is read-only.")
         if live_turn_for(session_id) is not None:
             raise Conflict("A reply is still streaming in this session; stop it or wait for it to finish.")
+        before = _fields_of(session)
         if session.active_stream_id or session.pending_user_message:
             _mark_interrupted(session)  # a stale pending turn from a process that is gone
         history = _history_for(session)
@@ -162,7 +163,7 @@ def start_turn(session_id: str, message: str, model: str | None = None) -> dict:
         session.pending_user_message = message
         session.pending_started_at = now
         session_ops.advance_watermark_after_turn(session, now)
-        session.save()
+        _save_or_undo(session, before)
         with _TURNS_LOCK:
             _TURNS[stream_id] = turn
             _LIVE_BY_SESSION[session_id] = turn
@@ -174,6 +175,21 @@ def start_turn(session_id: str, message: str, model: str | None = None) -> dict:
         daemon=True,
     ).start()
     return {"stream_id": stream_id, "session_id": session_id}
+
+
+def _fields_of(session: models.Session) -> dict:
+    """The session's fields, its lists copied: what ``_save_or_undo`` puts back."""
+    return {name: list(value) if isinstance(value, list) else value for name, value in vars(session).items()}
+
+
+def _save_or_undo(session: models.Session, before: dict, touch_updated_at: bool = True) -> None:
+    """Save; a save that raises leaves the session in memory as the file still has it (``before``)."""
+    try:
+        session.save(touch_updated_at=touch_updated_at)
+    except BaseException:
+        vars(session).clear()
+        vars(session).update(before)
+        raise
 
 
 # ---------------------------------------------------------------------- the worker
@@ -305,9 +321,10 @@ def _checkpoint(turn: Turn) -> None:
         session = _own_session(turn)
         if session is None:
             return
+        before = _fields_of(session)
         _drop_partial_tail(session)
         session.messages.append(_partial_row(turn, time.time()))
-        session.save(touch_updated_at=False)
+        _save_or_undo(session, before, touch_updated_at=False)
 
 
 def _is_turn_user_row(row: Any, turn: Turn) -> bool:
@@ -416,6 +433,7 @@ def _finalize(turn: Turn, result, error: tuple[str, str | None] | None) -> None:
         if session is None:
             turn.append("done", {"session": None})  # shutdown or a newer turn already settled this one
             return
+        before = _fields_of(session)
         _drop_partial_tail(session)
         visible_before = _rows_before_turn(session, turn)
         now = time.time()
@@ -444,7 +462,7 @@ def _finalize(turn: Turn, result, error: tuple[str, str | None] | None) -> None:
         _apply_usage(session, result)
         session.clear_pending_turn()
         title = _auto_title(session)
-        session.save()
+        _save_or_undo(session, before)
     if compressed_event is not None:
         turn.append("compressed", compressed_event)
     if title:

@@ -251,3 +251,19 @@ def test_a_turn_marked_interrupted_at_startup_keeps_its_pending_attachments_on_t
     (user,) = [m for m in loaded.messages if m["role"] == "user"]
     assert user["content"] == "see the plan" and user["attachments"] == files
     assert loaded.pending_attachments == [] and loaded.messages[-1]["_interrupted"]
+
+
+@pytest.mark.parametrize("err", [errno.ENOSPC, errno.EROFS])
+def test_a_write_ahead_that_cannot_be_saved_changes_nothing_and_no_later_save_writes_it(scripted, err):
+    before = (scripted / "chat.json").read_bytes()
+    faults = FaultInjector(scripted, err, "open", match=lambda name: name.startswith("chat.json"))
+    with faults, pytest.raises(OSError):
+        streaming.start_turn("chat", "lost to a full disk")
+    held = models.get_session("chat")
+    assert held.messages == [] and held.active_stream_id is None and held.pending_user_message is None
+    assert streaming.live_turn_for("chat") is None
+    assert (scripted / "chat.json").read_bytes() == before
+    held.pinned = True
+    held.save()  # a later save of anything (a pin) does not write the lost message
+    loaded = Session.load("chat")
+    assert loaded.messages == [] and loaded.active_stream_id is None and loaded.pinned

@@ -153,7 +153,18 @@ def test_a_full_disk_mid_turn_stops_the_turn_and_the_next_turn_works_once_there_
             assert "No space left on device" in named(events, "error")[0]["message"]
             streamed = "".join(d["text"] for d in named(events, "token"))
             assert len(streamed) < len(words)  # the agent was stopped, not left answering
+            status, answer = srv.json(
+                "POST", "/api/chat/start", {"session_id": sid, "message": "refused words"}
+            )
+            assert status == 507 and "disk is full" in answer["error"]
+            shown = session(srv, sid)
+            shown_rows = [
+                {k: v for k, v in m.items() if k not in ("html", "_idx")} for m in shown["messages"]
+            ]
+            assert shown_rows == on_disk(srv, sid)["messages"]  # memory is what the file holds
             filler.unlink()
+            srv.post_json("/api/session/pin", {"session_id": sid, "pinned": True})
+            assert "refused words" not in json.dumps(on_disk(srv, sid))
             _follow_up_turns_after_a_lost_turn(srv, fake, sid)
         finally:
             srv.stop()
