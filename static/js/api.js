@@ -74,6 +74,7 @@ export const api = {
   login: (password) => postJSON("/api/auth/login", { password }),
   logout: () => postJSON("/api/auth/logout", {}),
   recoveryStartup: () => getJSON("/api/recovery/startup"),
+  recoveryAudit: () => getJSON("/api/session/recovery/audit"),
 
   sessions: () => getJSON("/api/sessions"),
   search: (q) => getJSON("/api/sessions/search", { q, content: 1 }),
@@ -108,5 +109,4 @@ export const api = {
   onboardingSetup: (fields) => postJSON("/api/onboarding/setup", fields),
 
   exportUrl: (sessionId, format) => `/api/session/export${query({ session_id: sessionId, format })}`,
-  auditUrl: () => "/api/session/recovery/audit",
 };

@@ -7,8 +7,11 @@ import { Composer } from "./composer.js";
 import { showLogin } from "./login.js";
 import { showLineage } from "./lineage.js";
 import { showRecoveryBanner, updateContextMeter } from "./markers.js";
-import { ask } from "./dialog.js";
+import { ask, confirmAction } from "./dialog.js";
 import { ModelPicker } from "./model_picker.js";
+import { PendingAction } from "./pending.js";
+import { showRecoveryReport } from "./recovery.js";
+import { showShortcuts } from "./shortcuts.js";
 import { messageText } from "./render.js";
 import { SessionList } from "./sessions.js";
 import { SetupDialog } from "./setup.js";
@@ -18,6 +21,8 @@ import { YoloIndicator } from "./questions.js";
 import { ToolsMenu } from "./tools.js";
 
 const $ = (id) => document.getElementById(id);
+// How long /clear can be undone before it reaches the server.
+const CLEAR_UNDO_MS = 5000;
 
 function sessionFromHash() {
   const match = /^#\/s\/([A-Za-z0-9_-]{1,200})$/.exec(location.hash);
@@ -109,7 +114,9 @@ class App {
     const titleOf = (sid) => this.sessions.find(sid)?.title;
     api
       .recoveryStartup()
-      .then((summary) => showRecoveryBanner($("recovery-banner"), summary, api.auditUrl(), titleOf))
+      .then((summary) =>
+        showRecoveryBanner($("recovery-banner"), summary, () => showRecoveryReport(titleOf).catch(toastError), titleOf),
+      )
       .catch(() => {});
     await this.route();
   }
@@ -129,6 +136,7 @@ class App {
   }
 
   async load(sid, opts = {}) {
+    await this.flushPending();
     this.sessions.setCurrent(sid);
     try {
       await this.chat.open(sid, opts);
@@ -251,6 +259,7 @@ class App {
 
   // Sends a message (after replacing or branching at an edited message).
   async send(text, { editIdx = null } = {}) {
+    await this.flushPending();
     if (this.chat.streaming) {
       toast("Wait for the answer to finish, or stop it first.");
       return false;
@@ -281,7 +290,44 @@ class App {
     }
   }
 
+  // /clear after a confirmation; the transcript empties at once and the clear is committed when the
+  // undo window closes (or before anything that depends on it).
+  async clearUndoably(sid) {
+    const confirmed = await confirmAction({
+      title: "Clear this conversation?",
+      message: "Every message of this session is removed. You can undo this for a few seconds.",
+      confirmLabel: "Clear",
+    });
+    if (!confirmed) return false;
+    this.chat.hideAll();
+    const pending = new PendingAction({
+      delayMs: CLEAR_UNDO_MS,
+      commit: async () => {
+        try {
+          await api.clear(sid);
+        } catch (err) {
+          toastError(err);
+        }
+        if (this.chat.sessionId === sid) await this.chat.reload().catch(toastError);
+        this.sessions.refresh().catch(() => {});
+      },
+      undo: () => {
+        if (this.chat.sessionId === sid) this.chat.renderAll();
+      },
+    });
+    this.pendingClear = pending;
+    toast("Conversation cleared.", { action: "Undo", timeout: CLEAR_UNDO_MS, onAction: () => pending.undo() });
+    return true;
+  }
+
+  async flushPending() {
+    const pending = this.pendingClear;
+    this.pendingClear = null;
+    if (pending) await pending.flush();
+  }
+
   async command(name, arg) {
+    await this.flushPending();
     const sid = this.chat.sessionId;
     if (!sid && name !== "title") {
       toast("Open a session first.");
@@ -319,9 +365,7 @@ class App {
         await this.chat.reload();
         return this.send(data.last_user_text);
       } else if (name === "clear") {
-        await api.clear(sid);
-        await this.chat.reload();
-        toast("Conversation cleared.");
+        return await this.clearUndoably(sid);
       } else if (name === "title") {
         if (!arg) {
           toast("Usage: /title <new title>");
@@ -360,6 +404,9 @@ class App {
     } else if (event.key === "/" && !typing) {
       event.preventDefault();
       this.sessions.focusFilter();
+    } else if (event.key === "?" && !typing && !document.querySelector("dialog[open]")) {
+      event.preventDefault();
+      showShortcuts();
     } else if (event.key === "Escape" && this.chat.streaming) {
       event.preventDefault();
       this.stop();

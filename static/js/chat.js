@@ -150,6 +150,12 @@ export class ChatView {
     hydrateMedia(this.list, this.sessionId);
   }
 
+  // Empties the view without touching what is loaded (a clear waiting out its undo window).
+  hideAll() {
+    this.list.replaceChildren();
+    this.empty.hidden = false;
+  }
+
   renderTail(fromIdx) {
     for (const node of [...this.list.children]) {
       if (node.classList.contains("live") || Number(node.dataset.idx) >= fromIdx) node.remove();

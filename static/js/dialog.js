@@ -3,13 +3,14 @@
 import { el } from "./render.js";
 
 // Resolves to the chosen button's value, or null when dismissed (Escape, Cancel).
-export function ask({ title, message, buttons, cancelLabel = "Cancel" }) {
+export function ask({ title, message, body, buttons = [], cancelLabel = "Cancel" }) {
   return new Promise((resolve) => {
     const dialog = el("dialog", "modal");
     dialog.setAttribute("aria-labelledby", "modal-title");
     dialog.append(el("h2", "modal-title", title));
     dialog.querySelector(".modal-title").id = "modal-title";
     if (message) dialog.append(el("p", "modal-message", message));
+    if (body) dialog.append(body);
     const row = el("div", "modal-buttons");
     let value = null;
     const choose = (chosen) => {

@@ -118,10 +118,18 @@ function describeDetail(detail, titleOf) {
   return item;
 }
 
+// A dismissed notice stays dismissed for the same recovery (a later one shows again).
+const DISMISSED_KEY = "talaria:recovery-dismissed";
+
+function recoveryKey(summary) {
+  const ids = (summary.details || []).filter((d) => d && d.restored).map((d) => d.session_id || d.sid || "");
+  return `${summary.restored}:${ids.join(",")}:${summary.finished_at || summary.started_at || ""}`;
+}
+
 // The startup sweep's summary → a dismissible banner (shown only when something was restored).
-export function showRecoveryBanner(root, summary, auditUrl, titleOf = () => null) {
+export function showRecoveryBanner(root, summary, openReport, titleOf = () => null) {
   const restored = Number(summary && summary.restored);
-  if (!Number.isFinite(restored) || restored <= 0) {
+  if (!Number.isFinite(restored) || restored <= 0 || localStorage.getItem(DISMISSED_KEY) === recoveryKey(summary)) {
     root.hidden = true;
     return;
   }
@@ -130,10 +138,9 @@ export function showRecoveryBanner(root, summary, auditUrl, titleOf = () => null
   text.append(
     `Recovered ${restored} session${restored === 1 ? "" : "s"} from backup after the last shutdown (the files they replaced were kept). `,
   );
-  const link = el("a", "banner-link", "See the recovery report");
-  link.href = auditUrl;
-  link.target = "_blank";
-  link.rel = "noopener";
+  const link = el("button", "link-btn banner-link", "See the recovery report");
+  link.type = "button";
+  link.addEventListener("click", () => openReport());
   text.append(link);
   root.append(text);
   const details = Array.isArray(summary.details) ? summary.details.filter((d) => d && typeof d === "object" && d.restored) : [];
@@ -147,6 +154,7 @@ export function showRecoveryBanner(root, summary, auditUrl, titleOf = () => null
   dismiss.type = "button";
   dismiss.setAttribute("aria-label", "Dismiss the recovery notice");
   dismiss.addEventListener("click", () => {
+    localStorage.setItem(DISMISSED_KEY, recoveryKey(summary));
     root.hidden = true;
   });
   root.append(dismiss);

@@ -2,6 +2,7 @@
 // agent's own sessions from other platforms (read-only).
 
 import { api } from "./api.js";
+import { confirmAction } from "./dialog.js";
 import { el } from "./render.js";
 import { toast, toastError } from "./toast.js";
 
@@ -35,6 +36,12 @@ function metaLabel(row) {
   const ts = recency(row);
   const when = ts ? new Date(ts * 1000).toLocaleDateString(undefined, { month: "short", day: "numeric" }) : "";
   return [when, `${count} message${count === 1 ? "" : "s"}`].filter(Boolean).join(" · ");
+}
+
+// A session never written in (no messages, no title of its own) is left out of the list, as
+// hermes-webui does, unless it is the one open.
+function isEmptyUntitled(row, currentId) {
+  return !row.message_count && (!row.title || row.title === "Untitled") && !row.pinned && row.session_id !== currentId;
 }
 
 export class SessionList {
@@ -94,7 +101,13 @@ export class SessionList {
   }
 
   setCurrent(sessionId) {
+    const previous = this.currentId;
     this.currentId = sessionId;
+    const left = previous && previous !== sessionId ? this.rows.find((r) => r.session_id === previous) : null;
+    if (left && isEmptyUntitled(left, sessionId)) {
+      this.render(); // the empty session just left drops out of the list
+      return;
+    }
     for (const node of this.root.querySelectorAll(".session-row")) {
       const active = node.dataset.sid === sessionId;
       node.classList.toggle("active", active);
@@ -139,7 +152,10 @@ export class SessionList {
     const showArchived = this.archivedToggle.checked;
     const now = Date.now() / 1000;
     const visible = sortRows(this.rows).filter(
-      (row) => (showArchived || !row.archived) && (!q || String(row.title || "").toLowerCase().includes(q)),
+      (row) =>
+        (showArchived || !row.archived) &&
+        (!q || String(row.title || "").toLowerCase().includes(q)) &&
+        !isEmptyUntitled(row, this.currentId),
     );
     const fragment = document.createDocumentFragment();
     let currentGroup = null;
@@ -321,6 +337,12 @@ export class SessionList {
   }
 
   async delete(row) {
+    const confirmed = await confirmAction({
+      title: "Delete this session?",
+      message: `“${row.title || "Untitled"}” moves to the trash; Undo brings it back for a few seconds.`,
+      confirmLabel: "Delete",
+    });
+    if (!confirmed) return;
     let result;
     try {
       result = await api.remove(row.session_id);

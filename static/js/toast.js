@@ -1,10 +1,12 @@
-// Short notices at the bottom of the screen, optionally with one action (e.g. Undo).
+// Short notices at the top of the conversation (never over the composer), optionally with one action
+// (e.g. Undo). At most MAX_TOASTS show at once: a new one pushes the oldest out.
 
 import { el } from "./render.js";
 
 const root = () => document.getElementById("toasts");
+const MAX_TOASTS = 3;
 
-export function toast(message, { action, onAction, timeout = 6000, kind = "info" } = {}) {
+export function toast(message, { action, onAction, timeout = 4000, kind = "info" } = {}) {
   const box = el("div", `toast toast-${kind}`);
   box.setAttribute("role", kind === "error" ? "alert" : "status");
   box.append(el("span", "toast-text", message));
@@ -32,6 +34,7 @@ export function toast(message, { action, onAction, timeout = 6000, kind = "info"
   close.addEventListener("click", dismiss);
   box.append(close);
   root().append(box);
+  while (root().childElementCount > MAX_TOASTS) root().firstElementChild.remove();
   if (timeout) timer = setTimeout(dismiss, timeout);
   return dismiss;
 }

@@ -292,13 +292,32 @@ def test_slash_commands_complete_and_run(page, server, llm):
     expect(page.locator(".msg-user")).to_contain_text("First")
     expect(page.locator(".msg-assistant")).to_contain_text("Answer two again.")
 
+    # /clear asks first, empties the view at once, and can be undone until its window closes.
     box.fill("/clear")
     box.press("Enter")
+    page.locator("dialog.modal").get_by_role("button", name="Cancel").click()
+    expect(page.locator(".msg")).to_have_count(2)
+    box.fill("/clear")
+    box.press("Enter")
+    page.locator("dialog.modal").get_by_role("button", name="Clear").click()
+    expect(page.locator(".msg")).to_have_count(0)
+    page.locator(".toast", has_text="Conversation cleared.").get_by_role("button", name="Undo").click()
+    expect(page.locator(".msg")).to_have_count(2)
+    assert len(server.get_json(f"/api/session?session_id={sid}")["session"]["messages"]) == 2
+    box.fill("/clear")
+    box.press("Enter")
+    page.locator("dialog.modal").get_by_role("button", name="Clear").click()
     expect(page.locator(".msg")).to_have_count(0)
     expect(page.locator("#empty-state")).to_be_visible()
+    deadline = time.monotonic() + 20
+    while (
+        server.get_json(f"/api/session?session_id={sid}")["session"]["messages"]
+        and time.monotonic() < deadline
+    ):
+        time.sleep(0.2)
     saved = server.get_json(f"/api/session?session_id={sid}")["session"]
     assert saved["messages"] == [] and saved["title"] in ("Commands at work", "Untitled")
-    time.sleep(0.1)
+    expect(page.locator(".msg")).to_have_count(0)
 
 
 def test_export_links_download_the_session(page, server):

@@ -333,3 +333,56 @@ def test_tool_cards_show_a_console_a_diff_and_a_checklist_with_raw_json_behind_a
     expect(todo.locator(".todo-completed .todo-text")).to_have_text("write tests")
     expect(todo.locator(".todo-pending .todo-text")).to_have_text("ship it")
     screenshots(page, "tool-cards")
+
+
+# ---------------------------------------------------------------------- around the conversation
+
+
+def test_question_mark_lists_the_shortcuts(page, server):
+    goto_app(page)
+    page.locator("body").press("?")
+    dialog = page.locator("dialog.modal")
+    expect(dialog).to_contain_text("Keyboard shortcuts")
+    expect(dialog.locator("kbd", has_text="Alt + Shift + N")).to_be_visible()
+    screenshots(page, "shortcuts")
+    page.keyboard.press("Escape")
+    expect(dialog).to_have_count(0)
+    # Typed in the message box, "?" is just a character.
+    page.locator("#composer-input").press("?")
+    expect(page.locator("#composer-input")).to_have_value("?")
+    expect(dialog).to_have_count(0)
+
+
+def test_toasts_stack_at_most_three_and_never_cover_the_composer(page, server):
+    goto_app(page)
+    page.evaluate(
+        "import('/static/js/toast.js').then((m) => { for (let i = 0; i < 5; i++) m.toast(`Notice ${i}`); })"
+    )
+    expect(page.locator(".toast")).to_have_count(3)
+    expect(page.locator(".toast").last).to_have_text(re.compile("Notice 4"))
+    for viewport in ({"width": 1280, "height": 800}, {"width": 390, "height": 844}):
+        page.set_viewport_size(viewport)
+        composer = page.locator("#composer").bounding_box()
+        for box in [t.bounding_box() for t in page.locator(".toast").all()]:
+            assert box["y"] + box["height"] <= composer["y"], (viewport, box, composer)
+    page.set_viewport_size({"width": 1280, "height": 800})
+    screenshots(page, "toasts")
+
+
+def test_empty_untitled_sessions_stay_out_of_the_list(page, server):
+    kept = import_session(server, "Has messages", qa_history(1, answer_repeat=1))
+    first = new_session(page)
+    expect(page.locator(f'.session-row[data-sid="{first}"]')).to_be_visible()  # the open one shows
+    page.click("#new-session")
+    page.wait_for_url(re.compile(r"#/s/(?!" + first + r")[A-Za-z0-9_-]+$"))
+    second = page.url.rsplit("/", 1)[1]
+    expect(page.locator(f'.session-row[data-sid="{first}"]')).to_have_count(0)
+    page.locator(f'.session-row[data-sid="{kept["session_id"]}"] .session-open').click()
+    expect(page.locator(f'.session-row[data-sid="{second}"]')).to_have_count(0)
+    expect(page.locator(f'.session-row[data-sid="{kept["session_id"]}"]')).to_be_visible()
+    page.reload()
+    page.wait_for_selector("#app:not([hidden])")
+    expect(page.locator(f'.session-row[data-sid="{kept["session_id"]}"]')).to_be_visible()
+    expect(
+        page.locator(f'.session-row[data-sid="{first}"], .session-row[data-sid="{second}"]')
+    ).to_have_count(0)

@@ -8,7 +8,7 @@ import uuid
 import pytest
 from playwright.sync_api import expect
 
-from .helpers import goto_app, import_session, screenshot
+from .helpers import goto_app, import_session, screenshot, screenshots
 
 pytestmark = pytest.mark.e2e
 
@@ -74,8 +74,17 @@ def test_delete_then_undo_brings_the_session_back(page, server):
     session = import_session(server, title, CHAT)
     goto_app(page, f"/#/s/{session['session_id']}")
     page.wait_for_selector('.msg[data-idx="1"]')
+    # Delete asks first; Cancel keeps the session.
     row(page, title).locator(".session-menu-btn").click()
     row(page, title).get_by_role("menuitem", name="Delete").click()
+    dialog = page.locator("dialog.modal")
+    expect(dialog).to_contain_text("Delete this session?")
+    screenshots(page, "delete-confirm")
+    dialog.get_by_role("button", name="Cancel").click()
+    assert any(r["session_id"] == session["session_id"] for r in server.get_json("/api/sessions")["sessions"])
+    row(page, title).locator(".session-menu-btn").click()
+    row(page, title).get_by_role("menuitem", name="Delete").click()
+    page.locator("dialog.modal").get_by_role("button", name="Delete").click()
     row(page, title).wait_for(state="detached")
     assert page.locator("#empty-state").is_visible()
     assert not any(

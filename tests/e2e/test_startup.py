@@ -8,7 +8,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from .helpers import goto_app, open_page, screenshot, session_store, start_server
+from .helpers import goto_app, open_page, screenshot, screenshots, session_store, start_server
 
 pytestmark = pytest.mark.e2e
 
@@ -40,13 +40,24 @@ def test_recovery_banner_names_the_restored_session_and_links_the_audit(browser,
             expect(banner).to_be_visible()
             expect(banner).to_contain_text("Recovered 1 session")
             expect(banner.get_by_role("link", name="Lost and found")).to_be_visible()
-            expect(banner.get_by_role("link", name="See the recovery report")).to_have_attribute(
-                "href", "/api/session/recovery/audit"
-            )
-            screenshot(page, "recovery-banner")
+            screenshots(page, "recovery-banner")
+            # The report is a readable page: titles and file names, no folder of the server's disk.
+            banner.get_by_role("button", name="See the recovery report").click()
+            report = page.locator("dialog.modal")
+            expect(report).to_contain_text("Lost and found")
+            expect(report).to_contain_text("was restored from its backup (2 → 6 messages)")
+            assert str(server.root) not in report.text_content()
+            assert f"{ids['sid']}.json" in report.text_content() or "healthy" in report.text_content()
+            screenshots(page, "recovery-report")
+            report.get_by_role("button", name="Close").click()
             banner.get_by_role("link", name="Lost and found").click()
             expect(page.locator(".msg")).to_have_count(6)
             banner.get_by_role("button", name="Dismiss the recovery notice").click()
+            expect(banner).to_be_hidden()
+            # Dismissed stays dismissed across a reload.
+            page.reload()
+            page.wait_for_selector("#app:not([hidden])")
+            expect(page.locator(".msg")).to_have_count(6)
             expect(banner).to_be_hidden()
     finally:
         server.stop()
