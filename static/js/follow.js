@@ -27,11 +27,17 @@ export class ScrollFollow {
     for (const type of ["wheel", "touchmove", "keydown", "mousedown"]) {
       transcript.addEventListener(type, noteInput, { passive: true });
     }
+    this.lastTop = transcript.scrollTop;
     transcript.addEventListener("scroll", () => {
+      const top = transcript.scrollTop;
+      // A jump up by half a screen is a reader's too (a script, a scrollbar drag): rows settling
+      // their heights never move the view that far.
+      const bigJumpUp = top < this.lastTop - transcript.clientHeight / 2;
+      this.lastTop = top;
       if (this.distance() <= AT_BOTTOM_PX) {
         this.pinned = true;
         this.button.hidden = true;
-      } else if (performance.now() - this.lastInput < USER_SCROLL_MS) {
+      } else if (bigJumpUp || performance.now() - this.lastInput < USER_SCROLL_MS) {
         this.pinned = false;
       }
     }, { passive: true });
@@ -59,10 +65,12 @@ export class ScrollFollow {
   toBottom() {
     const t = this.transcript;
     t.scrollTop = t.scrollHeight;
+    this.lastTop = t.scrollTop;
     let frames = SETTLE_FRAMES;
     const again = () => {
       if (!this.pinned || frames-- <= 0) return;
       t.scrollTop = t.scrollHeight;
+      this.lastTop = t.scrollTop;
       requestAnimationFrame(again);
     };
     requestAnimationFrame(again);
