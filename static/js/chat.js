@@ -251,8 +251,12 @@ export class ChatView {
     const idx = anchor?.dataset.idx;
     const offset = anchor ? anchor.getBoundingClientRect().top : 0;
     rerender();
-    const again = idx !== undefined ? this.list.querySelector(`.msg[data-idx="${idx}"]`) : null;
-    if (again) this.transcript.scrollTop += again.getBoundingClientRect().top - offset;
+    const restore = () => {
+      const again = idx !== undefined ? this.list.querySelector(`.msg[data-idx="${idx}"]`) : null;
+      if (again) this.transcript.scrollTop += again.getBoundingClientRect().top - offset;
+    };
+    restore();
+    requestAnimationFrame(restore); // rows above settle their real heights on the next frame
   }
 
   showEmpty() {
