@@ -321,6 +321,7 @@ class TurnScope:
     ``interrupted()`` is the agent's own interrupt flag of the asking thread.
     """
 
+    session_id: str  # Talaria's id: the approval session key, stable when the agent rotates its own id
     workspace: str
     ask_approval: AskApproval
     ask_clarify: AskClarify
@@ -347,32 +348,33 @@ def session_bound(agent, scope: TurnScope | None) -> Iterator[None]:
     if scope is None:
         yield
         return
-    session_id = str(agent.session_id)
+    key = scope.session_id
+    task_id = str(agent.session_id)  # the tools' record key (``run_conversation(task_id=...)``)
     approval = _import("tools.approval")
     session_context = _import("gateway.session_context")
     is_interrupted = _import("tools.interrupt").is_interrupted
-    _import("tools.terminal_tool").register_task_env_overrides(session_id, {"cwd": scope.workspace})
+    _import("tools.terminal_tool").register_task_env_overrides(task_id, {"cwd": scope.workspace})
 
     def notify(data: dict) -> None:
         choice, reason = scope.ask_approval(data, is_interrupted)
-        approval.resolve_gateway_approval(session_id, choice, reason=reason)
+        approval.resolve_gateway_approval(key, choice, reason=reason)
 
     tokens = session_context.set_session_vars(
         platform="webui",
-        session_key=session_id,
-        session_id=session_id,
+        session_key=key,
+        session_id=task_id,
         cwd=scope.workspace,
         async_delivery=False,
     )
-    key_token = approval.set_current_session_key(session_id)
-    (approval.enable_session_yolo if scope.yolo else approval.disable_session_yolo)(session_id)
-    approval.register_gateway_notify(session_id, notify)
+    key_token = approval.set_current_session_key(key)
+    (approval.enable_session_yolo if scope.yolo else approval.disable_session_yolo)(key)
+    approval.register_gateway_notify(key, notify)
     agent.clarify_callback = lambda question, choices: scope.ask_clarify(question, choices, is_interrupted)
     try:
         yield
     finally:
         agent.clarify_callback = None
-        approval.unregister_gateway_notify(session_id)
+        approval.unregister_gateway_notify(key)
         approval.reset_current_session_key(key_token)
         session_context.clear_session_vars(tokens)
 

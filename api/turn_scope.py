@@ -15,6 +15,7 @@ from api.questions import CANCELLED
 def for_turn(session: models.Session, emit: OnEvent) -> agent_runtime.TurnScope:
     sid = session.session_id
     return agent_runtime.TurnScope(
+        session_id=sid,
         workspace=workspace.for_turn(session),
         ask_approval=functools.partial(approvals.ask, sid, emit),
         ask_clarify=functools.partial(clarify.ask, sid, emit),
