@@ -197,7 +197,10 @@ export class YoloIndicator {
   constructor(root) {
     this.root = root;
     this.sessionId = null;
-    this.root.textContent = "Not asking before commands — ask again";
+    this.root.replaceChildren(
+      el("span", "yolo-long", "Not asking before commands — ask again"),
+      el("span", "yolo-short", "Not asking ✕"),
+    );
     this.root.title = "Flagged commands in this session run without asking. Click to be asked again.";
     this.root.addEventListener("click", async () => {
       if (!this.sessionId) return;
