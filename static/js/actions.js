@@ -1,5 +1,5 @@
 // Acting on messages: copy a code block or a whole message (as Markdown), edit a user message,
-// regenerate the last answer, branch a new session from any message. Buttons carry `data-action`;
+// regenerate the last answer, retry a turn that failed, branch a new session from any message. Buttons carry `data-action`;
 // the chat view handles clicks on them in one listener.
 
 import { el, messageText } from "./render.js";
@@ -25,6 +25,36 @@ function actionButton(action, label, aria) {
   return button;
 }
 
+// A row the model wrote (an answer, a tool call or its result), as opposed to an error note.
+function isAnswer(m) {
+  if (m._error) return false;
+  if (m.role === "tool") return true;
+  return m.role === "assistant" && Boolean(messageText(m).trim() || (Array.isArray(m.tool_calls) && m.tool_calls.length));
+}
+
+// Failed turns: a user row no answer followed (only error notes, or nothing). Each maps the row that
+// carries the turn's Retry (its last error note, else the user row) to the user row.
+export function failedTurns(messages) {
+  const retryOn = new Map();
+  let user = null;
+  let answered = false;
+  let note = null;
+  const close = () => {
+    if (user && !answered) retryOn.set(note || user, user);
+  };
+  for (const m of messages) {
+    if (m.role === "user") {
+      close();
+      user = m;
+      answered = false;
+      note = null;
+    } else if (isAnswer(m)) answered = true;
+    else if (m._error) note = m;
+  }
+  close();
+  return retryOn;
+}
+
 // The action bar of each rendered message row.
 export function decorateMessages(list, messages, { readOnly, streaming }) {
   const byIdx = new Map(messages.map((m) => [String(m._idx), m]));
@@ -32,8 +62,9 @@ export function decorateMessages(list, messages, { readOnly, streaming }) {
   let lastAnswer = null;
   for (const m of messages) {
     if (m.role === "user") lastUser = m;
-    else if (m.role === "assistant" && messageText(m)) lastAnswer = m;
+    else if (isAnswer(m) && m.role === "assistant") lastAnswer = m;
   }
+  const retryOn = streaming || readOnly ? new Map() : failedTurns(messages);
   for (const article of list.querySelectorAll(".msg[data-idx]")) {
     article.querySelector(":scope > .msg-actions")?.remove();
     const msg = byIdx.get(article.dataset.idx);
@@ -49,6 +80,13 @@ export function decorateMessages(list, messages, { readOnly, streaming }) {
         bar.append(actionButton("regenerate", "Regenerate", "Regenerate the last answer"));
       }
       bar.append(actionButton("branch", "Branch", "Branch a new session from this message"));
+    }
+    if (retryOn.has(msg)) {
+      // Always shown (not only on hover): the turn needs the person's next step.
+      const retry = actionButton("retry", "Retry", "Send this message again");
+      retry.classList.add("msg-action-retry");
+      bar.prepend(retry);
+      bar.classList.add("has-retry");
     }
     if (bar.childElementCount) article.append(bar);
   }

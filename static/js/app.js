@@ -218,6 +218,11 @@ class App {
         msg._idx === this.chat.lastUserIdx() ? "Editing your last message" : "Editing an earlier message";
     } else if (action === "regenerate") {
       this.command("retry");
+    } else if (action === "retry") {
+      // The last turn is cut and sent again; an earlier failed message is sent again as a new one.
+      const user = this.chat.turnUser(msg);
+      if (user && user._idx === this.chat.lastUserIdx()) this.command("retry");
+      else if (user) this.send(messageText(user));
     } else if (action === "branch") {
       this.branch(msg._idx + 1);
     }

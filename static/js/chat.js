@@ -234,6 +234,15 @@ export class ChatView {
     this.follower.jump();
   }
 
+  // The user row that opened the turn `msg` belongs to.
+  turnUser(msg) {
+    for (let i = this.messages.length - 1; i >= 0; i--) {
+      const m = this.messages[i];
+      if (m.role === "user" && m._idx <= msg._idx) return m;
+    }
+    return null;
+  }
+
   lastUserIdx() {
     for (let i = this.messages.length - 1; i >= 0; i--) if (this.messages[i].role === "user") return this.messages[i]._idx;
     return null;
