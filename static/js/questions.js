@@ -29,6 +29,11 @@ const SETTLED_TEXT = {
   deny: "Denied. The command did not run.",
 };
 
+function waitText(seconds) {
+  const whole = Math.max(0, Math.round(seconds));
+  return whole >= 120 ? `${Math.round(whole / 60)} minutes` : `${whole} seconds`;
+}
+
 function errorLine(card) {
   let line = card.querySelector(".question-error");
   if (!line) {
@@ -104,6 +109,9 @@ export function approvalCard(sessionId, data, { yolo = false } = {}) {
   window.addEventListener("talaria:yolo", follow);
   toggle.append(box, " Don't ask again in this session (later flagged commands run without asking)");
   card.append(toggle);
+  if (Number.isFinite(data.expires_in)) {
+    card.append(el("p", "question-deadline", `No answer within ${waitText(data.expires_in)} means deny.`));
+  }
   card.append(el("p", "question-outcome"));
   return card;
 }
@@ -155,6 +163,9 @@ export function clarifyCard(sessionId, data) {
     }
   });
   card.append(form);
+  if (Number.isFinite(data.expires_in)) {
+    card.append(el("p", "question-deadline", `Hermes goes on without an answer after ${waitText(data.expires_in)}.`));
+  }
   card.append(el("p", "question-outcome"));
   return card;
 }

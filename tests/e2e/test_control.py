@@ -55,6 +55,7 @@ def ask_to_remove(page, server, llm, folder) -> int:
     expect(card).to_be_visible()
     expect(card.locator(".approval-command")).to_have_text(f"rm -rf {folder}")
     expect(card.locator(".question-yolo input")).not_to_be_checked()
+    expect(card.locator(".question-deadline")).to_contain_text("5 minutes")
     return turn
 
 
