@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from talaria_testing import process_leaks
+
 _PROVIDER_ENV = re.compile(r".*_API_KEY$|^HERMES_INFERENCE_PROVIDER$|^CUSTOM_BASE_URL$|^OPENROUTER_BASE_URL$")
 
 
@@ -38,10 +40,36 @@ def _isolate_environment() -> Path:
 
 
 TEST_ROOT = _isolate_environment()
+process_leaks.become_subreaper()
 
 
 def pytest_unconfigure(config):
     shutil.rmtree(TEST_ROOT, ignore_errors=True)
+
+
+def _describe(leaked: dict[int, str]) -> str:
+    return "; ".join(f"pid {pid}: {cmd}" for pid, cmd in sorted(leaked.items()))
+
+
+@pytest.fixture(autouse=True)
+def _no_process_outlives_its_test():
+    """Every process a test started is gone when it ends (wider fixtures' processes are checked at the end)."""
+    before = set(process_leaks.live_descendants())
+    yield
+    leaked = process_leaks.leaked_since(before)
+    if leaked:
+        process_leaks.kill_all(leaked)
+        pytest.fail(f"processes outlived the test: {_describe(leaked)}", pytrace=False)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    leaked = process_leaks.leaked_since(set())
+    if leaked:
+        process_leaks.kill_all(leaked)
+        session.config.get_terminal_writer().line(
+            f"processes outlived the test run: {_describe(leaked)}", red=True
+        )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture

@@ -83,7 +83,13 @@ class ServerProc:
     def command(self) -> list[str]:
         return [sys.executable, str(REPO_DIR / "server.py"), "--host", self.host, "--port", "0", *self.args]
 
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
     def start(self) -> ServerProc:
+        """Start the server; refused while one is running (a second start would orphan the first)."""
+        if self.running():
+            raise RuntimeError("this ServerProc is already running; stop() it first")
         for folder in (self.hermes_home, self.state_dir, self.workspace):
             folder.mkdir(parents=True, exist_ok=True)
         self.output = []
@@ -160,7 +166,8 @@ class ServerProc:
         return self.start()
 
     def __enter__(self) -> ServerProc:
-        return self.start()
+        # ``with srv.start():`` and ``with srv:`` both mean one running server.
+        return self if self.running() else self.start()
 
     def __exit__(self, *exc) -> None:
         self.stop()

@@ -1,0 +1,63 @@
+"""The pytest plugin fails a test that leaves a process running, and cleans up after it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+from talaria_testing import process_leaks
+
+pytest_plugins = ["pytester"]
+
+
+def test_a_test_that_leaves_a_child_running_fails_and_the_child_is_killed(pytester):
+    pytester.makepyfile(
+        test_leaky=textwrap.dedent(
+            """
+            import subprocess, sys
+
+            def test_leaks(tmp_path):
+                proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+                (tmp_path.parent.parent / "leaked.pid").write_text(str(proc.pid))
+            """
+        )
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*processes outlived the test*time.sleep(120)*"])
+    assert not process_leaks.live_descendants(), "the leaked child is still running"
+
+
+def test_a_test_that_stops_what_it_started_passes(pytester):
+    pytester.makepyfile(
+        test_tidy=textwrap.dedent(
+            """
+            import subprocess, sys
+
+            def test_tidy():
+                proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+                proc.kill()
+                proc.wait()
+            """
+        )
+    )
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+def test_an_orphaned_grandchild_is_still_found_as_a_descendant():
+    """A grandchild whose parent exited is adopted (subreaper) and still reported, so it cannot hide."""
+    script = (
+        "import subprocess, sys; "
+        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
+        "print(p.pid)"
+    )
+    before = set(process_leaks.live_descendants())
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    grandchild = int(out.stdout)
+    try:
+        assert grandchild in process_leaks.leaked_since(before, grace_s=0)
+    finally:
+        process_leaks.kill_all({grandchild: ""})
+        os.waitpid(grandchild, 0)  # adopted: ours to reap
