@@ -16,7 +16,7 @@ import threading
 from importlib import metadata
 from pathlib import Path
 
-from api import config, doctor, provider_errors
+from api import config, doctor, provider_errors, state_lock
 
 log = logging.getLogger("talaria.server")
 
@@ -171,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     config.apply_settings(values)
     if args.command == "doctor":
         return run_doctor(values)
+    state_lock.hold_or_exit(config.STATE_DIR)
     try:
         auth = build_auth(values)
     except ValueError as exc:

@@ -16,8 +16,9 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from api import atomic, jsonio, session_index, tombstones
+from api import atomic, jsonio, session_index, session_merge, tombstones
 from api import config as _config
+from api.errors import Conflict
 from api.session_fields import (
     BOOL_FIELDS,
     BULK_FIELDS,
@@ -52,6 +53,13 @@ _METADATA_REQUIRED = ("session_id", "title", "created_at", "updated_at")
 
 class UnsafeSessionId(ValueError):
     pass
+
+
+class _ChangedDuringSave(Exception):
+    """The file changed between our check and our rename."""
+
+
+_SAVE_ATTEMPTS = 3
 
 
 def _require_safe(sid: Any) -> str:
@@ -148,6 +156,10 @@ class Session:
         self._loaded_metadata_only = False
         self._saved_message_count: int | None = None
         self._disk_sig: tuple | None = None
+        self._base: dict | None = (
+            None  # the payload as last read or written: what "our changes" are relative to
+        )
+        self._file_keys: frozenset[str] = frozenset()
         self._extra: dict = {
             k: v
             for k, v in kw.items()
@@ -244,13 +256,45 @@ class Session:
         return (len(msgs) if isinstance(msgs, list) else -1), data
 
     def save(self, touch_updated_at: bool = True, skip_index: bool = False) -> bool:
-        """Durably write the session; True when written, False when refused as an unsafe empty save."""
+        """Durably write the session; True when written, False when refused as an unsafe empty save.
+
+        A transaction: when the save raises (disk full, read-only, a conflict with another writer) or is
+        refused, this object becomes what the file holds, so neither the cache nor a later save carries
+        the change that did not land.
+        """
         _require_safe(self.session_id)
         if self._loaded_metadata_only:
             raise RuntimeError("refusing to save a metadata-only session stub (its messages are not loaded)")
+        try:
+            for _attempt in range(_SAVE_ATTEMPTS):
+                try:
+                    st = self._write(touch_updated_at)
+                    break
+                except _ChangedDuringSave:
+                    continue  # another program wrote in the meantime: take its version in and write again
+            else:
+                raise Conflict(
+                    "This conversation keeps being changed by another program; this change was not saved."
+                )
+        except BaseException:
+            self._become_file()
+            raise
+        if st is None:
+            self._become_file()
+            return False
+        if not skip_index:
+            session_index.note_saved(
+                Path(SESSION_DIR), Path(SESSION_INDEX_FILE), self.compact(), (st.st_size, st.st_mtime_ns)
+            )
+        if self.messages:
+            _clear_tombstone(Path(SESSION_DIR), self.session_id)
+        return True
+
+    def _write(self, touch_updated_at: bool) -> os.stat_result | None:
         if touch_updated_at:
             self.updated_at = time.time()
         path = self.path
+        self._take_in_foreign_changes(path)
         incoming = len(self.messages)
         try:
             existing, existing_bytes = self._disk_state(path)
@@ -259,7 +303,7 @@ class Session:
             existing, existing_bytes = -2, None
         if existing > 0 and incoming == 0 and (self.active_stream_id or self.pending_user_message):
             log.warning("refusing to save %s with no messages during a live turn", self.session_id)
-            return False
+            return None
         if existing == -1 and path.exists():
             atomic.keep_aside(path, "corrupt")
         elif existing > incoming:
@@ -267,27 +311,75 @@ class Session:
             # (disk full, read-only), the save fails and the larger file stays.
             data = existing_bytes if existing_bytes is not None else path.read_bytes()
             atomic.write_bytes_durable(self.backup_path, data)
-        previous = (self._disk_sig, self._saved_message_count)
+
+        checked = self._disk_sig if self._base is not None else None
 
         def remember(st: os.stat_result) -> None:
+            if checked is not None and _disk_sig(path) != checked:
+                raise _ChangedDuringSave()
             # Known before the rename, so a concurrent get_session never mistakes our own write for a stranger's.
             self._disk_sig = (st.st_ino, st.st_size, st.st_mtime_ns)
             self._saved_message_count = incoming
 
+        payload = self.to_payload()
+        st = atomic.write_bytes_durable(path, dumps_session_json(payload), before_replace=remember)
+        self._base = session_merge.snapshot(payload)
+        return st
+
+    def _take_in_foreign_changes(self, path: Path) -> None:
+        """When another program rewrote the file since we read it, become its version plus our changes.
+
+        Changes that commute (a rename, a pin, an appended turn) are re-applied; anything both sides
+        changed differently is a 409, and the stale object never overwrites the newer file.
+        """
+        if self._base is None or self._disk_sig is None:
+            return  # built in memory, never read from the file: a deliberate write
+        sig = _disk_sig(path)
+        if sig is None or sig == self._disk_sig:
+            return
+        theirs = _load_session_from_path(path)
+        if theirs is None:
+            # Unreadable: the save reads it again, keeps it aside as corrupt, then replaces it.
+            self._disk_sig, self._saved_message_count = sig, None
+            return
+        theirs_payload = theirs.to_payload()
+        for name in TALARIA_FIELDS:
+            if name not in theirs._file_keys:
+                theirs_payload.pop(name, None)
         try:
-            st = atomic.write_bytes_durable(
-                path, dumps_session_json(self.to_payload()), before_replace=remember
+            merged = session_merge.merge(
+                self._base, self.to_payload(), theirs_payload, absent_means_unchanged=TALARIA_FIELDS
             )
-        except BaseException:
-            self._disk_sig, self._saved_message_count = previous
-            raise
-        if not skip_index:
-            session_index.note_saved(
-                Path(SESSION_DIR), Path(SESSION_INDEX_FILE), self.compact(), (st.st_size, st.st_mtime_ns)
-            )
-        if incoming:
-            _clear_tombstone(Path(SESSION_DIR), self.session_id)
-        return True
+        except session_merge.MergeConflict as exc:
+            raise Conflict(
+                f"This conversation was changed by another program since Talaria read it ({exc.field} "
+                "differs on both sides); this change was not saved. Reload to see the current version."
+            ) from None
+        log.info(
+            "%s.json was changed by another program; its changes are kept and ours re-applied",
+            self.session_id,
+        )
+        mine = Session.from_payload(merged, sig=theirs._disk_sig)
+        mine._saved_message_count = theirs._saved_message_count
+        mine._base = theirs._base
+        self._adopt(mine)
+
+    def _become_file(self) -> None:
+        """Hold what the file holds (every holder of this object sees it); when unreadable, leave the cache."""
+        try:
+            fresh = _load_session_from_path(self.path)
+        except Exception:  # noqa: BLE001 - whatever happens, the unsaved state must not stay cached
+            fresh = None
+        if fresh is not None:
+            self._adopt(fresh)
+            return
+        with LOCK:
+            if SESSIONS.get(self.session_id) is self:
+                del SESSIONS[self.session_id]
+
+    def _adopt(self, other: Session) -> None:
+        self.__dict__.clear()
+        self.__dict__.update(other.__dict__)
 
     # ------------------------------------------------------------------ load
 
@@ -302,6 +394,8 @@ class Session:
         session = cls(**data)
         session._saved_message_count = on_disk
         session._disk_sig = sig
+        session._file_keys = frozenset(data)
+        session._base = session_merge.snapshot(session.to_payload())
         return session
 
     @classmethod

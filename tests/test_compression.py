@@ -9,6 +9,7 @@ import pytest
 from api import compression
 from api.errors import BadRequest, Conflict, NotFound
 from api.models import Session
+from talaria_testing import failed_saves
 from talaria_testing.fake_agent import install_fake_compression_runtime
 
 
@@ -222,3 +223,26 @@ def test_compressor_that_aborts_its_summary_is_a_clear_error_and_changes_nothing
     with pytest.raises(BadRequest, match="could not write the summary"):
         compression.manual_compress("c1")
     assert session.path.read_bytes() == before
+
+
+# ---------------------------------------------------------------------- promise 10: a failed save changes nothing
+
+
+@pytest.mark.parametrize("fault", sorted(failed_saves.FAULTS))
+@pytest.mark.parametrize("action", ["compress", "uncompress"])
+def test_a_compression_whose_save_fails_changes_nothing_and_a_later_pin_keeps_the_file(
+    action, fault, tmp_path
+):
+    with failed_saves.tmpfs_sessions(tmp_path) as (mnt, _sessions):
+        msgs = _conversation()
+        s = Session(session_id="cmp", messages=msgs, context_messages=list(msgs), title="Kept", model="fake")
+        s.save()
+        if action == "uncompress":
+            compression.manual_compress("cmp")
+            operation = lambda: compression.uncompress("cmp")  # noqa: E731
+        else:
+            operation = lambda: compression.manual_compress("cmp")  # noqa: E731
+        failed_saves.fails_and_changes_nothing(mnt, "cmp", operation, failed_saves.FAULTS[fault])
+        on_disk = Session.load("cmp")
+        assert Session.load("cmp").context_messages == on_disk.context_messages
+        assert bool(on_disk.compression_undo) is (action == "uncompress")

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import api.models as models
 from api.models import Session, get_session
+from talaria_testing import foreign_writer
 
 
 def _msg(role, content, ts):
@@ -176,14 +177,18 @@ def test_growing_save_leaves_the_backup_alone(state_dir):
     assert s.backup_path.read_bytes() == bak
 
 
-def test_shrink_written_by_another_writer_is_detected(state_dir):
+def test_a_stale_object_never_overwrites_a_newer_file(state_dir):
+    """Promise 11: s lags the disk (another writer appended a row); its save keeps that row."""
     s = _session(n=4)
     s.save()
     other = Session.load("s1")
     other.messages.append(_msg("user", "x", 10.0))
     other.save()
-    s.save()  # s lags the disk (4 < 5): its save shrinks the file, so the 5-message file is kept
-    assert len(json.loads(s.backup_path.read_text())["messages"]) == 5
+    s.pinned = True
+    s.save()
+    on_disk = json.loads(s.path.read_text())
+    assert len(on_disk["messages"]) == 5 and on_disk["pinned"] is True
+    assert len(s.messages) == 5
 
 
 def test_empty_save_during_a_live_turn_is_refused(state_dir):
@@ -292,4 +297,110 @@ def test_shrinking_save_fails_when_its_backup_cannot_be_written(state_dir, monke
     with pytest.raises(OSError):
         s.save()
     assert s.path.read_bytes() == before
-    assert len(s.messages) == 1  # the caller still holds its state and may retry
+    assert len(s.messages) == 4  # promise 10: the object holds what the file holds again
+
+
+# ---------------------------------------------------------------------- promise 11: another writer's file is never overwritten
+
+
+def test_another_programs_rename_and_pin_survive_our_appended_turn(state_dir):
+    s = _session(n=4)
+    s.save()
+    foreign_writer.run(s.path, "--title", "Theirs", "--pin")
+    s.messages.append(_msg("user", "ours", 9.0))
+    s.save()
+    doc = json.loads(s.path.read_text())
+    assert (doc["title"], doc["pinned"], doc["manual_title"]) == ("Theirs", True, True)
+    assert [m["content"] for m in doc["messages"]] == ["m0", "m1", "m2", "m3", "ours"]
+
+
+def test_turns_appended_by_both_programs_are_all_kept(state_dir):
+    s = _session(n=2)
+    s.save()
+    foreign_writer.run(s.path, "--append-user", "theirs")
+    s.messages.append(_msg("user", "ours", 9.0))
+    s.save()
+    assert [m["content"] for m in Session.load("s1").messages] == ["m0", "m1", "theirs", "ours"]
+
+
+def test_a_conflicting_change_is_a_409_and_memory_becomes_the_newer_file(state_dir):
+    from api.errors import Conflict
+
+    s = _session(n=4)
+    s.save()
+    models.cache_session(s)
+    foreign_writer.run(s.path, "--keep", "2")
+    newer = s.path.read_bytes()
+    s.messages.append(_msg("user", "ours", 9.0))
+    with pytest.raises(Conflict) as caught:
+        s.save()
+    assert caught.value.status == 409 and "another program" in caught.value.message
+    assert s.path.read_bytes() == newer
+    assert [m["content"] for m in get_session("s1").messages] == ["m0", "m1"]
+
+
+def test_fields_another_program_does_not_know_survive_its_rewrite(state_dir):
+    s = _session(n=4, compression_generation="a" * 32)
+    s.compression_undo = {"context_messages": [], "compressed_len": 1}
+    s.save()
+    foreign_writer.run(s.path, "--title", "Theirs")
+    s.pinned = True
+    s.save()
+    loaded = Session.load("s1")
+    assert (loaded.title, loaded.pinned) == ("Theirs", True)
+    assert loaded.compression_generation == "a" * 32 and loaded.compression_undo["compressed_len"] == 1
+
+
+def _stream_until_done(srv, stream_id: str) -> list[str]:
+    import http.client
+
+    conn = http.client.HTTPConnection(srv.host, srv.port, timeout=60)
+    try:
+        conn.request(
+            "GET", f"/api/chat/stream?stream_id={stream_id}", headers={"Accept": "text/event-stream"}
+        )
+        resp = conn.getresponse()
+        events = []
+        for raw in resp:
+            line = raw.decode("utf-8").rstrip("\r\n")
+            if line.startswith("event: "):
+                events.append(line[len("event: ") :])
+                if events[-1] == "done":
+                    return events
+        return events
+    finally:
+        conn.close()
+
+
+@pytest.mark.integration
+def test_a_rename_by_another_program_during_a_turn_keeps_the_rename_and_the_whole_turn(tmp_path):
+    from talaria_testing.fake_llm import FakeLLM, Reply, write_hermes_config
+    from talaria_testing.server_proc import ServerProc
+
+    with FakeLLM() as llm:
+        srv = ServerProc(
+            tmp_path, env={"TALARIA_AGENT_TOOLSETS": "none", "TALARIA_CHECKPOINT_INTERVAL": "0.2"}
+        )
+        write_hermes_config(srv.hermes_home, llm.base_url)
+        with srv:
+            sid = srv.post_json("/api/session/new", {})["session"]["session_id"]
+            path = srv.session_dir / f"{sid}.json"
+            llm.script(Reply(text="alpha beta gamma delta", hang_after=2), Reply(text="second answer"))
+            stream_id = srv.post_json("/api/chat/start", {"session_id": sid, "message": "first"})["stream_id"]
+            assert llm.wait_for_hang(60), "the turn never reached its first tokens"
+            foreign_writer.run(path, "--title", "Renamed elsewhere", "--pin")
+            assert srv.get_json(f"/api/session?session_id={sid}")["session"]["is_streaming"]
+            llm.release()
+            assert _stream_until_done(srv, stream_id)[-1] == "done"
+            second = srv.post_json("/api/chat/start", {"session_id": sid, "message": "again"})["stream_id"]
+            assert _stream_until_done(srv, second)[-1] == "done"
+            shown = srv.get_json(f"/api/session?session_id={sid}")["session"]
+        doc = json.loads(path.read_text())
+        for view in (doc, shown):
+            assert (view["title"], view["pinned"]) == ("Renamed elsewhere", True)
+            assert [(m["role"], m["content"]) for m in view["messages"]] == [
+                ("user", "first"),
+                ("assistant", "alpha beta gamma delta"),
+                ("user", "again"),
+                ("assistant", "second answer"),
+            ]

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from api import config, models, session_admin, session_index, tombstones
 from api.errors import BadRequest, Conflict, NotFound
 from api.models import Session
+from talaria_testing import failed_saves
 
 
 def _msg(role: str, content, ts: float) -> dict:
@@ -372,3 +373,24 @@ def test_links_and_fifos_are_not_served_and_a_misnamed_file_stays_in_its_own_fil
     assert not (state_dir / "someone_else.json").exists()
     weird = session_admin.get_session_payload("weird")["session"]
     assert weird["messages"][0]["_idx"] == 0 and "html" not in weird["messages"][0]
+
+
+# ---------------------------------------------------------------------- promise 10: a failed save changes nothing
+
+METADATA_EDITS = {
+    "rename": lambda sid: session_admin.rename_session(sid, "Never saved"),
+    "pin": lambda sid: session_admin.set_flag(sid, "pinned", True),
+    "archive": lambda sid: session_admin.set_flag(sid, "archived", True),
+    "delete": lambda sid: session_admin.delete_session(sid),
+}
+
+
+@pytest.mark.parametrize("fault", sorted(failed_saves.FAULTS))
+@pytest.mark.parametrize("edit", sorted(METADATA_EDITS))
+def test_an_edit_whose_save_fails_changes_nothing_and_a_later_pin_keeps_the_file(edit, fault, tmp_path):
+    with failed_saves.tmpfs_sessions(tmp_path) as (mnt, _sessions):
+        msgs = [{"role": "user", "content": "kept", "timestamp": 1.0}]
+        Session(session_id="adm", title="Kept", messages=msgs).save()
+        failed_saves.fails_and_changes_nothing(
+            mnt, "adm", lambda: METADATA_EDITS[edit]("adm"), failed_saves.FAULTS[fault]
+        )

@@ -11,6 +11,7 @@ from api import models, session_admin, session_export
 from api.errors import BadRequest, NotFound, PayloadTooLarge
 from api.models import Session
 from api.session_export import export_session, import_session, to_markdown
+from talaria_testing import failed_saves
 
 
 def _session() -> Session:
@@ -176,3 +177,17 @@ def test_import_accepts_a_saved_get_answer(state_dir):
     assert row["title"] == "round trip" and row["message_count"] == 3
     stored = json.loads((state_dir / f"{row['session_id']}.json").read_bytes())
     assert all("html" not in m and "_idx" not in m for m in stored["messages"])
+
+
+@pytest.mark.parametrize("fault", sorted(failed_saves.FAULTS))
+def test_an_import_whose_save_fails_leaves_no_session_behind(fault, tmp_path):
+    with failed_saves.tmpfs_sessions(tmp_path) as (mnt, sessions):
+        payload = {"session_id": "imp", "title": "Imported", "messages": [{"role": "user", "content": "hi"}]}
+        with failed_saves.FAULTS[fault](mnt), pytest.raises(OSError):
+            import_session(payload)
+        assert not [
+            p.name for p in sessions.iterdir() if p.name.endswith(".json") and p.name != "_index.json"
+        ]
+        with models.LOCK:
+            assert all(s.title != "Imported" for s in models.SESSIONS.values())
+        assert all(row["title"] != "Imported" for row in models.all_sessions())

@@ -7,6 +7,7 @@ import pytest
 from api import session_ops
 from api.errors import BadRequest, Conflict
 from api.models import Session
+from talaria_testing import failed_saves
 
 
 def _msg(role, content, ts):
@@ -160,3 +161,26 @@ def test_an_edit_after_the_anchor_keeps_the_compression(state_dir):
         "m3",
     ]
     assert loaded.compression_undo is not None and loaded.compression_anchor_visible_idx == 3
+
+
+# ---------------------------------------------------------------------- promise 10: a failed save changes nothing
+
+HISTORY_EDITS = {
+    "clear": lambda sid: session_ops.clear_session(sid),
+    "undo": lambda sid: session_ops.undo_last(sid),
+    "retry": lambda sid: session_ops.retry_last(sid),
+    "truncate": lambda sid: session_ops.truncate_session(sid, 1),
+}
+
+
+@pytest.mark.parametrize("fault", sorted(failed_saves.FAULTS))
+@pytest.mark.parametrize("edit", sorted(HISTORY_EDITS))
+def test_a_history_edit_whose_save_fails_changes_nothing_and_a_later_pin_keeps_the_file(
+    edit, fault, tmp_path
+):
+    with failed_saves.tmpfs_sessions(tmp_path) as (mnt, _sessions):
+        msgs = [_msg("user", "u1", 1.0), _msg("assistant", "a1", 2.0), _msg("user", "u2", 3.0)]
+        Session(session_id="ops", messages=msgs, context_messages=list(msgs), title="Kept").save()
+        failed_saves.fails_and_changes_nothing(
+            mnt, "ops", lambda: HISTORY_EDITS[edit]("ops"), failed_saves.FAULTS[fault]
+        )

@@ -1,7 +1,7 @@
 """Disk full, read-only file system and I/O errors during a save.
 
-The person gets a clear error, nothing on disk is damaged, the session in memory keeps its messages and a
-later save succeeds. A real small tmpfs is used when this process may mount one (root); the same faults
+The person gets a clear error, nothing on disk is damaged, the session in memory is what the file holds
+(promise 10) and a later save succeeds without writing the change that failed. A real small tmpfs is used when this process may mount one (root); the same faults
 are also injected at the system call, which works everywhere.
 """
 
@@ -33,7 +33,7 @@ def _leftovers(sessions: Path) -> list[str]:
 
 
 def _grow_and_fail(sessions: Path, make_fault, counters, label: str) -> None:
-    """Save a grown session under a fault, check the promises, lift the fault, save again."""
+    """Save a grown session under a fault, check the promises, lift the fault, pin it."""
     s = models.Session(session_id=SID, title="Faults", model="fake", messages=messages(10))
     s.save()
     models.cache_session(s)
@@ -53,9 +53,13 @@ def _grow_and_fail(sessions: Path, make_fault, counters, label: str) -> None:
         "the live file is neither the old nor the new version"
     )
     assert _leftovers(sessions) == [], "a temp file was left behind"
-    assert len(s.messages) == 14 and models.get_session(SID) is s, "the session in memory lost its messages"
-    s.save()
-    assert len(models.Session.load(SID).messages) == 14
+    # Promise 10: memory holds what the file holds, and a later save (a pin) writes no unsaved row.
+    assert models.get_session(SID).messages == doc["messages"], "the cache kept a change that was not saved"
+    pinned = models.get_session(SID)
+    pinned.pinned = True
+    pinned.save()
+    assert len(models.Session.load(SID).messages) == len(doc["messages"])
+    assert models.Session.load(SID).pinned is True
 
 
 INJECTED = [

@@ -1,0 +1,58 @@
+"""Three-way merge of a session payload: only-one-side changes combine, appends commute, the rest conflict."""
+
+from __future__ import annotations
+
+import pytest
+
+from api.session_merge import MergeConflict, merge, snapshot
+
+U1, A1, U2, T2 = (
+    {"role": r, "content": c}
+    for r, c in [("user", "u1"), ("assistant", "a1"), ("user", "u2"), ("user", "t2")]
+)
+
+
+def _base() -> dict:
+    return {"title": "T", "pinned": False, "updated_at": 1.0, "messages": [U1, A1], "context_messages": [U1]}
+
+
+def test_a_field_only_one_side_changed_takes_that_side():
+    base = snapshot(_base())
+    ours = dict(_base(), pinned=True)
+    theirs = dict(_base(), title="Theirs")
+    assert merge(base, ours, theirs) == dict(_base(), pinned=True, title="Theirs")
+
+
+def test_lists_both_sides_appended_to_keep_both_appends_theirs_first():
+    base = snapshot(_base())
+    ours = dict(_base(), messages=[U1, A1, U2], updated_at=3.0)
+    theirs = dict(_base(), messages=[U1, A1, T2], updated_at=2.0)
+    merged = merge(base, ours, theirs)
+    assert merged["messages"] == [U1, A1, T2, U2] and merged["updated_at"] == 3.0
+
+
+def test_an_in_place_append_after_the_snapshot_counts_as_our_change():
+    live = _base()
+    base = snapshot(live)
+    live["messages"].append(U2)
+    assert merge(base, live, _base())["messages"] == [U1, A1, U2]
+
+
+def test_a_talaria_field_the_other_writer_dropped_is_unchanged_not_emptied():
+    base = snapshot(_base())
+    theirs = {k: v for k, v in _base().items() if k != "context_messages"}
+    merged = merge(base, _base(), theirs, absent_means_unchanged=("context_messages",))
+    assert merged["context_messages"] == [U1]
+
+
+@pytest.mark.parametrize(
+    ("ours", "theirs"),
+    [
+        ({"title": "A"}, {"title": "B"}),
+        ({"messages": [U1]}, {"messages": [U1, A1, T2]}),
+        ({"pinned": True}, {"pinned": 1}),
+    ],
+)
+def test_different_changes_to_one_field_conflict(ours, theirs):
+    with pytest.raises(MergeConflict):
+        merge(snapshot(_base()), dict(_base(), **ours), dict(_base(), **theirs))
