@@ -105,12 +105,7 @@ def keep_aside(path: Path, tag: str, *, sync_dir: bool = True, link: bool = Fals
     path = Path(path)
     if not path.exists():
         return None
-    stamp = unix_ms()
-    while True:
-        aside = path.with_name(f"{path.name}.{tag}-{stamp}")
-        if not aside.exists():
-            break
-        stamp += 1
+    aside = _aside_name(path, tag)
     if link and not path.is_symlink():
         try:
             os.link(path, aside)
@@ -121,6 +116,28 @@ def keep_aside(path: Path, tag: str, *, sync_dir: bool = True, link: bool = Fals
         except OSError:
             pass  # e.g. a file system without hard links: copy instead
     copy_durable(path, aside, sync_dir=sync_dir)
+    return aside
+
+
+def _aside_name(path: Path, tag: str) -> Path:
+    stamp = unix_ms()
+    while True:
+        aside = path.with_name(f"{path.name}.{tag}-{stamp}")
+        if not aside.exists():
+            return aside
+        stamp += 1
+
+
+def move_aside(path: Path, tag: str) -> Path | None:
+    """Durably rename ``path`` to ``<name>.<tag>-<unix_ms>``; None when it does not exist."""
+    path = Path(path)
+    aside = _aside_name(path, tag)
+    try:
+        os.rename(path, aside)
+    except FileNotFoundError:
+        return None
+    _step("moved_aside", aside)
+    fsync_dir(path.parent)
     return aside
 
 

@@ -15,7 +15,7 @@ import time
 import uuid
 from typing import Any
 
-from api import agent_runtime, models, toolsets
+from api import agent_runtime, atomic, models, toolsets
 from api import config as _config
 from api.errors import ApiError, BadRequest, Conflict, redact_paths
 from api.messages import timestamp_or_ts
@@ -251,6 +251,7 @@ def _compress(session: models.Session, focus_topic: str | None) -> dict:
         if not unchanged:
             _apply_manual_compression(session, compressed, summary, before_tokens, after_tokens)
             session.save()
+            _set_older_backup_aside(session)
     return {
         "ok": True,
         "changed": not unchanged,
@@ -263,6 +264,19 @@ def _compress(session: models.Session, focus_topic: str | None) -> dict:
 def _rows_changed(before: list, now: list) -> bool:
     """Any row added, removed or replaced (the projection would miss a message the model never answered)."""
     return len(before) != len(now) or any(a is not b for a, b in zip(before, now, strict=True))
+
+
+def _set_older_backup_aside(session: models.Session) -> None:
+    """Rename a backup older than this compression to ``<sid>.json.bak.precompress-<ms>``.
+
+    Talaria's recovery never restores it over the compressed file (other ``compression_generation``), but
+    hermes-webui's startup recovery, which reads ``<sid>.json.bak`` by message count, would. Its next
+    backup is written after the compression, so Talaria's own recovery keeps what it needs.
+    """
+    try:
+        atomic.move_aside(session.backup_path, "precompress")
+    except OSError as exc:
+        log.warning("could not set the pre-compression backup of %s aside: %s", session.session_id, exc)
 
 
 def _apply_manual_compression(

@@ -22,6 +22,7 @@ from api.errors import Conflict
 from api.session_fields import (
     BOOL_FIELDS,
     BULK_FIELDS,
+    DERIVED_KEYS,
     DICT_FIELDS,
     FLOAT_OR_NONE_FIELDS,
     KNOWN_FIELDS,
@@ -149,10 +150,10 @@ class Session:
         )
         scene_index = kw.get("anchor_scene_index")
         self._anchor_scene_index = scene_index if isinstance(scene_index, dict) else None
-        count = kw.get("message_count")
-        self._metadata_message_count = (
-            count if isinstance(count, int) and not isinstance(count, bool) and count >= 0 else None
-        )
+        # The sidebar figures a metadata-only stub reports (written by Talaria ahead of "messages").
+        self._metadata_message_count = _count_or_none(kw.get("message_count"))
+        self._metadata_user_message_count = _count_or_none(kw.get("user_message_count"))
+        self._metadata_last_message_at = float_or_none(kw.get("last_message_at"))
         self._loaded_metadata_only = False
         self._saved_message_count: int | None = None
         self._disk_sig: tuple | None = None
@@ -160,11 +161,7 @@ class Session:
             None  # the payload as last read or written: what "our changes" are relative to
         )
         self._file_keys: frozenset[str] = frozenset()
-        self._extra: dict = {
-            k: v
-            for k, v in kw.items()
-            if k not in KNOWN_FIELDS and k not in ("message_count", "anchor_scene_index")
-        }
+        self._extra: dict = {k: v for k, v in kw.items() if k not in KNOWN_FIELDS and k not in DERIVED_KEYS}
 
     @staticmethod
     def _normalise(name: str, value: Any) -> Any:
@@ -221,6 +218,8 @@ class Session:
     def to_payload(self) -> dict:
         payload = {name: getattr(self, name) for name in METADATA_FIELDS}
         payload["message_count"] = len(self.messages)
+        payload["user_message_count"] = self.user_message_count()
+        payload["last_message_at"] = self.last_message_at()
         payload["anchor_scene_index"] = self.anchor_scene_index()
         for name in BULK_FIELDS:
             payload[name] = getattr(self, name)
@@ -433,7 +432,22 @@ class Session:
             count = 1
         return count
 
+    def has_sidebar_figures(self) -> bool:
+        """A stub whose file carries every figure of its sidebar row (files Talaria wrote do)."""
+        return None not in (
+            self._metadata_message_count,
+            self._metadata_user_message_count,
+            self._metadata_last_message_at,
+        )
+
+    def user_message_count(self) -> int:
+        if self._loaded_metadata_only and self._metadata_user_message_count is not None:
+            return self._metadata_user_message_count
+        return sum(1 for m in self.messages if isinstance(m, dict) and m.get("role") == "user")
+
     def last_message_at(self) -> float:
+        if self._loaded_metadata_only and self._metadata_last_message_at is not None:
+            return self._metadata_last_message_at
         if self.pending_user_message and self.pending_started_at:
             return self.pending_started_at
         for msg in reversed(self.messages):
@@ -488,9 +502,7 @@ class Session:
         if self.worktree_path:
             for name in ("worktree_path", "worktree_branch", "worktree_repo_root", "worktree_created_at"):
                 row[name] = getattr(self, name)
-        row["user_message_count"] = sum(
-            1 for m in self.messages if isinstance(m, dict) and m.get("role") == "user"
-        )
+        row["user_message_count"] = self.user_message_count()
         for name in ("active_stream_id", "pending_user_message"):
             row[name] = getattr(self, name)
         row["has_pending_user_message"] = bool(self.pending_user_message)
@@ -504,6 +516,10 @@ class Session:
 
     def __repr__(self) -> str:
         return f"<Session {self.session_id} {len(self.messages)} msgs>"
+
+
+def _count_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def read_metadata_prefix(path: Path) -> dict | None:

@@ -55,7 +55,10 @@ TALARIA_FIELDS: tuple[str, ...] = (
     "pending_question",
 )
 
-DERIVED_KEYS: frozenset[str] = frozenset({"message_count", "anchor_scene_index"})
+# Computed at save and written ahead of "messages", so a prefix read gives the whole sidebar row.
+DERIVED_KEYS: frozenset[str] = frozenset(
+    {"message_count", "anchor_scene_index", "user_message_count", "last_message_at"}
+)
 
 BOOL_FIELDS = frozenset(
     {
@@ -116,10 +119,10 @@ def non_negative_int_or_none(value: Any) -> int | None:
 
 
 def message_timestamp(msg: Any) -> float | None:
-    """``timestamp``, else ``_ts``, as a finite float (display and anchor rules read both)."""
+    """When a message was written, as hermes-webui reads it: ``_ts``, else ``timestamp``, as a finite float."""
     if not isinstance(msg, dict):
         return None
-    for key in ("timestamp", "_ts"):
+    for key in ("_ts", "timestamp"):
         ts = float_or_none(msg.get(key))
         if ts is not None and msg.get(key) not in ("", None):
             return ts

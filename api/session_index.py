@@ -81,7 +81,9 @@ def _sweep_stale_tmp(entry: os.DirEntry, now: float) -> None:
 def _row_from_file(path: Path, st: os.stat_result) -> dict | None:
     from api.models import _load_session_from_path, metadata_stub
 
-    session = metadata_stub(path) or _load_session_from_path(path)
+    stub = metadata_stub(path)
+    # A file Talaria did not write lacks the row's figures in its prefix: it is read in full, once.
+    session = stub if stub is not None and stub.has_sidebar_figures() else _load_session_from_path(path)
     if session is None:
         return None
     row = session.compact()

@@ -3,7 +3,7 @@
     python -m talaria_testing.foreign_writer <sid>.json --title T --pin --append-user TEXT --keep 2
 
 It parses the whole file, changes what it was asked to, drops the keys hermes-webui does not know
-(Talaria's ``compression_generation`` and ``compression_undo``), recomputes ``message_count`` and
+(Talaria's own fields and sidebar figures), recomputes ``message_count`` and
 replaces the file atomically with indented JSON. It prints the new file's inode, size and mtime_ns.
 """
 
@@ -16,7 +16,12 @@ import sys
 import time
 from pathlib import Path
 
-UNKNOWN_TO_HERMES_WEBUI = ("compression_generation", "compression_undo")
+UNKNOWN_TO_HERMES_WEBUI = (
+    "compression_generation",
+    "compression_undo",
+    "user_message_count",
+    "last_message_at",
+)
 
 
 def rewrite(

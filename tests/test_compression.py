@@ -85,7 +85,8 @@ def test_compress_keeps_a_backup_holding_messages_the_live_file_lacks(session, m
     session.save()  # shrinking save → .bak holds 6 messages
     bak = session.backup_path.read_bytes()
     compression.manual_compress("c1")
-    assert session.backup_path.read_bytes() == bak
+    kept = list(session.path.parent.glob("c1.json.bak.precompress-*"))
+    assert [p.read_bytes() for p in kept] == [bak]
 
 
 @pytest.mark.parametrize(
@@ -246,3 +247,24 @@ def test_a_compression_whose_save_fails_changes_nothing_and_a_later_pin_keeps_th
         on_disk = Session.load("cmp")
         assert Session.load("cmp").context_messages == on_disk.context_messages
         assert bool(on_disk.compression_undo) is (action == "uncompress")
+
+
+def test_a_backup_older_than_the_compression_is_set_aside_where_hermes_webui_recovery_does_not_look(
+    session, monkeypatch
+):
+    """hermes-webui restores ``<sid>.json.bak`` over a live file with fewer messages at its start-up."""
+    from api import session_ops
+    from api.session_recovery import recover_all_sessions_on_startup
+
+    install_fake_compression_runtime(monkeypatch)
+    session_ops.undo_last("c1")  # a shrinking save: the 6-message file becomes the backup
+    older = session.backup_path.read_bytes()
+    compressed = compression.manual_compress("c1")
+    assert compressed["changed"]
+    folder = session.path.parent
+    assert not [p.name for p in folder.iterdir() if p.name.endswith(".json.bak")]
+    kept = list(folder.glob("c1.json.bak.precompress-*"))
+    assert len(kept) == 1 and kept[0].read_bytes() == older
+    live = session.path.read_bytes()
+    assert recover_all_sessions_on_startup(folder)["restored"] == 0
+    assert session.path.read_bytes() == live

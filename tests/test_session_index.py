@@ -109,3 +109,34 @@ def test_a_large_rebuild_is_written_at_once(state_dir):
     session_index.forget(state_dir)
     assert len(all_sessions()) == 20
     assert len(_index_rows(state_dir)) == 20
+
+
+def _rebuilt_row(state_dir, sid: str) -> dict:
+    session_index.rebuild_index_file(state_dir)
+    return next(r for r in all_sessions() if r["session_id"] == sid)
+
+
+def test_rows_of_files_another_program_wrote_have_true_counts_and_last_message_time(state_dir):
+    from talaria_testing import foreign_writer
+
+    msgs = [
+        {"role": "user", "content": "q1", "timestamp": 10.0},
+        {"role": "assistant", "content": "a1", "timestamp": 11.0},
+        {"role": "user", "content": "q2", "_ts": 20.0, "timestamp": 25.0},  # hermes-webui reads _ts first
+        {"role": "tool", "content": "{}", "timestamp": 30.0},
+    ]
+    Session(session_id="fw", title="T", messages=msgs).save()
+    foreign_writer.rewrite(state_dir / "fw.json", title="Theirs")
+    row = _rebuilt_row(state_dir, "fw")
+    assert (row["message_count"], row["user_message_count"], row["last_message_at"]) == (4, 2, 20.0)
+    assert row["title"] == "Theirs"
+
+
+def test_rows_read_from_the_prefix_of_talarias_own_files_equal_the_full_rows(state_dir):
+    msgs = [{"role": "user", "content": f"q{i}", "timestamp": float(i)} for i in range(5)]
+    session = Session(session_id="own", title="T", messages=msgs)
+    session.save()
+    full = session.compact()
+    row = _rebuilt_row(state_dir, "own")
+    for name in ("message_count", "user_message_count", "last_message_at"):
+        assert row[name] == full[name], name
