@@ -17,7 +17,7 @@ import pytest
 
 from api import models
 from api.session_recovery import recover_all_sessions_on_startup
-from talaria_testing import promises
+from talaria_testing import failed_saves, promises
 from talaria_testing.faults import FaultInjector, fill, remount, small_tmpfs
 from talaria_testing.scenarios import SID, bound, message, messages
 
@@ -206,3 +206,35 @@ def test_the_api_answers_a_failed_save_with_a_json_error_that_names_the_cause(er
         assert handler.status >= 500 and set(payload) == {"error"}, (handler.status, payload)
         assert _session_file(sessions).read_bytes() == before
         assert any(w in payload["error"].lower() for w in words), f"unclear error for the person: {payload}"
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("fault", ["disk_full", "read_only"])
+def test_a_failed_clear_through_the_server_changes_nothing_and_a_later_pin_keeps_the_transcript(
+    fault, tmp_path
+):
+    """The reported case: a clear answered 507, and the next pin wrote the empty transcript for good."""
+    from talaria_testing.server_proc import ServerProc
+
+    srv = ServerProc(tmp_path)
+    with small_tmpfs(srv.session_dir, "4m") as mnt:
+        if mnt is None:
+            pytest.skip("mounting a tmpfs is not permitted here")
+        with srv:
+            rows = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"row {i}"} for i in range(6)]
+            sid = srv.post_json("/api/session/import", {"title": "Kept", "messages": rows})["session"][
+                "session_id"
+            ]
+            path = srv.session_dir / f"{sid}.json"
+            before = path.read_bytes()
+            with (failed_saves.FAULTS[fault])(mnt):
+                status, answer = srv.json("POST", "/api/session/clear", {"session_id": sid})
+                assert status in (503, 507) and set(answer) == {"error"}, (status, answer)
+                shown = srv.get_json(f"/api/session?session_id={sid}")["session"]
+                assert [m["content"] for m in shown["messages"]] == [r["content"] for r in rows]
+            assert path.read_bytes() == before
+            srv.post_json("/api/session/pin", {"session_id": sid, "pinned": True})
+            doc = json.loads(path.read_bytes())
+            assert doc["pinned"] is True and [m["content"] for m in doc["messages"]] == [
+                r["content"] for r in rows
+            ]
