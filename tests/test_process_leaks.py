@@ -6,13 +6,20 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 from talaria_testing import process_leaks
 
 pytest_plugins = ["pytester"]
+REPO_DIR = Path(__file__).resolve().parent.parent
 
 
-def test_a_test_that_leaves_a_child_running_fails_and_the_child_is_killed(pytester):
+def _run_with_the_plugin(pytester, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", str(REPO_DIR))
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "talaria_testing.plugin")
+
+
+def test_a_test_that_leaves_a_child_running_fails_and_the_child_is_killed(pytester, monkeypatch):
     pytester.makepyfile(
         test_leaky=textwrap.dedent(
             """
@@ -23,13 +30,13 @@ def test_a_test_that_leaves_a_child_running_fails_and_the_child_is_killed(pytest
             """
         )
     )
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result = _run_with_the_plugin(pytester, monkeypatch)
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["*processes outlived the test*time.sleep(120)*"])
     assert "time.sleep(120)" not in " ".join(process_leaks.leaked_since(set(), grace_s=0).values())
 
 
-def test_a_test_that_stops_what_it_started_passes(pytester):
+def test_a_test_that_stops_what_it_started_passes(pytester, monkeypatch):
     pytester.makepyfile(
         test_tidy=textwrap.dedent(
             """
@@ -42,7 +49,7 @@ def test_a_test_that_stops_what_it_started_passes(pytester):
             """
         )
     )
-    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    _run_with_the_plugin(pytester, monkeypatch).assert_outcomes(passed=1)
 
 
 def test_an_orphaned_grandchild_is_still_found_as_a_descendant():
