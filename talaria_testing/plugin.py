@@ -54,9 +54,13 @@ def _describe(leaked: dict[int, str]) -> str:
 @pytest.fixture(autouse=True)
 def _no_process_outlives_its_test():
     """Every process a test started is gone when it ends (wider fixtures' processes are checked at the end)."""
+    from talaria_testing.server_proc import ServerProc
+
     before = set(process_leaks.live_descendants())
+    wider = ServerProc.instances()  # a wider fixture's server, which a test may restart; the fixture stops it
     yield
-    leaked = process_leaks.leaked_since(before)
+    restarted = {srv.proc.pid for srv in wider if srv.running()}
+    leaked = process_leaks.leaked_since(before | restarted)
     if leaked:
         process_leaks.kill_all(leaked)
         pytest.fail(f"processes outlived the test: {_describe(leaked)}", pytrace=False)

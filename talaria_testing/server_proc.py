@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,13 @@ _DROP_ENV = re.compile(r"^TALARIA_|^HERMES_|.*_API_KEY$|^(?:HTTP|HTTPS|ALL)_PROX
 
 
 class ServerProc:
+    _instances: weakref.WeakSet[ServerProc] = weakref.WeakSet()
+
+    @classmethod
+    def instances(cls) -> list[ServerProc]:
+        """Every ServerProc alive in this process (the leak check tells fixtures' servers from a test's)."""
+        return list(cls._instances)
+
     def __init__(
         self,
         root: Path,
@@ -58,6 +66,7 @@ class ServerProc:
         self.output: list[str] = []
         self._ready = threading.Event()
         self._reader: threading.Thread | None = None
+        ServerProc._instances.add(self)
 
     # ------------------------------------------------------------------ lifecycle
 

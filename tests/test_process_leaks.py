@@ -52,6 +52,29 @@ def test_a_test_that_stops_what_it_started_passes(pytester, monkeypatch):
     _run_with_the_plugin(pytester, monkeypatch).assert_outcomes(passed=1)
 
 
+def test_a_test_may_restart_the_server_of_a_wider_fixture(pytester, monkeypatch):
+    pytester.makepyfile(
+        test_restart=textwrap.dedent(
+            """
+            import pytest
+            from talaria_testing.server_proc import ServerProc
+
+            @pytest.fixture(scope="module")
+            def srv(tmp_path_factory):
+                with ServerProc(tmp_path_factory.mktemp("srv")) as server:
+                    yield server
+
+            def test_restarts(srv):
+                srv.restart()
+
+            def test_uses_it_after(srv):
+                assert srv.get_json("/health")
+            """
+        )
+    )
+    _run_with_the_plugin(pytester, monkeypatch).assert_outcomes(passed=2)
+
+
 def test_an_orphaned_grandchild_is_still_found_as_a_descendant():
     """A grandchild whose parent exited is adopted (subreaper) and still reported, so it cannot hide."""
     script = (
