@@ -24,13 +24,20 @@ log = logging.getLogger("talaria.agent_pool")
 
 CACHE_MAX = 8
 BUILD_WAIT_S = 120.0
-# What building the first agent imports: the agent, its database, provider resolution and tool registry.
+# What the first agent and its first turn import: the agent, its database, provider resolution, the tool
+# registry, the conversation loop and the OpenAI client's resources (loaded lazily at the first call).
 _PRELOAD = (
     "run_agent",
     "hermes_state",
     "hermes_cli.runtime_provider",
     "hermes_cli.tools_config",
     "model_tools",
+    "agent.conversation_loop",
+    "agent.chat_completion_helpers",
+    "agent.system_prompt",
+    "agent.turn_finalizer",
+    "openai.resources",
+    "openai.lib.streaming.chat",
 )
 
 _AGENTS: OrderedDict[str, Any] = OrderedDict()
