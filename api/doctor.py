@@ -1,8 +1,8 @@
 """``talaria doctor``: check the set-up a server would start with, each problem with its fix.
 
-Checks, in order: the agent's ``config.yaml`` (readable YAML), Talaria's state dir (writable), the
-agent's ``state.db`` (readable, opened read-only), the model (configured, reachable, the key accepted,
-the model offered). Nothing is written except a probe file in the state dir, removed at once.
+Checks, in order: the agent's ``config.yaml`` (readable YAML), Talaria's state dir (writable, not held
+by a running Talaria), the agent's ``state.db`` (readable, opened read-only), the model (configured,
+reachable, the key accepted, the model offered). Nothing is written except a probe file in the state dir, removed at once.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from api import config, provider_errors, state_db
+from api import config, provider_errors, state_db, state_lock
 from api.endpoint_probe import ProbeResult
 
 OK, WARN, FAIL = "ok", "warn", "FAIL"
@@ -67,6 +67,15 @@ def check_state_dir(state_dir: Path) -> Check:
         return Check("state dir", FAIL, f"{state_dir} cannot be created ({parent} is not writable)", fix)
     if not state_dir.is_dir():
         return Check("state dir", FAIL, f"{state_dir} is not a folder", fix)
+    busy = state_lock.holder(state_dir)
+    if busy is not None:
+        return Check(
+            "state dir",
+            FAIL,
+            f"{state_dir} is in use by {busy}",
+            "Only one Talaria serves a state dir: use the running one, stop it, or give this one another "
+            "state dir (HERMES_WEBUI_STATE_DIR).",
+        )
     for folder in (state_dir, state_dir / "sessions"):
         if not folder.exists():
             continue

@@ -63,6 +63,21 @@ def acquire(state_dir: Path) -> Path:
     return path
 
 
+def holder(state_dir: Path) -> str | None:
+    """Who holds ``state_dir`` now (``process <pid> (<command>) since …``), or None; changes nothing."""
+    try:
+        fd = os.open(Path(state_dir) / LOCK_NAME, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return _describe_holder(fd)
+    finally:
+        os.close(fd)  # closing drops the shared lock taken to look
+    return None
+
+
 def release(state_dir: Path) -> None:
     """Give the folder up (the process ending does the same)."""
     fd = _HELD.pop(Path(state_dir) / LOCK_NAME, None)

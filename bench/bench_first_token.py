@@ -53,7 +53,7 @@ def one_run(root: Path, fake: FakeLLM, sent: dict, warm: bool, opts) -> dict:
         # The page while the warm-up runs: /health and / right after the start, one after the other.
         page = []
         until = time.monotonic() + opts.delay
-        while time.monotonic() < until:
+        while not page or time.monotonic() < until:
             for path in ("/health", "/"):
                 started = time.perf_counter()
                 assert srv.request("GET", path)[0] == 200

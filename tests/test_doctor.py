@@ -78,3 +78,18 @@ def test_render_shows_fixes_of_failures_only():
         f"{'':<16} fix: do x",
         "1 check(s) failed.",
     ]
+
+
+def test_state_dir_held_by_a_running_talaria_names_the_process(tmp_path):
+    import os
+
+    from api import state_lock
+
+    state_lock.acquire(tmp_path)
+    try:
+        check = doctor.check_state_dir(tmp_path)
+        assert check.status == doctor.FAIL and f"is in use by process {os.getpid()}" in check.detail
+        assert "HERMES_WEBUI_STATE_DIR" in check.fix
+    finally:
+        state_lock.release(tmp_path)
+    assert doctor.check_state_dir(tmp_path).status == doctor.OK

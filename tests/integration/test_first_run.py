@@ -69,6 +69,17 @@ def test_the_first_start_prints_where_everything_is_and_that_no_model_is_set(tmp
     assert "startup recovery" in (user.state_dir / "logs" / "talaria.log").read_text(encoding="utf-8")
 
 
+def test_doctor_says_which_process_holds_the_state_dir(tmp_path):
+    user = NewUser(tmp_path)
+    user.home.mkdir()
+    with user:
+        held = user.run("doctor")
+    assert held.returncode == 1
+    assert f"FAIL  state dir  {user.state_dir} is in use by process {user.proc.pid} (" in held.stdout
+    free = user.run("doctor")
+    assert f"ok    state dir  {user.state_dir}\n" in free.stdout
+
+
 def test_doctor_passes_on_a_healthy_set_up(tmp_path):
     user = NewUser(tmp_path)
     with FakeLLM() as llm:
