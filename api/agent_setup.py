@@ -76,7 +76,12 @@ def _provider(slug: Any) -> dict:
 
 
 def _provider_base_url(slug: str) -> str:
-    return str(_hermes("hermes_cli.auth").PROVIDER_REGISTRY[slug].inference_base_url).rstrip("/")
+    """Where the agent reaches the provider: its base-URL variable when set, else the registry's URL."""
+    provider = _hermes("hermes_cli.auth").PROVIDER_REGISTRY[slug]
+    override = provider.base_url_env_var and _hermes("hermes_cli.config").get_env_value(
+        provider.base_url_env_var
+    )
+    return str(override or provider.inference_base_url).rstrip("/")
 
 
 def _provider_key(row: dict, key: str) -> str:
@@ -92,6 +97,10 @@ def test_connection(body: dict) -> dict:
     elif kind == "provider":
         row = _provider(body.get("provider"))
         base_url, key = _provider_base_url(row["id"]), _provider_key(row, key)
+        api_mode = _hermes("hermes_cli.providers").determine_api_mode(row["id"], base_url)
+        if api_mode == "anthropic_messages":  # its model list wants another header than the test sends
+            message = f"{row['label']} cannot be tested here; the first message checks the key."
+            return {"ok": None, "message": message, "models": []}
     else:
         raise BadRequest(f"kind must be one of {', '.join(_KINDS)}")
     return endpoint_probe.probe(base_url, key).to_dict()

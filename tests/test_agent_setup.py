@@ -72,3 +72,14 @@ def test_bad_setup_input_writes_nothing(home, body):
 def test_a_connection_test_of_an_unknown_kind_is_refused(home):
     with pytest.raises(BadRequest):
         agent_setup.test_connection({"kind": "ftp", "base_url": "http://127.0.0.1/v1"})
+
+
+def test_a_provider_that_speaks_another_protocol_is_not_probed(home):
+    answer = agent_setup.test_connection(
+        {"kind": "provider", "provider": "anthropic", "api_key": "sk-ant-1234"}
+    )
+    assert (
+        answer["ok"] is None
+        and "first message" in answer["message"]
+        and "sk-ant-1234" not in answer["message"]
+    )

@@ -312,3 +312,32 @@ def test_setup_from_an_empty_home_reaches_a_streamed_answer_without_a_restart(ll
         config_file.write_text(yaml.safe_dump(edited), encoding="utf-8")
         chat(server, sid, "after the edit")
         assert llm.chat_requests()[-1]["body"]["model"] == "fake-model"
+
+
+def test_setup_with_a_known_provider_keeps_its_key_in_the_agents_env(provider, tmp_path):
+    provider.reset()
+    # The agent reaches the provider through its base-URL variable; here that is the fake.
+    server = _server(tmp_path, {"TALARIA_AGENT_TOOLSETS": "none", "DEEPSEEK_BASE_URL": provider.base_url})
+    key = "sk-deep-setup-9876"
+    with server:
+        tested = server.post_json(
+            "/api/onboarding/probe", {"kind": "provider", "provider": "deepseek", "api_key": key}
+        )
+        assert tested["ok"] is True and tested["models"] == ["deepseek-chat"]
+        saved = server.post_json(
+            "/api/onboarding/setup",
+            {"kind": "provider", "provider": "deepseek", "api_key": key, "model": "deepseek-chat"},
+        )
+        assert saved["configured"] is True and key not in json.dumps(saved)
+        assert next(p for p in saved["providers"] if p["id"] == "deepseek")["has_key"] is True
+        assert f"DEEPSEEK_API_KEY={key}" in (server.hermes_home / ".env").read_text(encoding="utf-8")
+        assert key not in (server.hermes_home / "config.yaml").read_text(encoding="utf-8")
+
+        provider.script(Reply(text="DeepSeek here."))
+        sid = new_session(server)
+        assert text_of(chat(server, sid, "who is this?")) == "DeepSeek here."
+        request = provider.chat_requests()[-1]
+        assert (
+            request["body"]["model"] == "deepseek-chat"
+            and request["headers"]["Authorization"] == f"Bearer {key}"
+        )
