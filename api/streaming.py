@@ -236,7 +236,9 @@ def _run_turn(turn: Turn, session: models.Session, message: str, history: list, 
     finally:
         live_render.close()
         if agent is not None and key is not None:
-            _release_agent(key, agent, turn.runner)
+            _release_agent(
+                key, agent, turn.runner, stopped=turn.cancel_requested or bool(result and result.interrupted)
+            )
     try:
         _finalize(turn, result, error)
     except Exception as exc:  # noqa: BLE001 - the stream still ends, with the reason
@@ -279,13 +281,20 @@ def _checkpoint_until_done(turn: Turn, runner) -> None:
             raise _SaveFailed(_save_failed_text(exc, "the conversation")) from exc
 
 
-def _release_agent(key: str, agent, runner) -> None:
-    """Back to the pool once its turn has ended; an agent still running after a stop is closed instead."""
-    if runner is None or runner.done.is_set() or runner.done.wait(_AGENT_STOP_S):
+def _release_agent(key: str, agent, runner, stopped: bool) -> None:
+    """Back to the pool once its turn has ended, unless the turn was stopped: then it is closed.
+
+    A stopped agent can still have a model call in flight (the HTTP client retries an abandoned
+    request), whose late tokens would reach the next turn through the same callbacks; closing the
+    agent ends that call and the next turn builds a fresh one.
+    """
+    done = runner is None or runner.done.is_set() or runner.done.wait(_AGENT_STOP_S)
+    if done and not stopped:
         agent_pool.give_back(key, agent)
         return
-    log.warning("an agent did not stop within %.0f s; closing it", _AGENT_STOP_S)
-    runner.interrupt("Talaria closed this agent")
+    if not done:
+        log.warning("an agent did not stop within %.0f s; closing it", _AGENT_STOP_S)
+        runner.interrupt("Talaria closed this agent")
     agent_runtime.close_agent(agent)
 
 

@@ -37,7 +37,7 @@ MARKER = "[CONTEXT COMPACTION"
 # fmt: off
 WEIGHTS = {
     "answer": 20, "tool": 14, "provider_401": 4, "provider_500": 4, "tool_then_500": 4,
-    "cancel_streaming": 5, "cancel_before_output": 4, "cancel_in_tool": 2, "killed": 2,
+    "cancel_streaming": 5, "cancel_before_output": 4, "cancel_in_tool": 2, "denied_approval": 2, "killed": 2,
     "undo": 6, "retry": 5, "truncate": 4, "clear": 1, "compress": 5, "uncompress": 3, "restart": 1,
 }
 # fmt: on

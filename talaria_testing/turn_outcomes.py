@@ -33,7 +33,11 @@ KINDS = (
     "cancel_streaming",
     "cancel_before_output",
     "cancel_in_tool",
+    "denied_approval",
 )
+# What a server needs for every outcome: the terminal tool, and commands the agent flags asking the person.
+SERVER_ENV = {"TALARIA_AGENT_TOOLSETS": "todo,terminal", "TALARIA_CHECKPOINT_INTERVAL": "0.1"}
+AGENT_CONFIG = {"approvals": {"mode": "manual"}}
 
 
 @dataclass
@@ -112,6 +116,12 @@ def _replies(kind: str, tag: str) -> list[Reply]:
             Reply(text=f"run {tag}.", tool_calls=[{"id": call, "name": "terminal", "arguments": sleep}]),
             Reply(text=f"slept {tag}."),
         ]
+    if kind == "denied_approval":
+        remove = {"command": f"rm -rf ./victim-{tag}"}
+        return [
+            Reply(text=f"remove {tag}.", tool_calls=[{"id": call, "name": "terminal", "arguments": remove}]),
+            Reply(text=f"kept {tag}."),
+        ]
     raise ValueError(kind)
 
 
@@ -136,6 +146,9 @@ def expected(kind: str, text: str, tag: str) -> Expected:
     if kind == "cancel_in_tool":
         rows = [user, _assistant(f"run {tag}.", call), ("tool", call), _assistant(INTERRUPTED_BY_AGENT + ".")]
         return Expected(rows, rows)
+    if kind == "denied_approval":
+        rows = [user, _assistant(f"remove {tag}.", call), ("tool", call), _assistant(f"kept {tag}.")]
+        return Expected(rows, rows)
     raise ValueError(kind)
 
 
@@ -151,7 +164,7 @@ def drive(srv: ServerProc, fake, sid: str, kind: str, text: str, tag: str) -> li
         assert fake.wait_for_hang(30), "the model call never started"
         _cancel(srv, stream_id)
     events: list[tuple[int, str, dict]] = []
-    pending_cancel = kind in ("cancel_streaming", "cancel_in_tool")
+    pending_cancel = kind in ("cancel_streaming", "cancel_in_tool", "denied_approval")
     with SSE(srv, stream_id, timeout=60) as sse:
         for event in sse:
             events.append(event)
@@ -160,6 +173,11 @@ def drive(srv: ServerProc, fake, sid: str, kind: str, text: str, tag: str) -> li
             tokens = sum(1 for _, name, _ in events if name == "token")
             if kind == "cancel_streaming" and tokens == CANCEL_TOKENS:
                 assert fake.wait_for_hang(30), "the answer never paused"
+            elif kind == "denied_approval" and event[1] == "approval":
+                answer = {"session_id": sid, "approval_id": event[2]["approval_id"], "choice": "deny"}
+                srv.post_json("/api/approval/respond", answer)
+                pending_cancel = False
+                continue
             elif not (kind == "cancel_in_tool" and event[1] == "tool"):
                 continue
             _cancel(srv, stream_id)

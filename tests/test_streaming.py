@@ -6,10 +6,11 @@ import errno
 import json
 import os
 import time
+from collections import OrderedDict
 
 import pytest
 
-from api import agent_runtime, models, streaming
+from api import agent_pool, agent_runtime, models, streaming
 from api.agent_runtime import TurnResult
 from api.errors import Conflict, NotFound
 from api.models import Session
@@ -267,3 +268,26 @@ def test_a_write_ahead_that_cannot_be_saved_changes_nothing_and_no_later_save_wr
     held.save()  # a later save of anything (a pin) does not write the lost message
     loaded = Session.load("chat")
     assert loaded.messages == [] and loaded.active_stream_id is None and loaded.pinned
+
+
+def test_a_stopped_turns_agent_is_closed_not_reused_so_its_late_tokens_reach_no_later_turn(
+    scripted, monkeypatch
+):
+    built, closed = [], []
+
+    def build(session_id, *args, **kwargs):
+        built.append(fake_turns.build_agent(session_id))
+        return built[-1]
+
+    monkeypatch.setattr(agent_runtime, "build_agent", build)
+    monkeypatch.setattr(agent_runtime, "close_agent", closed.append)
+    monkeypatch.setattr(agent_pool, "_AGENTS", OrderedDict())  # no agent left idle by earlier tests
+    turn = streaming.get_turn(streaming.start_turn("chat", "stop me")["stream_id"])
+    while not turn.partial_text:
+        time.sleep(0.002)
+    streaming.cancel_turn(stream_id=turn.stream_id)
+    _wait(turn)
+    assert closed == built  # the stopped turn's agent
+    for text in ("next", "and next"):
+        _wait(streaming.get_turn(streaming.start_turn("chat", text)["stream_id"]))
+    assert len(built) == 2 and closed == built[:1]  # a fresh agent, kept for the turns that followed

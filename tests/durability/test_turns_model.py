@@ -16,6 +16,7 @@ import pytest
 from talaria_testing.fake_llm import FakeLLM, write_hermes_config
 from talaria_testing.server_proc import ServerProc
 from talaria_testing.turn_model import run_steps
+from talaria_testing.turn_outcomes import AGENT_CONFIG, SERVER_ENV
 
 pytestmark = pytest.mark.integration
 
@@ -24,10 +25,8 @@ SECTION = "turns_model"
 
 def _run_seed(root: Path, seed: int, steps: int) -> dict:
     with FakeLLM() as fake:
-        srv = ServerProc(
-            root, env={"TALARIA_AGENT_TOOLSETS": "todo,terminal", "TALARIA_CHECKPOINT_INTERVAL": "0.1"}
-        )
-        write_hermes_config(srv.hermes_home, fake.base_url)
+        srv = ServerProc(root, env=SERVER_ENV)
+        write_hermes_config(srv.hermes_home, fake.base_url, extra=AGENT_CONFIG)
         srv.start()
         try:
             return run_steps(srv, fake, seed, steps)

@@ -26,7 +26,9 @@ from talaria_testing.fake_llm import Reply, write_hermes_config
 from talaria_testing.faults import fill, small_tmpfs
 from talaria_testing.server_proc import ServerProc
 from talaria_testing.turn_outcomes import (
+    AGENT_CONFIG,
     KINDS,
+    SERVER_ENV,
     drive,
     expected,
     expected_killed,
@@ -38,11 +40,9 @@ from talaria_testing.turn_outcomes import (
 pytestmark = pytest.mark.integration
 
 
-def _server(root, base_url: str, **config) -> ServerProc:
-    srv = ServerProc(
-        root, env={"TALARIA_AGENT_TOOLSETS": "todo,terminal", "TALARIA_CHECKPOINT_INTERVAL": "0.1"}
-    )
-    write_hermes_config(srv.hermes_home, base_url, **config)
+def _server(root, base_url: str, extra: dict | None = None) -> ServerProc:
+    srv = ServerProc(root, env=SERVER_ENV)
+    write_hermes_config(srv.hermes_home, base_url, extra={**AGENT_CONFIG, **(extra or {})})
     return srv
 
 
