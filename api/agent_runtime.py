@@ -229,6 +229,23 @@ def build_agent(
     return agent
 
 
+def main_runtime(agent) -> dict | None:
+    """The agent's live runtime (model, provider, endpoint, key) for a side call such as a title."""
+    current = getattr(agent, "_current_main_runtime", None)
+    try:
+        return dict(current()) if callable(current) else None
+    except Exception:  # noqa: BLE001 - a side call then uses the agent's configured default
+        return None
+
+
+def generate_title(
+    user_text: str, answer_text: str, runtime: dict | None, timeout: float = 30.0
+) -> str | None:
+    """A short title for a first exchange, by the agent's own title generator (None when it fails)."""
+    title_generator = agent_module("agent.title_generator")
+    return title_generator.generate_title(user_text, answer_text, timeout=timeout, main_runtime=runtime)
+
+
 def close_agent(agent) -> None:
     """Close the agent's clients and its SessionDB handle (errors are logged, not raised)."""
     try:

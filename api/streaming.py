@@ -30,6 +30,7 @@ from api import (
     questions,
     session_index,
     session_ops,
+    titles,
     turn_scope,
 )
 from api import config as _config
@@ -251,6 +252,11 @@ def _run_turn(turn: Turn, session: models.Session, message: str, history: list, 
             if _LIVE_BY_SESSION.get(turn.session_id) is turn:
                 del _LIVE_BY_SESSION[turn.session_id]
         turn.finish()
+    if agent is not None and error is None:
+        try:
+            titles.after_turn(turn.session_id, agent)
+        except Exception:  # noqa: BLE001 - a title is a nicety; the turn is saved
+            log.exception("starting the title of %s failed", turn.session_id)
 
 
 class _SaveFailed(Exception):

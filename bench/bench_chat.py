@@ -45,26 +45,29 @@ _TOKEN = re.compile(rb'"content": "(r\d+t\d+ )"')
 class _Stamped:
     """The fake's socket writer, noting when each token chunk has been written."""
 
-    def __init__(self, raw, sent: dict[str, float]):
+    def __init__(self, raw, sent: dict[str, float], clock=time.perf_counter):
         self._raw = raw
         self._sent = sent
+        self._clock = clock
 
     def write(self, data: bytes) -> int:
         n = self._raw.write(data)
         match = _TOKEN.search(data)
         if match:
-            self._sent[match.group(1).decode()] = time.perf_counter()
+            self._sent[match.group(1).decode()] = self._clock()
         return n
 
     def __getattr__(self, name):
         return getattr(self._raw, name)
 
 
-def timed_fake(sent: dict[str, float]) -> FakeLLM:
+def timed_fake(sent: dict[str, float], clock=time.perf_counter) -> FakeLLM:
+    """A fake LLM noting, in ``sent``, the ``clock()`` time each token chunk was written to its socket."""
+
     class Handler(fake_llm._Handler):
         def setup(self):
             super().setup()
-            self.wfile = _Stamped(self.wfile, sent)
+            self.wfile = _Stamped(self.wfile, sent, clock)
 
     fake = FakeLLM()
     fake._server.RequestHandlerClass = Handler  # the fake has no hook for send times; the bench adds one

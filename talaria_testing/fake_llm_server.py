@@ -88,6 +88,26 @@ def is_summary_request(body: Any) -> bool:
     )
 
 
+TITLE_MARKER = "Generate a short, descriptive title"
+
+
+def is_title_request(body: Any) -> bool:
+    """True for hermes-agent's session-title call (its title_generator's system prompt)."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(messages, list) or not messages or not isinstance(messages[0], dict):
+        return False
+    return messages[0].get("role") == "system" and message_text(messages[0].get("content")).startswith(
+        TITLE_MARKER
+    )
+
+
+def title_reply(body: dict) -> Reply:
+    """``Title: About <the first words of the user's message>`` (the agent strips the prefix)."""
+    text = last_user_text(body) or ""
+    first = text.split("\n", 1)[0].removeprefix("User:").split()
+    return Reply(text="Title: About " + " ".join(first[:4]))
+
+
 def last_user_text(body: dict) -> str | None:
     users = [m for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "user"]
     return message_text(users[-1].get("content")) if users else None
@@ -245,7 +265,7 @@ class FakeLLM:
     # -- used by the handler -----------------------------------------------------------------
     def _record(self, method: str, path: str, headers: dict, body: Any) -> dict:
         if path == "/v1/chat/completions" and method == "POST":
-            kind = "summary" if is_summary_request(body) else "chat"
+            kind = "summary" if is_summary_request(body) else "title" if is_title_request(body) else "chat"
         elif path.startswith("/v1/models"):
             kind = "models"
         else:
@@ -263,6 +283,8 @@ class FakeLLM:
         return entry
 
     def _next_reply(self, kind: str, body: dict) -> Reply:
+        if kind == "title":
+            return title_reply(body)  # never takes a scripted reply meant for a turn
         with self._lock:
             queue = self._summaries if kind == "summary" else self._replies
             if queue and queue[0].for_user in (None, last_user_text(body)):

@@ -12,6 +12,7 @@ import { ModelPicker } from "./model_picker.js";
 import { PendingAction } from "./pending.js";
 import { showRecoveryReport } from "./recovery.js";
 import { showShortcuts } from "./shortcuts.js";
+import { isFirstExchange, watchTitle } from "./titles.js";
 import { messageText } from "./render.js";
 import { SessionList } from "./sessions.js";
 import { SetupDialog } from "./setup.js";
@@ -159,6 +160,16 @@ class App {
 
   onSession(session) {
     this.updateHeader(session);
+    if (isFirstExchange(session) && !this.chat.streaming) {
+      watchTitle(session, (row) => {
+        const { messages: _rows, ...meta } = row;
+        this.sessions.upsert(meta);
+        if (this.chat.sessionId === row.session_id) {
+          this.chat.session = { ...this.chat.session, title: row.title };
+          this.updateHeader(this.chat.session);
+        }
+      });
+    }
     if (session && !session.read_only && session.session_id) this.sessions.upsert(session);
   }
 

@@ -66,10 +66,15 @@ def test_an_answer_streams_token_by_token_then_renders_markdown(page, server, ll
     assert len(set(lengths)) >= 5, f"the answer did not arrive in pieces: {lengths}"
     # What was on screen at the end of the stream is exactly what the saved message shows.
     assert page.evaluate("window.__live") == [answer.locator(".msg-body").inner_html()]
-    # The first message names the session; the sidebar and header follow.
-    expect(page.locator("#chat-title")).to_have_text("Hello there, please stream")
+    # After the first exchange the agent's title generator names the session (the fake LLM answers
+    # "Title: About <first words>"); the header and the sidebar follow.
+    expect(page.locator("#chat-title")).to_have_text("About Hello there, please stream")
     expect(page.locator(f'.session-row[data-sid="{sid}"] .session-title')).to_have_text(
-        "Hello there, please stream"
+        "About Hello there, please stream"
+    )
+    assert (
+        server.get_json(f"/api/session?session_id={sid}")["session"]["title"]
+        == "About Hello there, please stream"
     )
     saved = server.get_json(f"/api/session?session_id={sid}")["session"]
     assert [m["role"] for m in saved["messages"]] == ["user", "assistant"]

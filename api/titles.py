@@ -1,0 +1,91 @@
+"""Session titles written by the model after the first exchange.
+
+The first turn's end gives a session a quick title (its first line, ``api.streaming``). Then, once,
+the agent's own title generator (``agent.title_generator`` through ``api.agent_runtime``) is asked in
+the background for a short title of the first exchange, on the same model and endpoint as the turn.
+It replaces the quick title unless the person has named the session meanwhile (``manual_title``), and
+marks ``llm_title_generated`` so it is asked once. A rename afterwards still wins, as always.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from api import agent_runtime, models
+from api import config as _config
+from api.session_admin import clean_title
+from api.session_fields import message_text
+
+log = logging.getLogger("talaria.titles")
+
+
+def first_exchange(messages: list) -> tuple[str, str] | None:
+    """``(user text, answer text)`` when the transcript is exactly one answered user message."""
+    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    if len(users) != 1:
+        return None
+    answers = [
+        message_text(m)
+        for m in messages
+        if isinstance(m, dict) and m.get("role") == "assistant" and not m.get("_error") and message_text(m)
+    ]
+    if not answers:
+        return None
+    return message_text(users[0]) or "", answers[-1]
+
+
+def wants_title(session: models.Session) -> tuple[str, str] | None:
+    """The first exchange to title, or None (named by the person, already titled, not a first exchange)."""
+    if session.manual_title or session.llm_title_generated or session.read_only:
+        return None
+    return first_exchange(session.messages)
+
+
+def apply_title(session_id: str, title: str | None) -> bool:
+    """Store a generated title unless the person named the session meanwhile; True when stored."""
+    if not isinstance(title, str) or not title.strip():
+        return False
+    try:
+        title = clean_title(title)
+    except Exception:  # noqa: BLE001 - an unusable title is dropped; the quick title stays
+        return False
+    with _config._get_session_agent_lock(session_id):
+        try:
+            session = models.get_session(session_id)
+        except KeyError:
+            return False
+        if session.manual_title or session.llm_title_generated:
+            return False
+        session.title = title
+        session.llm_title_generated = True
+        session.save(touch_updated_at=False)
+    return True
+
+
+def _generate(session_id: str, user_text: str, answer_text: str, runtime: dict | None) -> None:
+    try:
+        title = agent_runtime.generate_title(user_text, answer_text, runtime)
+    except Exception:  # noqa: BLE001 - a title is a nicety; the turn is already saved
+        log.warning("title generation for %s failed", session_id, exc_info=True)
+        return
+    apply_title(session_id, title)
+
+
+def after_turn(session_id: str, agent) -> threading.Thread | None:
+    """After a turn: start the title call in the background when this was the first exchange."""
+    with _config._get_session_agent_lock(session_id):
+        try:
+            exchange = wants_title(models.get_session(session_id))
+        except KeyError:
+            return None
+    if exchange is None:
+        return None
+    thread = threading.Thread(
+        target=_generate,
+        args=(session_id, *exchange, agent_runtime.main_runtime(agent)),
+        name=f"title-{session_id[:8]}",
+        daemon=True,
+    )
+    thread.start()
+    return thread

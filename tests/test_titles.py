@@ -1,0 +1,62 @@
+"""Model-written titles: asked once after the first exchange, never over a name the person gave."""
+
+from __future__ import annotations
+
+import pytest
+
+from api import titles
+from api.models import SESSIONS, Session
+
+
+def _msg(role, content, **extra):
+    return {"role": role, "content": content, "timestamp": 1.0, **extra}
+
+
+@pytest.mark.parametrize(
+    ("messages", "expected"),
+    [
+        (
+            [_msg("user", "Plan a trip"), _msg("assistant", "Sure: day one…")],
+            ("Plan a trip", "Sure: day one…"),
+        ),
+        ([_msg("user", "Plan a trip")], None),
+        ([_msg("user", "Plan"), _msg("assistant", "⚠ failed", _error=True)], None),
+        ([_msg("user", "a"), _msg("assistant", "b"), _msg("user", "c"), _msg("assistant", "d")], None),
+        ([], None),
+    ],
+)
+def test_only_a_single_answered_exchange_is_titled(messages, expected):
+    assert titles.first_exchange(messages) == expected
+
+
+@pytest.fixture
+def session(state_dir):
+    s = Session(
+        session_id="t1", title="Plan a trip", messages=[_msg("user", "Plan a trip"), _msg("assistant", "Ok")]
+    )
+    s.save()
+    return s
+
+
+def test_a_generated_title_is_stored_once_and_durably(session):
+    assert titles.apply_title("t1", "  Trip   planning  ")
+    SESSIONS.clear()
+    loaded = Session.load("t1")
+    assert loaded.title == "Trip planning" and loaded.llm_title_generated
+    assert not titles.apply_title("t1", "Another title")
+    assert titles.wants_title(loaded) is None
+
+
+def test_a_name_the_person_gave_is_never_replaced(session):
+    session.manual_title = True
+    session.title = "Mine"
+    session.save()
+    assert titles.wants_title(session) is None
+    assert not titles.apply_title("t1", "Generated")
+    assert Session.load("t1").title == "Mine"
+
+
+@pytest.mark.parametrize("bad", [None, "", "   ", 42, "x" * 500])
+def test_an_unusable_title_changes_nothing(session, bad):
+    assert not titles.apply_title("t1", bad)
+    assert Session.load("t1").title == "Plan a trip"
