@@ -39,11 +39,14 @@ FIRST_VISIBLE = """() => {
   const top = document.getElementById('transcript').getBoundingClientRect().top;
   const row = [...document.querySelectorAll('#messages .msg[data-idx]')]
     .find((n) => n.getBoundingClientRect().bottom > top);
-  return [row.dataset.idx, Math.round(row.getBoundingClientRect().top)];
+  return [row.dataset.idx, Math.round(row.getBoundingClientRect().top - top)];
 }"""
 
 
-ROW_TOP = """(idx) => Math.round(document.querySelector(`#messages .msg[data-idx="${idx}"]`).getBoundingClientRect().top)"""
+# Where a row's top is, relative to the transcript's top (the header above may change height).
+ROW_TOP = """(idx) => Math.round(
+  document.querySelector(`#messages .msg[data-idx="${idx}"]`).getBoundingClientRect().top
+  - document.getElementById('transcript').getBoundingClientRect().top)"""
 
 
 def test_markdown_renders_while_the_answer_streams_and_code_highlights_once_closed(page, server, llm):
