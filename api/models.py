@@ -20,6 +20,7 @@ from typing import Any
 from api import atomic, jsonio, session_index, session_merge, tombstones
 from api import config as _config
 from api.errors import Conflict
+from api.messages import message_time
 from api.session_fields import (
     BOOL_FIELDS,
     BULK_FIELDS,
@@ -36,7 +37,6 @@ from api.session_fields import (
     float_or_none,
     is_safe_session_id,
     message_text,
-    message_timestamp,
     new_session_id,
     non_negative_int_or_none,
     resolve_path_str,
@@ -459,7 +459,7 @@ class Session:
                 continue
             if msg.get("_partial") and not message_text(msg).strip():
                 continue
-            ts = message_timestamp(msg)
+            ts = message_time(msg)
             if ts is not None:
                 return ts
         return self.updated_at

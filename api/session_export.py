@@ -24,9 +24,10 @@ import orjson
 from api import config as _config
 from api import models
 from api.errors import BadRequest, NotFound, PayloadTooLarge
+from api.messages import message_time
 from api.sanitize import scrub_surrogates
 from api.session_admin import TITLE_MAX, agent_session, load_session
-from api.session_fields import message_text, message_timestamp, new_session_id
+from api.session_fields import message_text, new_session_id
 
 FORMATS = {
     "json": "application/json; charset=utf-8",
@@ -133,7 +134,7 @@ def to_markdown(payload: dict) -> str:
     for msg in payload.get("messages") or []:
         if not isinstance(msg, dict):
             continue
-        when = _when(message_timestamp(msg))
+        when = _when(message_time(msg))
         lines.append(f"## {_role_label(msg)}" + (f" · {when}" if when else ""))
         lines.append("")
         text = message_text(msg)
@@ -152,7 +153,7 @@ def _message_html(msg: dict) -> str:
 
     role = msg.get("role")
     css_role = role if role in ("user", "assistant", "system", "tool") else "other"
-    when = _when(message_timestamp(msg))
+    when = _when(message_time(msg))
     header = html.escape(_role_label(msg) + (f" · {when}" if when else ""))
     text = message_text(msg)
     if role == "tool":

@@ -116,14 +116,3 @@ def non_negative_int_or_none(value: Any) -> int | None:
     except (TypeError, ValueError):
         return None
     return out if out > 0 else None
-
-
-def message_timestamp(msg: Any) -> float | None:
-    """When a message was written, as hermes-webui reads it: ``_ts``, else ``timestamp``, as a finite float."""
-    if not isinstance(msg, dict):
-        return None
-    for key in ("_ts", "timestamp"):
-        ts = float_or_none(msg.get(key))
-        if ts is not None and msg.get(key) not in ("", None):
-            return ts
-    return None
