@@ -51,8 +51,17 @@ def _describe(leaked: dict[int, str]) -> str:
     return "; ".join(f"pid {pid}: {cmd}" for pid, cmd in sorted(leaked.items()))
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--process-grace",
+        type=float,
+        default=5.0,
+        help="seconds a test's processes may take to exit after it ends before it fails for leaving them",
+    )
+
+
 @pytest.fixture(autouse=True)
-def _no_process_outlives_its_test():
+def _no_process_outlives_its_test(request):
     """Every process a test started is gone when it ends (wider fixtures' processes are checked at the end)."""
     from talaria_testing.server_proc import ServerProc
 
@@ -60,7 +69,7 @@ def _no_process_outlives_its_test():
     wider = ServerProc.instances()  # a wider fixture's server, which a test may restart; the fixture stops it
     yield
     restarted = {srv.proc.pid for srv in wider if srv.running()}
-    leaked = process_leaks.leaked_since(before | restarted)
+    leaked = process_leaks.leaked_since(before | restarted, request.config.getoption("--process-grace"))
     if leaked:
         process_leaks.kill_all(leaked)
         pytest.fail(f"processes outlived the test: {_describe(leaked)}", pytrace=False)

@@ -16,7 +16,9 @@ REPO_DIR = Path(__file__).resolve().parent.parent
 
 def _run_with_the_plugin(pytester, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", str(REPO_DIR))
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "talaria_testing.plugin")
+    return pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-p", "talaria_testing.plugin", "--process-grace", "0.5"
+    )
 
 
 def test_a_test_that_leaves_a_child_running_fails_and_the_child_is_killed(pytester, monkeypatch):
