@@ -2,7 +2,7 @@
 
 The index lives in memory per session folder. A save updates one row (O(1)) and schedules a flush, so
 ``_index.json`` is current within ``index_flush_delay`` seconds and at shutdown. Each row carries
-``_stat`` = [size, mtime_ns] of its file, so loading validates the index with one ``stat`` per file
+``_stat`` = [size, mtime_ns, ROW_FORMAT] of its file, so loading validates the index with one ``stat`` per file
 and re-reads only the files that changed behind it.
 """
 
@@ -22,6 +22,8 @@ from api.session_fields import is_safe_session_id
 log = logging.getLogger("talaria.index")
 
 _STALE_TMP_AGE_S = 3600.0
+# Bumped when a row's figures are computed differently: rows built by an older version are rebuilt once.
+ROW_FORMAT = 2
 _SYNC_REBUILD_FILES = 16  # a first build that had to read more files than this is written at once
 
 
@@ -78,6 +80,10 @@ def _sweep_stale_tmp(entry: os.DirEntry, now: float) -> None:
         pass
 
 
+def _stamp(size: int, mtime_ns: int) -> list[int]:
+    return [size, mtime_ns, ROW_FORMAT]
+
+
 def _row_from_file(path: Path, st: os.stat_result) -> dict | None:
     from api.models import _load_session_from_path, metadata_stub
 
@@ -87,7 +93,7 @@ def _row_from_file(path: Path, st: os.stat_result) -> dict | None:
     if session is None:
         return None
     row = session.compact()
-    row["_stat"] = [st.st_size, st.st_mtime_ns]
+    row["_stat"] = _stamp(st.st_size, st.st_mtime_ns)
     return row
 
 
@@ -114,7 +120,7 @@ def _build_rows(
     files_read = 0
     for sid, st in files.items():
         row = existing.get(sid)
-        if row is not None and row.get("_stat") == [st.st_size, st.st_mtime_ns]:
+        if row is not None and row.get("_stat") == _stamp(st.st_size, st.st_mtime_ns):
             rows[sid] = row
             continue
         fresh = _row_from_file(session_dir / f"{sid}.json", st)
@@ -145,7 +151,7 @@ def _state(session_dir: Path, index_file: Path) -> _IndexState:
 def note_saved(session_dir: Path, index_file: Path, row: dict, stat: tuple[int, int]) -> None:
     """Record a just-saved session's row; ``_index.json`` follows within ``index_flush_delay``."""
     state = _state(session_dir, index_file)
-    row = dict(row, _stat=[stat[0], stat[1]])
+    row = dict(row, _stat=_stamp(stat[0], stat[1]))
     with _LOCK:
         state.rows[row["session_id"]] = row
         state.sorted_rows = None

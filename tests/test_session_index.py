@@ -140,3 +140,18 @@ def test_rows_read_from_the_prefix_of_talarias_own_files_equal_the_full_rows(sta
     row = _rebuilt_row(state_dir, "own")
     for name in ("message_count", "user_message_count", "last_message_at"):
         assert row[name] == full[name], name
+
+
+def test_rows_an_older_version_built_are_rebuilt_once(state_dir):
+    """Older rows were built from the prefix alone, where user_message_count read 0 and last_message_at updated_at."""
+    _save("old", n=3)
+    session_index.flush()
+    session_index.forget(state_dir)
+    index_file = state_dir / "_index.json"
+    rows = json.loads(index_file.read_text())
+    for row in rows:
+        row["_stat"] = row["_stat"][:2]
+        row["user_message_count"] = 0
+    index_file.write_text(json.dumps(rows))
+    (row,) = [r for r in all_sessions() if r["session_id"] == "old"]
+    assert row["user_message_count"] == 3
