@@ -5,8 +5,8 @@ and a fraction of that afterwards; a turn takes its session's agent from the poo
 The key holds what the agent was built for (session, model, provider, toolsets): a change builds a new
 one. ``warm_up`` runs once in the background at start: it imports the agent, resolves the provider and
 builds the agent of the most recent session (with no session yet, builds one throwaway agent that
-persists nothing, for the one-time costs), so neither ``/health`` nor the page waits for it, and a
-turn that starts while that agent is being built waits for it rather than building a second one.
+persists nothing, for the one-time costs), so neither ``/health`` nor the page waits for it. A turn
+that starts during the warm-up waits for it rather than doing the same imports and build beside it.
 """
 
 from __future__ import annotations
@@ -24,14 +24,16 @@ log = logging.getLogger("talaria.agent_pool")
 
 CACHE_MAX = 8
 BUILD_WAIT_S = 120.0
-# What the first agent and its first turn import: the agent, its database, provider resolution, the tool
-# registry, the conversation loop and the OpenAI client's resources (loaded lazily at the first call).
-_PRELOAD = (
+# What building the first agent imports: the agent, its database, provider resolution, the tool registry.
+_PRELOAD_BUILD = (
     "run_agent",
     "hermes_state",
     "hermes_cli.runtime_provider",
     "hermes_cli.tools_config",
     "model_tools",
+)
+# What the first turn imports lazily: the conversation loop and the OpenAI client's resources.
+_PRELOAD_TURN = (
     "agent.conversation_loop",
     "agent.chat_completion_helpers",
     "agent.system_prompt",
@@ -41,8 +43,9 @@ _PRELOAD = (
 )
 
 _AGENTS: OrderedDict[str, Any] = OrderedDict()
-_BUILDING: dict[str, threading.Event] = {}
 _LOCK = threading.Lock()
+_WARM_UP_DONE = threading.Event()
+_WARM_UP_DONE.set()  # no warm-up running
 
 
 def key_for(session: models.Session) -> str:
@@ -67,11 +70,9 @@ def _build(session: models.Session):
 
 def take(session: models.Session) -> tuple[str, Any]:
     """``(key, agent)`` for a turn of ``session``: the idle one (waiting for one being warmed), else new."""
+    # The warm-up does the imports and the first build this turn would do: wait for it, not beside it.
+    _WARM_UP_DONE.wait(BUILD_WAIT_S)
     key = key_for(session)
-    with _LOCK:
-        building = _BUILDING.get(key)
-    if building is not None:
-        building.wait(BUILD_WAIT_S)
     with _LOCK:
         agent = _AGENTS.pop(key, None)
     return key, agent if agent is not None else _build(session)
@@ -117,44 +118,52 @@ def _most_recent_session() -> models.Session | None:
 def _warm_agent(session: models.Session) -> None:
     key = key_for(session)
     with _LOCK:
-        if key in _AGENTS or key in _BUILDING:
+        if key in _AGENTS:
             return
-        done = _BUILDING[key] = threading.Event()
-    try:
-        give_back(key, _build(session))
-    finally:
-        with _LOCK:
-            del _BUILDING[key]
-        done.set()
+    give_back(key, _build(session))
+
+
+def _import_all(names: tuple[str, ...]) -> None:
+    for name in names:
+        agent_runtime.agent_module(name)
+
+
+def _build_first_agent() -> None:
+    model = agent_runtime.configured_default_model()
+    if not model:
+        log.info("warm-up: no model configured")
+        return
+    agent_runtime.resolve_runtime(model)
+    session = _most_recent_session()
+    if session is not None:
+        _warm_agent(session)
+        log.info("warm-up: built the agent of session %s", session.session_id)
+    else:  # no session yet: one agent built and closed pays the one-time costs (plugins, tool registry)
+        agent_runtime.close_agent(
+            agent_runtime.build_agent(
+                "warm-up", model, None, state_db_path=None, enabled_toolsets=toolsets.default_toolsets()
+            )
+        )
 
 
 def warm_up() -> None:
-    """Import the agent, resolve the provider, build the most recent session's agent; never raises."""
+    """Import the agent, resolve the provider, build the most recent session's agent, then import what its
+    first turn needs; never raises. A turn waits only for the build: the turn's imports it shares."""
     started = time.monotonic()
     try:
-        for name in _PRELOAD:
-            agent_runtime.agent_module(name)
-        model = agent_runtime.configured_default_model()
-        if not model:
-            log.info("warm-up: agent imported in %.1f s; no model configured", time.monotonic() - started)
-            return
-        agent_runtime.resolve_runtime(model)
-        session = _most_recent_session()
-        if session is not None:
-            _warm_agent(session)
-            log.info("warm-up: built the agent of session %s", session.session_id)
-        else:  # no session yet: one agent built and closed pays the one-time costs (plugins, tool registry)
-            agent_runtime.close_agent(
-                agent_runtime.build_agent(
-                    "warm-up", model, None, state_db_path=None, enabled_toolsets=toolsets.default_toolsets()
-                )
-            )
+        try:
+            _import_all(_PRELOAD_BUILD)
+            _build_first_agent()
+        finally:
+            _WARM_UP_DONE.set()
+        _import_all(_PRELOAD_TURN)
         log.info("warm-up done in %.1f s", time.monotonic() - started)
     except Exception as exc:  # noqa: BLE001 - a failed warm-up only means the first turn does the work
         log.info("warm-up stopped (%s: %s); the first turn builds its agent", type(exc).__name__, exc)
 
 
 def start_warm_up() -> threading.Thread:
+    _WARM_UP_DONE.clear()
     thread = threading.Thread(target=warm_up, name="warm-up", daemon=True)
     thread.start()
     return thread
