@@ -17,7 +17,7 @@ import time
 from collections import OrderedDict
 from typing import Any
 
-from api import agent_runtime, models, toolsets
+from api import agent_runtime, models, provider_errors, toolsets
 from api import config as _config
 
 log = logging.getLogger("talaria.agent_pool")
@@ -128,12 +128,24 @@ def _import_all(names: tuple[str, ...]) -> None:
         agent_runtime.agent_module(name)
 
 
+def _warn_if_unreachable(model: str, runtime: dict) -> None:
+    """Say at start, not after a turn's retries, that the model's endpoint refuses or does not answer."""
+    base_url = str(runtime.get("base_url") or "")
+    if not base_url:
+        return
+    endpoint = provider_errors.Endpoint(base_url, model, runtime.get("api_key") or None)
+    found = provider_errors.probe_endpoint(endpoint)
+    if found.kind in ("refused", "unreachable", "auth"):
+        log.warning("%s", provider_errors.advice(found.kind, endpoint, found))
+
+
 def _build_first_agent() -> None:
     model = agent_runtime.configured_default_model()
     if not model:
         log.info("warm-up: no model configured")
         return
-    agent_runtime.resolve_runtime(model)
+    runtime = agent_runtime.resolve_runtime(model)
+    _warn_if_unreachable(model, runtime)
     session = _most_recent_session()
     if session is not None:
         _warm_agent(session)

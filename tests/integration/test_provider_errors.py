@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from talaria_testing.fake_llm import FakeLLM, Reply, refused_base_url, write_hermes_config
@@ -64,3 +66,17 @@ def test_a_refused_connection_names_the_base_url_and_the_config_file(tmp_path):
         message = _error(chat(srv, new_session(srv), "anyone there?"))
         assert f"cannot reach the model endpoint {base_url} (the connection was refused)" in message
         assert f"`model.base_url` in {srv.hermes_home / 'config.yaml'}" in message
+
+
+def test_a_refused_endpoint_is_reported_at_start_by_the_warm_up(tmp_path):
+    base_url = refused_base_url()
+    srv = _server(tmp_path, base_url)
+    srv.extra_env["TALARIA_WARM_UP"] = "1"
+    with srv:
+        needle = (
+            f"WARNING talaria.agent_pool: Talaria cannot reach the model endpoint {base_url} (the connection"
+        )
+        deadline = time.monotonic() + 120
+        while needle not in srv.log_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert needle in srv.log_text(), srv.log_text()[-3000:]
