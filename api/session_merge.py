@@ -3,8 +3,8 @@
 Another writer (hermes-webui, a script, a restored backup) may rewrite a session file while Talaria holds
 it in memory. Before a save, ``merge(base, ours, theirs)`` compares field by field: a field only one side
 changed takes that side's value; a list both sides only appended to gets both appends (an appended turn
-commutes with a rename, a pin or another turn); ``updated_at`` takes the later time. Anything else both
-sides changed is a conflict. A Talaria-only field missing from the other writer's file was dropped by a
+commutes with a rename, a pin or another turn); ``updated_at`` takes the later time; a title a person
+chose beats one made up from the first message. Anything else both sides changed is a conflict. A Talaria-only field missing from the other writer's file was dropped by a
 program that does not know it, not emptied, so its absence counts as "unchanged".
 
 Pure functions over payload dicts (``Session.to_payload()`` shape).
@@ -74,6 +74,17 @@ def _merge_field(key: str, base: Any, ours: Any, theirs: Any) -> Any:
     raise MergeConflict(key)
 
 
+def _person_chosen_title(ours_title: Any, theirs_title: Any, ours: Mapping, theirs: Mapping) -> Any:
+    """Both sides retitled: a title a person chose wins over one made up from the first message."""
+    if theirs.get("manual_title") and not ours.get("manual_title"):
+        return theirs_title
+    if ours.get("manual_title") and not theirs.get("manual_title"):
+        return ours_title
+    if _same(ours_title, theirs_title):
+        return ours_title
+    raise MergeConflict("title")
+
+
 def merge(
     base: Mapping[str, Any],
     ours: Mapping[str, Any],
@@ -92,7 +103,10 @@ def merge(
         t = theirs.get(key, _MISSING)
         if t is _MISSING and key in keep_when_absent:
             t = b
-        value = _merge_field(key, b, o, t)
+        if key == "title" and not (_same(o, b) or _same(t, b)):
+            value = _person_chosen_title(o, t, ours, theirs)
+        else:
+            value = _merge_field(key, b, o, t)
         if value is not _MISSING:
             out[key] = list(value) if isinstance(value, tuple) else value
     return out

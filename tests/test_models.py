@@ -314,6 +314,18 @@ def test_another_programs_rename_and_pin_survive_our_appended_turn(state_dir):
     assert [m["content"] for m in doc["messages"]] == ["m0", "m1", "m2", "m3", "ours"]
 
 
+def test_a_rename_elsewhere_beats_the_automatic_title_a_turn_gives(state_dir):
+    s = _session(n=0)
+    s.title = "Untitled"
+    s.save()
+    foreign_writer.run(s.path, "--title", "Theirs")
+    s.messages.append(_msg("user", "hello there", 1.0))
+    s.title = "hello there"  # the first turn titles an untitled session
+    s.save()
+    loaded = Session.load("s1")
+    assert (loaded.title, loaded.manual_title, len(loaded.messages)) == ("Theirs", True, 1)
+
+
 def test_turns_appended_by_both_programs_are_all_kept(state_dir):
     s = _session(n=2)
     s.save()

@@ -56,3 +56,13 @@ def test_a_talaria_field_the_other_writer_dropped_is_unchanged_not_emptied():
 def test_different_changes_to_one_field_conflict(ours, theirs):
     with pytest.raises(MergeConflict):
         merge(snapshot(_base()), dict(_base(), **ours), dict(_base(), **theirs))
+
+
+def test_a_title_a_person_chose_beats_one_made_up_from_the_first_message():
+    base = snapshot(dict(_base(), title="Untitled", manual_title=False))
+    ours = dict(_base(), title="hello there", manual_title=False)  # the turn's automatic title
+    theirs = dict(_base(), title="Renamed elsewhere", manual_title=True)
+    merged = merge(base, ours, theirs)
+    assert (merged["title"], merged["manual_title"]) == ("Renamed elsewhere", True)
+    merged = merge(base, theirs, ours)
+    assert (merged["title"], merged["manual_title"]) == ("Renamed elsewhere", True)
