@@ -200,6 +200,17 @@ def test_restore_deleted_brings_back_files_row_and_lifts_the_tombstone(state_dir
         session_admin.restore_deleted(token)
 
 
+def test_delete_and_its_undo_carry_the_backup_set_aside_by_a_compression(state_dir):
+    session = _saved(n=3)
+    sid = session.session_id
+    aside = state_dir / f"{sid}.json.bak.precompress-1700000000000"
+    aside.write_bytes(b"older")
+    token = session_admin.delete_session(sid)["undo_token"]
+    assert not aside.exists() and (state_dir.parent / "trash" / token / aside.name).read_bytes() == b"older"
+    session_admin.restore_deleted(token)
+    assert aside.read_bytes() == b"older" and session.path.is_file()
+
+
 @pytest.mark.parametrize(
     "token", [None, 5, "", "../../etc-1234567890123", "abc", "abc-12", "a/b-1234567890123"]
 )
