@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import sys
 import time
 from pathlib import Path
 
 LOCK_NAME = "talaria.lock"
+log = logging.getLogger("talaria.state_lock")
 
 _HELD: dict[Path, int] = {}  # lock path -> open descriptor, kept for the life of the process
 
@@ -53,6 +55,10 @@ def acquire(state_dir: Path) -> Path:
         raise StateDirBusy(
             f"the state folder {state_dir} is in use by {holder}; stop it or choose another state folder"
         ) from None
+    except OSError as exc:  # a file system without locks (some network mounts): serve, but say so
+        os.close(fd)
+        log.warning("could not lock %s (%s); a second Talaria on this folder would not be refused", path, exc)
+        return path
     except BaseException:
         os.close(fd)
         raise

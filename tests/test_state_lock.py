@@ -51,3 +51,14 @@ def test_a_busy_folder_is_refused_in_another_process_with_this_pid(tmp_path):
         assert f"in use by process {os.getpid()} " in done.stderr
     finally:
         state_lock.release(tmp_path)
+
+
+def test_a_file_system_without_locks_is_served_with_a_warning(tmp_path, monkeypatch, caplog):
+    import errno
+
+    def no_locks(fd, op):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(state_lock.fcntl, "flock", no_locks)
+    state_lock.hold_or_exit(tmp_path)  # does not exit
+    assert "would not be refused" in caplog.text
