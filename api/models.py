@@ -414,7 +414,10 @@ class Session:
         sig = (st.st_ino, st.st_size, st.st_mtime_ns)
         session = cls.from_payload(data, sig=sig)
         if session._saved_message_count != len(session.messages):
-            session.save(touch_updated_at=False, skip_index=True)
+            try:
+                session.save(touch_updated_at=False, skip_index=True)
+            except OSError as exc:  # a read-only or full disk still reads: the session is the file as it is
+                log.warning("could not save the collapsed %s.json: %s", sid, exc)
         return session
 
     @classmethod

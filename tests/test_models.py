@@ -233,6 +233,19 @@ def test_adjacent_duplicate_partials_collapse_on_load_with_a_backup(state_dir):
     assert len(json.loads(loaded.backup_path.read_text())["messages"]) == 4
 
 
+def test_a_session_needing_a_collapse_still_loads_from_a_read_only_disk(tmp_path):
+    from talaria_testing import failed_saves
+
+    with failed_saves.tmpfs_sessions(tmp_path) as (mnt, _sessions):
+        partial = {"role": "assistant", "content": "", "_partial": True}
+        Session(session_id="p1", messages=[_msg("user", "q", 1.0), dict(partial), dict(partial)]).save()
+        before = (mnt / "sessions" / "p1.json").read_bytes()
+        with failed_saves.READ_ONLY(mnt):
+            loaded = Session.load("p1")
+            loaded_bytes = (mnt / "sessions" / "p1.json").read_bytes()
+        assert len(loaded.messages) == 2 and loaded_bytes == before  # collapsed as read; saved later
+
+
 def test_get_session_caches_and_reloads_when_the_file_changes(state_dir):
     _session(n=2).save()
     first = get_session("s1")
