@@ -7,8 +7,9 @@ leading run where two row lists agree on raw content and role, column-wise at C 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import compress, repeat
-from operator import eq, is_not, not_
+from operator import contains, eq, is_not, not_
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -122,3 +123,146 @@ def _common_prefix(a: list, b: list) -> int:
         return len(a)
     same = list(map(eq, a, b))
     return same.index(False) if False in same else min(len(a), len(b))
+
+
+class Containment:
+    """Which texts of a growing list contain a query, or lie inside it, found without scanning them all.
+
+    Texts and queries are words separated by single spaces (collapsed text, token strings). When one such
+    text lies inside another, its middle words (all but the first and last, which may be cut) are whole
+    words of the other. So texts are indexed by their middle words, and only texts of one or two words
+    need a direct check. Every position returned has been checked with ``in``.
+    """
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self._by_word: dict[str, list[int]] = {}  # each middle word -> texts holding it
+        self._by_anchor: dict[str, list[int]] = {}  # each text's longest middle word -> texts
+        self._few_words: list[int] = []  # non-empty texts with no middle word
+
+    def extend(self, texts: list[str]) -> None:
+        by_word, by_anchor = self._by_word, self._by_anchor
+        for i, text in enumerate(texts, len(self.texts)):
+            if not text:
+                continue
+            middle = text.split(" ")[1:-1]
+            if not middle:
+                self._few_words.append(i)
+                continue
+            by_anchor.setdefault(max(middle, key=len), []).append(i)
+            for word in set(middle):
+                by_word.setdefault(word, []).append(i)
+        self.texts.extend(texts)
+
+    def inside(self, query: str, limit: int) -> list[int]:
+        """Positions below ``limit`` of non-empty texts that are substrings of ``query``, ascending."""
+        texts, by_anchor = self.texts, self._by_anchor
+        found = [i for i in self._few_words if i < limit and texts[i] in query]
+        for word in by_anchor.keys() & query.split(" "):
+            found.extend(i for i in by_anchor[word] if i < limit and texts[i] in query)
+        found.sort()
+        return found
+
+    def containing(self, query: str, limit: int) -> list[int]:
+        """Positions below ``limit`` of texts that hold ``query`` (non-empty) as a substring, ascending."""
+        middle = set(query.split(" ")[1:-1])
+        texts, by_word = self.texts, self._by_word
+        if middle:
+            if not middle <= by_word.keys():
+                return []  # a middle word no text holds
+            candidates = min(map(by_word.__getitem__, middle), key=len)
+            return [i for i in candidates if i < limit and query in texts[i]]
+        window = texts[:limit]
+        return list(compress(range(len(window)), map(contains, window, repeat(query))))
+
+
+class TranscriptTexts:
+    """A transcript's collapsed texts, as a list and a set, and (built on first use) a ``Containment`` of
+    them and of their token strings.
+
+    Kept across merges (see ``transcript_texts``): every chat turn reconciles the same transcript again,
+    one or two rows longer, so the index grows by those rows instead of being built anew.
+    """
+
+    def __init__(self, norms: list[str], tokenize: Callable[[str], str], max_chars: int):
+        self.tokenize, self.max_chars = tokenize, max_chars
+        self.texts: list[str] = list(norms)
+        self.norm_set: set[str] = set(norms)
+        self._norms: Containment | None = None
+        self._tokens: Containment | None = None
+        self._hits: dict[str, tuple[list[int], list[int]]] = {}
+
+    def extend(self, norms: list[str]) -> None:
+        self.texts.extend(norms)
+        self.norm_set.update(norms)
+        if self._norms is not None:
+            self._norms.extend(norms)
+        if self._tokens is not None:
+            self._tokens.extend(self._token_strings(norms))
+        self._hits.clear()
+
+    def _token_strings(self, norms: list[str]) -> list[str]:
+        limit, tokenize = self.max_chars, self.tokenize
+        return [tokenize(y) if y and len(y) <= limit else "" for y in norms]
+
+    def fuzzy_hits(self, text: str) -> tuple[list[int], list[int]]:
+        """Positions of texts inside ``text`` or holding it, and of token strings likewise, ascending.
+
+        Only texts up to ``max_chars`` long count, and none for a longer ``text``. Answers are kept
+        until the texts change: the display and the model context of one turn ask about the same rows.
+        """
+        hits = self._hits.get(text)
+        if hits is None:
+            if len(self._hits) >= _HITS_MAX:
+                self._hits.clear()
+            hits = self._hits[text] = self._find(text)
+        return hits
+
+    def _find(self, text: str) -> tuple[list[int], list[int]]:
+        if not text or len(text) > self.max_chars:
+            return [], []
+        everything = len(self.texts)
+        if self._norms is None:
+            self._norms = Containment()
+            self._norms.extend(self.texts)
+        norms = self._norms
+        by_text = sorted({*norms.inside(text, everything), *norms.containing(text, everything)})
+        by_text = [i for i in by_text if len(self.texts[i]) <= self.max_chars]
+        token_string = self.tokenize(text)
+        if not token_string:
+            return by_text, []
+        if self._tokens is None:
+            self._tokens = Containment()
+            self._tokens.extend(self._token_strings(self.texts))
+        toks = self._tokens
+        return by_text, sorted(
+            {*toks.inside(token_string, everything), *toks.containing(token_string, everything)}
+        )
+
+
+_RECENT_TRANSCRIPTS: list[TranscriptTexts] = []
+_RECENT_MAX = 8
+_HITS_MAX = 4096
+
+
+def transcript_texts(norms: list[str], tokenize: Callable[[str], str], max_chars: int) -> TranscriptTexts:
+    """The index of these texts, reusing a recent one whose texts are a prefix of them, or they of it.
+
+    A caller looking at a prefix of an index's texts passes ``len(norms)`` as the ``limit`` of its queries.
+    """
+    for k, entry in enumerate(_RECENT_TRANSCRIPTS):
+        if entry.tokenize is not tokenize or entry.max_chars != max_chars:
+            continue
+        known = entry.texts
+        if len(known) <= len(norms) and norms[: len(known)] == known:
+            if len(known) < len(norms):
+                entry.extend(norms[len(known) :])
+        elif not (len(known) > len(norms) and known[: len(norms)] == norms):
+            continue
+        del _RECENT_TRANSCRIPTS[k]
+        _RECENT_TRANSCRIPTS.insert(0, entry)
+        return entry
+    entry = TranscriptTexts(norms, tokenize, max_chars)
+    _RECENT_TRANSCRIPTS.insert(0, entry)
+    del _RECENT_TRANSCRIPTS[_RECENT_MAX:]
+    return entry

@@ -42,9 +42,10 @@ from operator import gt
 from typing import Any
 
 from api.context_view import _state_db_anchor_index, state_db_delta_after_context
-from api.merge_index import _FingerprintIndex, _Index, _raw_prefix
+from api.merge_index import TranscriptTexts, _FingerprintIndex, _Index, _raw_prefix, transcript_texts
 from api.message_keys import (
     DISPLAY_ONLY_KEYS,
+    ROW_ID_ALIASES,
     Rows,
     api_content,
     collapse,
@@ -78,6 +79,7 @@ FUZZY_MAX_CHARS = 200_000
 _VISIBLE_COLUMNS = frozenset({"tool_calls", "api_content"})
 _IMAGE_PART_TYPES = frozenset({"image_url", "input_image", "image"})
 _SCREENSHOT = "[screenshot]"
+_IDENTITY_KEYS = frozenset({"id", "message_id", *ROW_ID_ALIASES})
 _context_messages_include_compression_marker = context_messages_include_compression_marker
 
 
@@ -156,7 +158,8 @@ class _Merge:
         self._mid = _Index(self, "mid")
         self._rid = _Index(self, "rowid")
         self._fuzzy_ok: bool | None = None
-        self._groups: dict | None = None  # (role, api_content) -> (keys, texts, members, token strings)
+        self._texts: TranscriptTexts | None = None
+        self._call_ids: set[str] | None = None
         self._positions: dict[int, int] | None = None
         self._h_absorbed: dict = {}
         self._by_ts: dict | None = None
@@ -238,49 +241,113 @@ class _Merge:
         return self._fuzzy_duplicate(h, key)
 
     def _fuzzy_duplicate(self, h: int, key: tuple) -> bool:
-        """§3.2 fuzzy match against the transcript's keys, in transcript order, first one with room wins."""
-        t, p = self.t, self.p
-        if self._groups is None:
-            self._groups = {}
-            for c in self.seq:
-                other = t.fact("visible", c)
-                group = self._groups.setdefault((other[0], api_content(t.rows[c])), {})
-                group.setdefault(other, []).append(c)
-            self._groups = {
-                k: (list(g), [k2[1] for k2 in g], list(g.values()), []) for k, g in self._groups.items()
-            }
-        entry = self._groups.get((key[0], api_content(t.rows[h])))
-        if entry is None:
-            return False
-        keys, norms, members, toks = entry
-        x = key[1]
-        if len(x) > FUZZY_MAX_CHARS:
-            return False
-        lx = len(x)
-        by_text = [
-            i
-            for i, y in enumerate(norms)
-            if y and len(y) <= FUZZY_MAX_CHARS and ((y in x) if len(y) <= lx else (x in y))
-        ]
-        first = next((i for i in by_text if self._has_room(keys[i], members[i])), len(keys))
-        if not toks:
-            toks.extend(tokens(y) if y and len(y) <= FUZZY_MAX_CHARS else "" for y in norms)
-        tx = tokens(x)
-        if tx:
-            ltx = len(tx)
-            by_tokens = [
-                i
-                for i, ty in enumerate(toks[:first])
-                if ty and ((ty in tx) if len(ty) <= ltx else (tx in ty))
-            ]
-            first = next((i for i in by_tokens if self._has_room(keys[i], members[i])), first)
-        if first == len(keys):
-            return False
-        return self._count_against(h, keys[first], [c for c in members[first] if self.pos(c) >= p])
+        """§3.2 fuzzy match against the transcript's keys, in transcript order, first one with room wins.
 
-    def _has_room(self, key: tuple, members: list[int]) -> bool:
+        Keys are taken in the order of their first row: texts one inside the other first, then, among
+        keys before the one found that way, token strings one inside the other.
+        """
+        t, seq = self.t, self.seq
+        limit = len(seq)
+        role, api = key[0], api_content(t.rows[h])
+        by_text, by_tokens = self._transcript_texts().fuzzy_hits(key[1])
+
+        def first_with_room(positions: list[int], bound: int) -> tuple[int, tuple] | None:
+            checked: set = set()
+            for i in positions:
+                if i >= bound:
+                    break
+                c = seq[i]
+                if t.role(c) != role or api_content(t.rows[c]) != api:
+                    continue
+                other = t.fact("visible", c)
+                if other in checked:
+                    continue
+                checked.add(other)
+                if self._has_room(c, other):
+                    return i, other
+            return None
+
+        found = first_with_room(by_text, limit)
+        found = first_with_room(by_tokens, found[0] if found else limit) or found
+        if found is None:
+            return False
+        i, other = found
         p = self.p
-        return self._h_absorbed.get(key, 0) < sum(1 for c in members if self.pos(c) >= p)
+        return self._count_against(h, other, [c for c in self._members(seq[i], other) if self.pos(c) >= p])
+
+    def _unlike_transcript(self, h: int) -> bool:
+        """No unreplayed transcript row has row h's visible key or is fuzzily like it: rules b and h
+        cannot fire. Decided from the transcript's text index, without building h's keys."""
+        if self.p >= len(self.seq):
+            return True  # nothing left to replay, and rule h counts only unreplayed rows
+        t, seq = self.t, self.seq
+        norm = t.fact("norm", h)
+        texts = self._transcript_texts()
+        if norm in texts.norm_set:
+            calls = t.rows[h].get("tool_calls")
+            if not calls:
+                return False
+            # Equal tool calls have the same first call id; a row whose first id is new is unlike.
+            first = calls[0] if isinstance(calls, (list, tuple)) else None
+            call_id = first.get("id") if isinstance(first, dict) else None
+            if not isinstance(call_id, str) or call_id in self._transcript_call_ids():
+                return False
+        if not norm or not self.fuzzy_allowed():
+            return True
+        role, api = t.role(h), api_content(t.rows[h])
+        limit = len(seq)
+        for positions in texts.fuzzy_hits(norm):
+            for i in positions:
+                if i >= limit:
+                    break
+                if t.role(seq[i]) == role and api_content(t.rows[seq[i]]) == api:
+                    return False
+        return True
+
+    def _plainly_new(self, h: int) -> bool:
+        """Rules c–g and i cannot fire for row h: no watermark, no identity fields, newer than every
+        transcript row (so no transcript row shares its dedup or merge key) and no registered state row
+        with its text (rule e). With ``_unlike_transcript`` it is appended (rule j) without its keys;
+        that is the path of the rows a new turn adds."""
+        t = self.t
+        if self.W is not None or not t.rows[h].keys().isdisjoint(_IDENTITY_KEYS):
+            return False
+        ts, newest = t.ts(h), self.S
+        if ts is None or (newest is not None and ts <= newest):
+            return False
+        return not self._raw.get(t.fact("raw", h), with_local=False)
+
+    def _transcript_call_ids(self) -> set[str]:
+        """The ``id`` of the first tool call of every transcript row that has tool calls."""
+        if self._call_ids is None:
+            local = self.t.rows[: self.n]
+            try:
+                callers = list(compress(local, map(dict.get, local, repeat("tool_calls"))))
+            except TypeError:  # a non-dict row: the same test row by row
+                callers = [m for m in local if isinstance(m, dict) and m.get("tool_calls")]
+            self._call_ids = set()
+            for row in callers:
+                calls = row["tool_calls"]
+                first = calls[0] if isinstance(calls, (list, tuple)) else None
+                call_id = first.get("id") if isinstance(first, dict) else None
+                if isinstance(call_id, str):
+                    self._call_ids.add(call_id)
+        return self._call_ids
+
+    def _transcript_texts(self) -> TranscriptTexts:
+        if self._texts is None:
+            self._texts = transcript_texts(self.t.local_norms(self.seq), tokens, FUZZY_MAX_CHARS)
+        return self._texts
+
+    def _members(self, c: int, key: tuple) -> list[int]:
+        """Transcript rows whose visible key is ``key`` (row c's), in transcript order."""
+        t = self.t
+        return [o for o in self._fp.get(t.fp(c)) if o < self.n and t.fact("visible", o) == key]
+
+    def _has_room(self, c: int, key: tuple) -> bool:
+        p = self.p
+        unreplayed = sum(1 for o in self._members(c, key) if self.pos(o) >= p)
+        return self._h_absorbed.get(key, 0) < unreplayed
 
     def _count_against(self, h: int, key: tuple, unreplayed: list[int]) -> bool:
         """Absorb h against ``key`` while fewer rows were absorbed for it than unreplayed rows carry it."""
@@ -481,7 +548,6 @@ class _Merge:
     def run(self) -> list:
         t = self.t
         rows, seq, n = t.rows, self.seq, self.n
-        nseq = len(seq)
         self.p = self._replayed_block()
         for h in range(n + self.p, len(rows)):
             r = rows[h]
@@ -490,7 +556,8 @@ class _Merge:
                 if type(content) is list and r.get("role") == "user" and self._native_image_mirror(h):
                     continue  # a
                 p = self.p
-                if p < nseq:  # b: prefix replay
+                unlike = self._unlike_transcript(h)
+                if not unlike:  # b: prefix replay
                     q = seq[p]
                     s = rows[q]
                     role = r.get("role")
@@ -511,6 +578,9 @@ class _Merge:
                             self._absorb(h, q)
                         self.p = p + 1
                         continue
+                if unlike and self._plainly_new(h):
+                    self._append(h)  # j
+                    continue
             self._place(h)
         if self.out is not None:
             return [rows[h] for h in self.out]

@@ -1,0 +1,37 @@
+"""The merge's lookups: the containment index answers like a scan of every text."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from api.merge_index import Containment, transcript_texts
+from api.message_keys import tokens
+
+_WORDS = st.sampled_from(["a", "ab", "b", "ok", "the", "cat", "sat", "é", "x-y"])
+_TEXT = st.lists(_WORDS, max_size=6).map(" ".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_TEXT, max_size=12), _TEXT, st.integers(0, 12))
+def test_containment_finds_exactly_the_texts_a_scan_finds(texts, query, limit):
+    index = Containment()
+    index.extend(texts[:5])
+    index.extend(texts[5:])  # grown in two steps, as a transcript grows between turns
+    assert index.inside(query, limit) == [i for i, y in enumerate(texts[:limit]) if y and y in query]
+    if query:
+        assert index.containing(query, limit) == [i for i, y in enumerate(texts[:limit]) if query in y]
+
+
+def test_fuzzy_hits_ignore_texts_over_the_size_bound():
+    texts = transcript_texts(["cat sat on the mat", "x " * 50 + "cat sat"], tokens, 40)
+    assert texts.fuzzy_hits("cat sat") == ([0], [0])
+    assert texts.fuzzy_hits("x " * 30) == ([], [])
+
+
+def test_a_longer_transcript_reuses_the_index_of_its_prefix():
+    first = transcript_texts(["one two three", "four five six"], tokens, 1000)
+    assert first.fuzzy_hits("seven") == ([], [])
+    grown = transcript_texts(["one two three", "four five six", "seven eight"], tokens, 1000)
+    assert grown is first
+    assert grown.fuzzy_hits("seven") == ([2], [2])
