@@ -17,10 +17,12 @@ if TYPE_CHECKING:
 
 
 class _Index:
-    """Handles grouped by one fact; local rows are loaded only when a lookup could hit one."""
+    """Handles grouped by one fact: local rows (loaded only when a lookup could hit one) and a growing
+    list of state rows (those the merge registered, unless another list is given)."""
 
-    def __init__(self, merge: _Merge, fact: str):
+    def __init__(self, merge: _Merge, fact: str, state_rows: list[int] | None = None):
         self.merge, self.fact = merge, fact
+        self.state_rows = merge.registered_state if state_rows is None else state_rows
         self.table: dict = {}
         self.local_loaded = False
         self.state_upto = 0
@@ -36,7 +38,7 @@ class _Index:
                 v = self._value(h)
                 if v is not None:
                     self.table.setdefault(v, []).append(h)
-        registered = merge.registered_state
+        registered = self.state_rows
         while self.state_upto < len(registered):
             h = registered[self.state_upto]
             v = self._value(h)

@@ -329,24 +329,43 @@ def _marker_candidates(messages: list) -> Any:
     return compress(messages, map(wanted.__contains__, firsts)) if wanted else ()
 
 
+def _opens_with_compaction_wording(text: str) -> bool:
+    head = _head(text)
+    return head.startswith("[context compaction") or head.startswith("context compaction")
+
+
+def _is_narrow_marker(msg: Any) -> bool:
+    if not is_context_compression_marker(msg):
+        return False
+    content = msg.get("content")
+    if isinstance(content, list):
+        text = "".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    else:
+        text = content if isinstance(content, str) else ""
+    return _opens_with_compaction_wording(text)
+
+
+_PLAIN_TEXTS: set[Any] = set()  # contents known not to open with the compaction wording
+_PLAIN_TEXTS_MAX = 200_000
+
+
 def context_messages_include_compression_marker(messages: Any) -> bool:
-    """Narrow test (§2.5): a detector hit whose own text starts with the compaction wording."""
+    """Narrow test (§2.5): a detector hit whose own text starts with the compaction wording.
+
+    Texts already seen not to open with that wording are remembered, so a context asked about again
+    (every turn asks about the same rows) costs one set difference.
+    """
     if not isinstance(messages, list):
         return False
-    for msg in _marker_candidates(messages):
-        if not is_context_compression_marker(msg):
-            continue
-        content = msg.get("content")
-        if isinstance(content, list):
-            text = "".join(
-                p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
-            )
-        else:
-            text = content if isinstance(content, str) else ""
-        head = _head(text)
-        if head.startswith("[context compaction") or head.startswith("context compaction"):
-            return True
-    return False
+    try:
+        unknown = set(map(dict.get, messages, repeat("content"))) - _PLAIN_TEXTS
+    except TypeError:  # a non-dict row or list content: row by row
+        return any(map(_is_narrow_marker, _marker_candidates(messages)))
+    wording = {c for c in unknown if type(c) is str and _opens_with_compaction_wording(c)}
+    if len(_PLAIN_TEXTS) > _PLAIN_TEXTS_MAX:
+        _PLAIN_TEXTS.clear()
+    _PLAIN_TEXTS.update(unknown - wording)
+    return bool(wording) and any(_is_narrow_marker(m) for m in messages if m.get("content") in wording)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -152,11 +152,15 @@ class _Merge:
         self.appended: list[int] = []
         self.out: list[int] | None = None  # output handles, materialised on the first insertion
         self.registered_state: list[int] = []
+        self.matched_state: list[int] = []  # state rows absorbed by rules a and b
         self._S: Any = ...
         self._raw = _Index(self, "raw")
         self._fp = _FingerprintIndex(self)
         self._mid = _Index(self, "mid")
         self._rid = _Index(self, "rowid")
+        self._matched = _Index(self, "raw", self.matched_state)
+        self._matched_ts: set[float | None] = set()
+        self._matched_ts_upto = 0
         self._fuzzy_ok: bool | None = None
         self._texts: TranscriptTexts | None = None
         self._call_ids: set[str] | None = None
@@ -304,6 +308,24 @@ class _Merge:
                     return False
         return True
 
+    def _copies_a_matched_row(self, h: int) -> bool:
+        """Row h has the dedup key of a state row already matched against the transcript."""
+        t = self.t
+        key = t.fact("dedup", h)
+        return any(t.fact("dedup", c) == key for c in self._matched.get(t.fact("raw", h), with_local=False))
+
+    def _matched_timestamps(self) -> set[float | None]:
+        """Timestamps of the state rows matched so far (an exact copy of one has the same)."""
+        fresh = self.matched_state[self._matched_ts_upto :]
+        if fresh:
+            self._matched_ts_upto += len(fresh)
+            values = list(map(dict.get, map(self.t.rows.__getitem__, fresh), repeat("timestamp")))
+            if set(map(type, values)) <= {float}:
+                self._matched_ts.update(values)
+            else:
+                self._matched_ts.update(map(parse_timestamp, values))
+        return self._matched_ts
+
     def _plainly_new(self, h: int) -> bool:
         """Rules c–g and i cannot fire for row h: no watermark, no identity fields, newer than every
         transcript row (so no transcript row shares its dedup or merge key) and no registered state row
@@ -314,6 +336,8 @@ class _Merge:
             return False
         ts, newest = t.ts(h), self.S
         if ts is None or (newest is not None and ts <= newest):
+            return False
+        if self.matched_state and ts in self._matched_timestamps():
             return False
         return not self._raw.get(t.fact("raw", h), with_local=False)
 
@@ -447,6 +471,7 @@ class _Merge:
         if len(matches) != 1:
             return False
         self._mirrored.add(matches[0])
+        self.matched_state.append(h)
         return True
 
     def _row_id_duplicate(self, h: int) -> int | None:
@@ -480,6 +505,8 @@ class _Merge:
             self._absorb(h, target)
             return
         dedup_seen = self.find("dedup", h)
+        if dedup_seen is None and self._copies_a_matched_row(h):
+            return  # an exact copy of a state row the transcript already matched
         if W is not None and ts is not None and dedup_seen is None:  # d: the watermark filters
             consumed = self.p >= len(self.seq)
             S, B = self.S, self.B
@@ -543,6 +570,7 @@ class _Merge:
                 break
         for i in compress(range(length), map(gt, map(len, state[:length]), repeat(3))):
             self._absorb(n + i, i)  # copies display-only keys, if the row has any
+        self.matched_state.extend(range(n, n + length))
         return length
 
     def run(self) -> list:
@@ -576,6 +604,7 @@ class _Merge:
                     ):
                         if len(r) > 3:
                             self._absorb(h, q)
+                        self.matched_state.append(h)
                         self.p = p + 1
                         continue
                 if unlike and self._plainly_new(h):

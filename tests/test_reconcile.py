@@ -657,3 +657,17 @@ def test_merging_again_after_a_refused_insert_before_the_oldest_row_adds_nothing
     state[2], state[5] = side[0], side[1]
     once = merge(side, state, None, None)
     assert len(merge(once, state, None, None)) == len(once)
+
+
+def test_an_exact_copy_of_a_state_row_the_transcript_matched_is_shown_once():
+    """hermes-webui writes rows with ``_ts`` and no ``timestamp``; state.db holding its row twice must
+    not show the second copy once the first has been matched against the transcript."""
+    side = [U1, {"role": "assistant", "content": "first answer", "_ts": 2.0}]
+    out = merge(side, [U1, A1, dict(A1)])
+    assert texts(out) == ["first question", "first answer"]
+
+
+def test_an_exact_copy_of_a_matched_state_row_is_dropped_after_a_new_turn_too():
+    side = [U1, {"role": "assistant", "content": "first answer", "_ts": 2.0}]
+    out = merge(side, [U1, A1, dict(A1), U2, A2])
+    assert texts(out) == ["first question", "first answer", "second question", "second answer"]
