@@ -62,7 +62,7 @@ def is_compaction_marker(msg: Any) -> bool:
 
 
 def visible_messages_for_anchor(messages: list, auto_compression: bool = False) -> list[dict]:
-    """Rows a person sees as turns (manual rules of session-core.md §2.3 step 12)."""
+    """Rows a person sees as turns (docs/session-model.md, "Compression")."""
     out = []
     for m in messages:
         if not isinstance(m, dict) or not m.get("role") or m.get("role") == "tool":
@@ -197,7 +197,7 @@ def _stream_state(session: models.Session) -> tuple:
 
 
 def manual_compress(session_id: str, focus_topic: str | None = None) -> dict:
-    """Compress one session's model context; returns the route's answer (session-core.md §2.3)."""
+    """Compress one session's model context; returns the route's answer (docs/session-model.md, "Compression")."""
     session = editable_session(session_id)
     focus_topic = normalise_focus(focus_topic)
     try:

@@ -1,4 +1,4 @@
-"""Where a model context sits in state.db (session-core.md §3.4, §3.5): pure, no I/O.
+"""Where a model context sits in state.db (docs/reconciliation.md, "The context delta"): pure, no I/O.
 
 ``state_db_delta_after_context`` finds the state rows newer than a context that state.db may mirror;
 ``_state_db_anchor_index`` finds the state row a compaction anchor key names. ``api.reconcile``
@@ -21,43 +21,46 @@ from api.messages import parse_timestamp, timestamp_or_ts
 _CONTENT_COLUMNS = frozenset({"tool_call_id", "tool_name", "name", "api_content"})
 
 
-def state_db_delta_after_context(context: list | None, state: list | None) -> list:
-    """The state rows newer than a context that state.db may mirror (§3.4); all of them when unaligned."""
+def state_db_delta_after_context(context: list[Any] | None, state: list[Any] | None) -> list[Any]:
+    """The state rows newer than a context that state.db may mirror; all of them when unaligned."""
     context = list(context or [])
     state = list(state or [])
     if not context or not state:
         return state
     reconcile_api_content_sidecars(context, state)
-    t = Rows(context, state)
-    nc, ns = len(context), len(state)
-    best, best_o = 0, 0
-    for o in range(nc):
-        if best >= nc - o:
+    facts = Rows(context, state)
+    context_len, state_len = len(context), len(state)
+    best, best_offset = 0, 0
+    for offset in range(context_len):
+        if best >= context_len - offset:
             break
-        limit = min(nc - o, ns)
-        if not t.same_content(nc, o):
+        limit = min(context_len - offset, state_len)
+        if not facts.same_content(context_len, offset):
             continue
         run = 1
-        found = _raw_prefix(state[:limit], context[o : o + limit], _CONTENT_COLUMNS)
+        found = _raw_prefix(state[:limit], context[offset : offset + limit], _CONTENT_COLUMNS)
         if found is not None:  # rows the columns prove equal, then row by row from the first doubt
             length, closer, _ = found
-            run = next((k for k in sorted(closer) if not t.same_content(nc + k, o + k)), length)
-        while run < limit and t.same_content(nc + run, o + run):
+            run = next(
+                (k for k in sorted(closer) if not facts.same_content(context_len + k, offset + k)), length
+            )
+        while run < limit and facts.same_content(context_len + run, offset + run):
             run += 1
         if run > best:
-            best, best_o = run, o
+            best, best_offset = run, offset
     first = context[0]
     recovered_head = isinstance(first, dict) and first.get("role") == "user" and bool(first.get("_recovered"))
-    if best < 2 and not (best == 1 and best_o == 0 and recovered_head):
+    if best < 2 and not (best == 1 and best_offset == 0 and recovered_head):
         return state
-    ci = best  # the context cursor restarts at the run length whatever the offset (reference behaviour)
-    if ci >= nc:
+    # The context cursor restarts at the run length whatever the offset, as hermes-webui's does.
+    context_cursor = best
+    if context_cursor >= context_len:
         return state[best:]
-    for si in range(best, ns):
-        if t.same_content(nc + si, ci):
-            ci += 1
-            if ci >= nc:
-                return state[si + 1 :]
+    for state_index in range(best, state_len):
+        if facts.same_content(context_len + state_index, context_cursor):
+            context_cursor += 1
+            if context_cursor >= context_len:
+                return state[state_index + 1 :]
     return state[best:]
 
 
@@ -72,7 +75,7 @@ def _anchor_ts(value: Any) -> float | None:
     return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
-def _anchor_text(msg: dict) -> str:
+def _anchor_text(msg: dict[str, Any]) -> str:
     content = msg.get("content")
     if isinstance(content, list):
         text = " ".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
@@ -81,7 +84,7 @@ def _anchor_text(msg: dict) -> str:
     return collapse(text)[:160]
 
 
-def _state_db_anchor_index(state: list, anchor: Any) -> int | None:
+def _state_db_anchor_index(state: list[Any], anchor: Any) -> int | None:
     """Index of the last state row matching the compression anchor key (role, text, attachments, ts)."""
     if not isinstance(anchor, dict) or not anchor.get("role"):
         return None

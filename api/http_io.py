@@ -337,7 +337,7 @@ def _read_exactly(rfile, length: int) -> bytes:
 
 def require_session_id(value: Any, field: str = "session_id") -> str:
     """A safe session id, or 400 (missing, blank, a leading ``_``, or anything outside ``[A-Za-z0-9_-]{1,200}``)."""
-    if not value and value != 0:  # the reference's require(): falsy but not 0
+    if not value and value != 0:  # hermes-webui's rule for a required field: falsy but not 0
         raise BadRequest(f"Missing required field(s): {field}")
     if isinstance(value, str):
         value = value.strip()

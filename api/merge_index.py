@@ -7,8 +7,9 @@ leading run where two row lists agree on raw content and role, column-wise at C 
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable
-from itertools import compress, repeat
+from itertools import accumulate, compress, repeat
 from operator import contains, eq, is_not, not_
 from typing import TYPE_CHECKING, Any
 
@@ -23,27 +24,29 @@ class _Index:
     def __init__(self, merge: _Merge, fact: str, state_rows: list[int] | None = None):
         self.merge, self.fact = merge, fact
         self.state_rows = merge.registered_state if state_rows is None else state_rows
-        self.table: dict = {}
+        self.table: dict[Any, list[int]] = {}
         self.local_loaded = False
         self.state_upto = 0
 
-    def _value(self, h: int) -> Any:
-        return self.merge.stable_key(h) if self.fact == "mid" else self.merge.t.fact(self.fact, h)
+    def _value(self, handle: int) -> Any:
+        return (
+            self.merge.stable_key(handle) if self.fact == "mid" else self.merge.facts.fact(self.fact, handle)
+        )
 
-    def get(self, value: Any, with_local: bool = True) -> list:
+    def get(self, value: Any, with_local: bool = True) -> list[int]:
         merge = self.merge
         if with_local and not self.local_loaded:
             self.local_loaded = True
-            for h in range(merge.n):
-                v = self._value(h)
-                if v is not None:
-                    self.table.setdefault(v, []).append(h)
+            for handle in range(merge.transcript_len):
+                its_value = self._value(handle)
+                if its_value is not None:
+                    self.table.setdefault(its_value, []).append(handle)
         registered = self.state_rows
         while self.state_upto < len(registered):
-            h = registered[self.state_upto]
-            v = self._value(h)
-            if v is not None:
-                self.table.setdefault(v, []).append(h)
+            handle = registered[self.state_upto]
+            its_value = self._value(handle)
+            if its_value is not None:
+                self.table.setdefault(its_value, []).append(handle)
             self.state_upto += 1
         return self.table.get(value, [])
 
@@ -53,19 +56,19 @@ class _FingerprintIndex:
 
     def __init__(self, merge: _Merge):
         self.merge = merge
-        self.local: list | None = None
-        self.table: dict | None = None
+        self.local: list[Any] | None = None
+        self.table: dict[str, list[int]] | None = None
         self.scans = 0
-        self.state: dict = {}
+        self.state: dict[str | None, list[int]] = {}
         self.state_upto = 0
 
-    def local_list(self) -> list:
+    def local_list(self) -> list[Any]:
         if self.local is None:
-            self.local = self.merge.t.local_fingerprints()
+            self.local = self.merge.facts.local_fingerprints()
         return self.local
 
-    def get(self, fp: str | None) -> list:
-        if fp is None:
+    def get(self, fingerprint: str | None) -> list[int]:
+        if fingerprint is None:
             return []
         local = self.local_list()
         if self.table is None and self.scans < 16:
@@ -73,27 +76,29 @@ class _FingerprintIndex:
             found, i = [], -1
             while True:
                 try:
-                    i = local.index(fp, i + 1)
+                    i = local.index(fingerprint, i + 1)
                 except ValueError:
                     break
                 found.append(i)
         else:
             if self.table is None:
                 self.table = {}
-                for h, v in enumerate(local):
-                    if v is not None:
-                        self.table.setdefault(v, []).append(h)
-            found = list(self.table.get(fp, ()))
-        registered, t = self.merge.registered_state, self.merge.t
+                for handle, its_fingerprint in enumerate(local):
+                    if its_fingerprint is not None:
+                        self.table.setdefault(its_fingerprint, []).append(handle)
+            found = list(self.table.get(fingerprint, ()))
+        registered, facts = self.merge.registered_state, self.merge.facts
         while self.state_upto < len(registered):
-            h = registered[self.state_upto]
-            if t.fp(h) is not None:
-                self.state.setdefault(t.fp(h), []).append(h)
+            handle = registered[self.state_upto]
+            if facts.fingerprint(handle) is not None:
+                self.state.setdefault(facts.fingerprint(handle), []).append(handle)
             self.state_upto += 1
-        return found + self.state.get(fp, [])
+        return found + self.state.get(fingerprint, [])
 
 
-def _raw_prefix(state: list, local: list, columns: frozenset[str]) -> tuple[int, set[int], list] | None:
+def _raw_prefix(
+    state: list[Any], local: list[Any], columns: frozenset[str]
+) -> tuple[int, set[int], list[Any]] | None:
     """The leading run where state and local rows have equal raw content and role, at C speed.
 
     Returns (run length, rows in it that need a closer look, state contents): rows with non-text
@@ -101,7 +106,7 @@ def _raw_prefix(state: list, local: list, columns: frozenset[str]) -> tuple[int,
     tag. ``None`` when a row is not a dict.
     """
     try:
-        contents = list(map(dict.get, state, repeat("content")))
+        contents: list[Any] = list(map(dict.get, state, repeat("content")))
         roles = list(map(dict.get, state, repeat("role")))
         length = min(
             _common_prefix(contents, list(map(dict.get, local, repeat("content")))),
@@ -120,7 +125,7 @@ def _raw_prefix(state: list, local: list, columns: frozenset[str]) -> tuple[int,
     return length, closer, contents
 
 
-def _common_prefix(a: list, b: list) -> int:
+def _common_prefix(a: list[Any], b: list[Any]) -> int:
     if a == b:  # identical columns compare by identity, almost for free
         return len(a)
     same = list(map(eq, a, b))
@@ -128,33 +133,36 @@ def _common_prefix(a: list, b: list) -> int:
 
 
 class Containment:
-    """Which texts of a growing list contain a query, or lie inside it, found without scanning them all.
+    """Which texts of a growing list contain a query, or lie inside it, without a loop over them all.
 
-    Texts and queries are words separated by single spaces (collapsed text, token strings). When one such
-    text lies inside another, its middle words (all but the first and last, which may be cut) are whole
-    words of the other. So texts are indexed by their middle words, and only texts of one or two words
-    need a direct check. Every position returned has been checked with ``in``.
+    Texts and queries are words separated by single spaces (collapsed text, token strings). A text inside
+    a query has its middle words (all but the first and last, which may be cut) among the query's words, so
+    texts are indexed by their longest middle word and only texts of one or two words need a direct check.
+    Texts holding a query are found by one search through all texts joined. Every position returned has
+    been checked with ``in``.
     """
+
+    _SEPARATOR = "\x00"
 
     def __init__(self) -> None:
         self.texts: list[str] = []
-        self._by_word: dict[str, list[int]] = {}  # each middle word -> texts holding it
         self._by_anchor: dict[str, list[int]] = {}  # each text's longest middle word -> texts
         self._few_words: list[int] = []  # non-empty texts with no middle word
+        self._joined: str | None = None  # the texts joined by _SEPARATOR, built on first use
+        self._starts: list[int] = []  # where each text starts in _joined
 
     def extend(self, texts: list[str]) -> None:
-        by_word, by_anchor = self._by_word, self._by_anchor
+        by_anchor = self._by_anchor
         for i, text in enumerate(texts, len(self.texts)):
             if not text:
                 continue
             middle = text.split(" ")[1:-1]
-            if not middle:
+            if middle:
+                by_anchor.setdefault(max(middle, key=len), []).append(i)
+            else:
                 self._few_words.append(i)
-                continue
-            by_anchor.setdefault(max(middle, key=len), []).append(i)
-            for word in set(middle):
-                by_word.setdefault(word, []).append(i)
         self.texts.extend(texts)
+        self._joined = None
 
     def inside(self, query: str, limit: int) -> list[int]:
         """Positions below ``limit`` of non-empty texts that are substrings of ``query``, ascending."""
@@ -167,15 +175,23 @@ class Containment:
 
     def containing(self, query: str, limit: int) -> list[int]:
         """Positions below ``limit`` of texts that hold ``query`` (non-empty) as a substring, ascending."""
-        middle = set(query.split(" ")[1:-1])
-        texts, by_word = self.texts, self._by_word
-        if middle:
-            if not middle <= by_word.keys():
-                return []  # a middle word no text holds
-            candidates = min(map(by_word.__getitem__, middle), key=len)
-            return [i for i in candidates if i < limit and query in texts[i]]
-        window = texts[:limit]
-        return list(compress(range(len(window)), map(contains, window, repeat(query))))
+        texts = self.texts
+        if self._SEPARATOR in query:  # a match could span two texts: check each
+            window = texts[:limit]
+            return list(compress(range(len(window)), map(contains, window, repeat(query))))
+        if self._joined is None:
+            self._joined = self._SEPARATOR.join(texts)
+            self._starts = list(accumulate(map((1).__add__, map(len, texts)), initial=0))
+        joined, starts = self._joined, self._starts
+        found = []
+        at = joined.find(query)
+        while at != -1:
+            i = bisect_right(starts, at) - 1
+            if i >= limit:
+                break
+            found.append(i)
+            at = joined.find(query, starts[i + 1])
+        return found
 
 
 class TranscriptTexts:

@@ -1,4 +1,5 @@
-"""Message identity for reconciliation: timestamps, the four message keys, compaction markers (§2.5, §3.2).
+"""Message identity for reconciliation: the four message keys, compaction markers, per-row facts
+(docs/reconciliation.md, "Message keys"; docs/session-model.md, "Compression").
 
 A transcript row and the agent's copy of it can differ in whitespace, in a workspace tag the agent
 prepends to user rows, or in an ``api_content`` the agent stored; the keys say when two rows are the
@@ -14,7 +15,7 @@ import math
 import re
 from collections.abc import Callable
 from itertools import compress, repeat
-from typing import Any
+from typing import Any, Protocol
 
 from api.messages import content_as_text, merge_timestamp, parse_timestamp
 
@@ -47,7 +48,13 @@ _MEMO_MAX_CHARS = 16_000_000  # per memo; cleared when exceeded, so memory stays
 # ----------------------------------------------------------------------------------------------
 
 
-def _memoised(fn: Callable[[str], str]) -> Callable[[str], str]:
+class _Memoised(Protocol):
+    cache: dict[Any, str]  # keyed by text; looked up with any content, which then misses
+
+    def __call__(self, text: str, /) -> str: ...
+
+
+def _memoised(fn: Callable[[str], str]) -> _Memoised:
     """Memoise a pure str -> str function by its argument (strings are immutable, so this is exact)."""
     table: dict[str, str] = {}
     size = [0]
@@ -64,7 +71,7 @@ def _memoised(fn: Callable[[str], str]) -> Callable[[str], str]:
         return value
 
     cached.cache = table  # type: ignore[attr-defined]
-    return cached
+    return cached  # type: ignore[return-value]  # a function with its ``cache`` attribute set above
 
 
 @_memoised
@@ -98,7 +105,7 @@ def tokens(text: str) -> str:
 def clear_memos() -> None:
     """Forget every memoised text (benchmarks use it to measure a first, cold call)."""
     for memo in (collapse, fingerprint, tokens):
-        memo.cache.clear()  # type: ignore[attr-defined]
+        memo.cache.clear()
 
 
 def strip_workspace_tag(text: str) -> str:
@@ -111,7 +118,7 @@ def strip_workspace_tag(text: str) -> str:
     return text
 
 
-def side_text(msg: dict, state_side: bool) -> str:
+def side_text(msg: dict[str, Any], state_side: bool) -> str:
     """The content as a key sees it: the state side drops a user row's workspace tag."""
     text = content_as_text(msg.get("content"))
     if state_side and msg.get("role") == "user":
@@ -124,12 +131,12 @@ def side_text(msg: dict, state_side: bool) -> str:
 # ----------------------------------------------------------------------------------------------
 
 
-def api_content(msg: dict) -> str | None:
+def api_content(msg: dict[str, Any]) -> str | None:
     value = msg.get("api_content")
     return value if isinstance(value, str) and value else None
 
 
-def tool_calls_json(msg: dict) -> str:
+def tool_calls_json(msg: dict[str, Any]) -> str:
     calls = msg.get("tool_calls")
     if not calls:
         return ""
@@ -153,7 +160,7 @@ def same_json(a: Any, b: Any) -> bool:
     return kind in (str, int, bool, type(None)) and a == b
 
 
-def stable_id(msg: dict) -> Any:
+def stable_id(msg: dict[str, Any]) -> Any:
     return msg.get("id") or msg.get("message_id")
 
 
@@ -200,11 +207,11 @@ def valid_row_id(msg: Any) -> int | None:
     return None if rid is INVALID_ROW_ID else rid
 
 
-def _with_api(key: tuple, api: str | None) -> tuple:
+def _with_api(key: tuple[Any, ...], api: str | None) -> tuple[Any, ...]:
     return key + (api,) if api else key
 
 
-def build_merge_key(msg: Any, tcj: str, full_precision: bool) -> tuple:
+def build_merge_key(msg: Any, tcj: str, full_precision: bool) -> tuple[Any, ...]:
     if not isinstance(msg, dict):
         return ("non_dict", repr(msg))
     sid = stable_id(msg)
@@ -223,7 +230,7 @@ def build_merge_key(msg: Any, tcj: str, full_precision: bool) -> tuple:
     return _with_api(key, api_content(msg))
 
 
-def build_content_key(msg: Any, norm: str) -> tuple:
+def build_content_key(msg: Any, norm: str) -> tuple[Any, ...]:
     if not isinstance(msg, dict):
         return ("non_dict", repr(msg))
     key = (
@@ -235,30 +242,30 @@ def build_content_key(msg: Any, norm: str) -> tuple:
     return _with_api(key, api_content(msg))
 
 
-def build_visible_key(msg: Any, norm: str, tcj: str) -> tuple:
+def build_visible_key(msg: Any, norm: str, tcj: str) -> tuple[Any, ...]:
     if not isinstance(msg, dict):
         return ("non_dict", repr(msg))
     return _with_api((msg.get("role"), norm, tcj), api_content(msg))
 
 
-def message_merge_key(msg: Any) -> tuple:
+def message_merge_key(msg: Any) -> tuple[Any, ...]:
     """Stable id if any, else role, content, whole-second timestamp and tool fields (+ api_content)."""
     return build_merge_key(msg, tool_calls_json(msg) if isinstance(msg, dict) else "", False)
 
 
-def message_dedup_key(msg: Any) -> tuple:
+def message_dedup_key(msg: Any) -> tuple[Any, ...]:
     """The merge key with the timestamp at full precision."""
     return build_merge_key(msg, tool_calls_json(msg) if isinstance(msg, dict) else "", True)
 
 
-def message_content_key(msg: Any, *, state_side: bool = False) -> tuple:
+def message_content_key(msg: Any, *, state_side: bool = False) -> tuple[Any, ...]:
     """Role, collapsed content and tool ids (+ api_content)."""
     if not isinstance(msg, dict):
         return ("non_dict", repr(msg))
     return build_content_key(msg, collapse(side_text(msg, state_side)))
 
 
-def message_visible_key(msg: Any, *, state_side: bool = False) -> tuple:
+def message_visible_key(msg: Any, *, state_side: bool = False) -> tuple[Any, ...]:
     """Role, collapsed content and tool calls (+ api_content): what a person sees of the row."""
     if not isinstance(msg, dict):
         return ("non_dict", repr(msg))
@@ -266,7 +273,7 @@ def message_visible_key(msg: Any, *, state_side: bool = False) -> tuple:
 
 
 # ----------------------------------------------------------------------------------------------
-# Compaction markers (§2.5)
+# Compaction markers (docs/session-model.md, "Compression")
 # ----------------------------------------------------------------------------------------------
 
 
@@ -312,13 +319,14 @@ def is_context_compression_marker(msg: Any) -> bool:
 _MARKER_FIRSTS = frozenset("[cC")
 
 
-def _marker_candidates(messages: list) -> Any:
+def _marker_candidates(messages: list[Any]) -> Any:
     """Rows that could be markers: text starting with ``[``, ``c``/``C`` or whitespace, or non-text content.
 
     Decided column-wise at C speed when every row is a dict with text content (the usual case).
     """
     try:
-        firsts = list(map(str.__getitem__, map(dict.get, messages, repeat("content")), repeat(slice(0, 1))))
+        contents: list[Any] = list(map(dict.get, messages, repeat("content")))
+        firsts: list[str] = list(map(str.__getitem__, contents, repeat(slice(0, 1))))
     except TypeError:  # a non-dict row or non-text content: the same test row by row
         return [
             m
@@ -350,7 +358,7 @@ _PLAIN_TEXTS_MAX = 200_000
 
 
 def context_messages_include_compression_marker(messages: Any) -> bool:
-    """Narrow test (§2.5): a detector hit whose own text starts with the compaction wording.
+    """A detector hit whose own text opens with the compaction wording (the narrow test).
 
     Texts already seen not to open with that wording are remembered, so a context asked about again
     (every turn asks about the same rows) costs one set difference.
@@ -373,33 +381,33 @@ def context_messages_include_compression_marker(messages: Any) -> bool:
 # ----------------------------------------------------------------------------------------------
 
 
-def _tier_keys(state_side: bool) -> tuple[Callable[[dict], Any], ...]:
-    def by_stable_id(m):
+def _tier_keys(state_side: bool) -> tuple[Callable[[dict[str, Any]], Any], ...]:
+    def by_stable_id(m: dict[str, Any]) -> Any:
         sid = stable_id(m)
         return str(sid) if sid else None
 
-    def by_exact_ts(m):
+    def by_exact_ts(m: dict[str, Any]) -> Any:
         ts = merge_timestamp(m)
         return None if ts is None else (m.get("role"), ts)
 
-    def by_second(m):
+    def by_second(m: dict[str, Any]) -> Any:
         ts = merge_timestamp(m)
         return None if ts is None else (m.get("role"), int(ts))
 
-    def by_content(m):
+    def by_content(m: dict[str, Any]) -> Any:
         return (m.get("role"), collapse(side_text(m, state_side)))
 
     return (by_stable_id, valid_row_id, by_exact_ts, by_second, by_content)
 
 
-def _any_api_content(rows: list) -> bool:
+def _any_api_content(rows: list[Any]) -> bool:
     try:
         return any(map(dict.get, rows, repeat("api_content")))  # a C-level scan when every row is a dict
     except TypeError:
         return any(isinstance(m, dict) and m.get("api_content") for m in rows)
 
 
-def reconcile_api_content_sidecars(sidecar: list, state: list) -> None:
+def reconcile_api_content_sidecars(sidecar: list[Any], state: list[Any]) -> None:
     """Copy each state row's ``api_content`` onto its one matching sidecar row (mutates that dict).
 
     Tiers, and the first tier with any candidate decides: unique stable id, unique row id, exact
@@ -410,21 +418,21 @@ def reconcile_api_content_sidecars(sidecar: list, state: list) -> None:
     carriers = [m for m in state if isinstance(m, dict) and api_content(m)]
     side = [m for m in sidecar if isinstance(m, dict)]
     side_tiers, state_tiers = _tier_keys(False), _tier_keys(True)
-    indexes: list[dict | None] = [None] * len(side_tiers)
+    indexes: list[dict[Any, list[dict[str, Any]]] | None] = [None] * len(side_tiers)
     for st in carriers:
         target = None
         for i, tier in enumerate(state_tiers):
             wanted = tier(st)
             if wanted is None:
                 continue
-            if indexes[i] is None:
-                index: dict = {}
+            index = indexes[i]
+            if index is None:
+                index = indexes[i] = {}
                 for m in side:
                     key = side_tiers[i](m)
                     if key is not None:
                         index.setdefault(key, []).append(m)
-                indexes[i] = index
-            found = indexes[i].get(wanted)
+            found = index.get(wanted)
             if found:
                 target = found[0] if len(found) == 1 else None
                 break
@@ -443,87 +451,94 @@ class Rows:
     Each fact is computed the first time a rule asks for it and kept for the rest of the call.
     """
 
-    def __init__(self, local: list, state: list):
+    def __init__(self, local: list[Any], state: list[Any]):
         self.rows = local + state
-        self.n = len(local)
+        self.transcript_len = len(local)
         size = len(self.rows)
         self._ts = [_MISSING] * size
         self._fp = [_MISSING] * size
         self._facts: dict[tuple[str, int], Any] = {}
 
-    def role(self, h: int) -> Any:
-        row = self.rows[h]
+    def role(self, handle: int) -> Any:
+        row = self.rows[handle]
         return row.get("role") if isinstance(row, dict) else None
 
-    def ts(self, h: int) -> float | None:
-        value = self._ts[h]
+    def ts(self, handle: int) -> float | None:
+        value = self._ts[handle]
         if value is _MISSING:
-            value = self._ts[h] = merge_timestamp(self.rows[h])
-        return value
+            value = self._ts[handle] = merge_timestamp(self.rows[handle])
+        return value  # type: ignore[return-value]  # _MISSING was replaced above
 
-    def fp(self, h: int) -> str | None:
+    def fingerprint(self, handle: int) -> str | None:
         """Fingerprint of the row's side text (``None`` for a non-dict row)."""
-        value = self._fp[h]
+        value = self._fp[handle]
         if value is _MISSING:
-            row = self.rows[h]
-            value = self._fp[h] = fingerprint(side_text(row, h >= self.n)) if isinstance(row, dict) else None
-        return value
+            row = self.rows[handle]
+            value = self._fp[handle] = (
+                fingerprint(side_text(row, handle >= self.transcript_len)) if isinstance(row, dict) else None
+            )
+        return value  # type: ignore[return-value]  # _MISSING was replaced above
 
-    def local_fingerprints(self) -> list:
+    def local_fingerprints(self) -> list[Any]:
         """Fingerprints of every local row, through the memo at C speed when the rows allow it."""
-        local = self.rows[: self.n]
+        local = self.rows[: self.transcript_len]
         try:
             fps = list(map(fingerprint.cache.get, map(dict.get, local, repeat("content"))))
         except TypeError:  # a non-dict row or unhashable content: take the ordinary path
-            fps = [self.fp(h) for h in range(self.n)]
+            fps = [self.fingerprint(handle) for handle in range(self.transcript_len)]
         else:
             if None in fps:
-                for h in [h for h, v in enumerate(fps) if v is None]:
-                    fps[h] = self.fp(h)
-        self._fp[: self.n] = fps
+                for handle in [handle for handle, v in enumerate(fps) if v is None]:
+                    fps[handle] = self.fingerprint(handle)
+        self._fp[: self.transcript_len] = fps
         return fps
 
     def local_norms(self, handles: range | list[int]) -> list[str]:
         """Collapsed texts of these local rows, through the memo at C speed when the rows allow it."""
         if isinstance(handles, range):
             try:
-                norms = list(map(collapse.cache.get, map(dict.get, self.rows[: self.n], repeat("content"))))  # type: ignore[attr-defined]
+                contents = list(map(dict.get, self.rows[: self.transcript_len], repeat("content")))
+                norms: list[str | None] = list(map(collapse.cache.get, contents))
             except TypeError:  # a non-dict row or unhashable content: take the ordinary path
-                return [self.fact("norm", h) for h in handles]
+                return [self.fact("norm", handle) for handle in handles]
             if None in norms:
-                for h in [h for h, v in enumerate(norms) if v is None]:
-                    norms[h] = self.fact("norm", h)
-            return norms
-        return [self.fact("norm", h) for h in handles]
+                for handle in [handle for handle, v in enumerate(norms) if v is None]:
+                    norms[handle] = self.fact("norm", handle)
+            return norms  # type: ignore[return-value]  # every None was filled above
+        return [self.fact("norm", handle) for handle in handles]
 
     def local_max_timestamp(self) -> float | None:
-        """Newest parseable timestamp among local rows (S of §3.3)."""
+        """Newest parseable timestamp among local rows ("newest" in docs/reconciliation.md)."""
+        values: list[Any]
         try:
-            values = list(map(dict.get, self.rows[: self.n], repeat("timestamp")))
+            values = list(map(dict.get, self.rows[: self.transcript_len], repeat("timestamp")))
         except TypeError:
-            values = [m.get("timestamp") if isinstance(m, dict) else None for m in self.rows[: self.n]]
+            values = [
+                m.get("timestamp") if isinstance(m, dict) else None for m in self.rows[: self.transcript_len]
+            ]
+        times: list[float] = values
         if not values or set(map(type, values)) != {float}:
-            values = [t for v in values if (t := parse_timestamp(v)) is not None]
-        best = max(values, default=None)
+            times = [t for v in values if (t := parse_timestamp(v)) is not None]
+        best = max(times, default=None)
         if best is not None and not math.isfinite(best):  # an inf or nan decided max(): filter (rare)
-            best = max((v for v in values if math.isfinite(v)), default=None)
+            best = max((v for v in times if math.isfinite(v)), default=None)
         return best
 
-    def fact(self, kind: str, h: int) -> Any:
-        slot = (kind, h)
+    def fact(self, kind: str, handle: int) -> Any:
+        slot = (kind, handle)
         value = self._facts.get(slot, _MISSING)
         if value is _MISSING:
-            value = self._facts[slot] = self._compute(kind, h)
+            value = self._facts[slot] = self._compute(kind, handle)
         return value
 
-    def _compute(self, kind: str, h: int) -> Any:
-        row = self.rows[h]
+    def _compute(self, kind: str, handle: int) -> Any:
+        row = self.rows[handle]
         if not isinstance(row, dict):
             return None if kind in ("rowid", "norm", "tokens", "tcj") else ("non_dict", repr(row))
         if kind == "norm":
-            return collapse(side_text(row, h >= self.n))
+            return collapse(side_text(row, handle >= self.transcript_len))
         if kind == "tokens":
-            return tokens(self.fact("norm", h))
+            return tokens(self.fact("norm", handle))
         if kind == "tcj":
             return tool_calls_json(row)
         if kind == "rowid":
@@ -531,18 +546,18 @@ class Rows:
         if kind == "raw":
             return content_as_text(row.get("content"))
         if kind == "merge":
-            return build_merge_key(row, self.fact("tcj", h), False)
+            return build_merge_key(row, self.fact("tcj", handle), False)
         if kind == "dedup":
-            return build_merge_key(row, self.fact("tcj", h), True)
+            return build_merge_key(row, self.fact("tcj", handle), True)
         if kind == "content":
-            return build_content_key(row, self.fact("norm", h))
+            return build_content_key(row, self.fact("norm", handle))
         if kind == "visible":
-            return build_visible_key(row, self.fact("norm", h), self.fact("tcj", h))
+            return build_visible_key(row, self.fact("norm", handle), self.fact("tcj", handle))
         raise KeyError(kind)
 
-    def same_content(self, hs: int, hl: int) -> bool:
+    def same_content(self, state_handle: int, local_handle: int) -> bool:
         """Content keys of state row ``hs`` and local row ``hl`` are equal (raw fields first)."""
-        a, b = self.rows[hs], self.rows[hl]
+        a, b = self.rows[state_handle], self.rows[local_handle]
         if type(a) is dict and type(b) is dict:
             ca = a.get("content")
             if (
@@ -556,13 +571,13 @@ class Rows:
                 and (a.get("role") != "user" or strip_workspace_tag(ca) is ca)
             ):
                 return True
-            if self.fp(hs) != self.fp(hl):
+            if self.fingerprint(state_handle) != self.fingerprint(local_handle):
                 return False
-        return self.fact("content", hs) == self.fact("content", hl)
+        return bool(self.fact("content", state_handle) == self.fact("content", local_handle))
 
-    def same_visible(self, hs: int, hl: int) -> bool:
+    def same_visible(self, state_handle: int, local_handle: int) -> bool:
         """Visible keys of state row ``hs`` and local row ``hl`` are equal (raw fields first)."""
-        a, b = self.rows[hs], self.rows[hl]
+        a, b = self.rows[state_handle], self.rows[local_handle]
         if type(a) is dict and type(b) is dict:
             ca = a.get("content")
             if type(ca) is str and ca == b.get("content") and a.get("role") == b.get("role"):
@@ -574,23 +589,24 @@ class Rows:
                     and (a.get("role") != "user" or strip_workspace_tag(ca) is ca)
                 ):
                     return True
-            elif self.fp(hs) != self.fp(hl):
+            elif self.fingerprint(state_handle) != self.fingerprint(local_handle):
                 return False
-        return self.fact("visible", hs) == self.fact("visible", hl)
+        return bool(self.fact("visible", state_handle) == self.fact("visible", local_handle))
 
-    def fuzzy_visible(self, hs: int, hl: int, max_chars: int) -> bool:
-        """§3.2 fuzzy visible match: same role and api_content, one text (or token string) inside the other."""
-        a, b = self.rows[hs], self.rows[hl]
+    def fuzzy_visible(self, state_handle: int, local_handle: int, max_chars: int) -> bool:
+        """Fuzzy likeness (docs/reconciliation.md): same role and api_content, one text (or word string)
+        inside the other."""
+        a, b = self.rows[state_handle], self.rows[local_handle]
         if not isinstance(a, dict) or not isinstance(b, dict) or a.get("role") != b.get("role"):
             return False
         if api_content(a) != api_content(b):
             return False
-        x, y = self.fact("norm", hs), self.fact("norm", hl)
+        x, y = self.fact("norm", state_handle), self.fact("norm", local_handle)
         if not x or not y or len(x) > max_chars or len(y) > max_chars:
             return False
         if (x in y) if len(x) <= len(y) else (y in x):
             return True
-        tx, ty = self.fact("tokens", hs), self.fact("tokens", hl)
+        tx, ty = self.fact("tokens", state_handle), self.fact("tokens", local_handle)
         if not tx or not ty:
             return False
         return (tx in ty) if len(tx) <= len(ty) else (ty in tx)

@@ -34,6 +34,7 @@ from api.session_fields import (
     STRIPPED_STR_FIELDS,
     TALARIA_FIELDS,
     ZERO_FIELDS,
+    SessionFields,
     float_or_none,
     is_safe_session_id,
     message_text,
@@ -111,7 +112,7 @@ def collapse_adjacent_duplicate_partials(messages: list) -> tuple[list, int]:
     return out, dropped
 
 
-class Session:
+class Session(SessionFields):
     """One conversation: the visible transcript (``messages``) and the model context (``context_messages``)."""
 
     def __init__(self, **kw: Any) -> None:
@@ -689,7 +690,20 @@ def all_sessions() -> list[dict]:
 from api.reconcile import (  # noqa: E402,F401 - part of the api.models contract
     _context_messages_include_compression_marker,
     merge_session_messages_append_only,
-    reconciled_state_db_messages_for_session,
+    reconciled_view,
     state_db_delta_after_context,
 )
 from api.state_db import get_state_db_session_messages  # noqa: E402,F401
+
+
+def reconciled_state_db_messages_for_session(
+    session: Any, *, prefer_context: bool = False, state_messages: list | None = None
+) -> list:
+    """The session's reconciled view (``api.reconcile.reconciled_view``), reading state.db through this
+    module's ``get_state_db_session_messages(sid)`` (looked up at call time: tests replace it) when no rows
+    are given."""
+    if session is None:
+        return []
+    if state_messages is None:
+        state_messages = get_state_db_session_messages(getattr(session, "session_id", None))
+    return reconciled_view(session, state_messages, prefer_context=prefer_context)

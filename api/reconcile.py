@@ -1,38 +1,13 @@
-"""Reconciliation of a session file with the agent's ``state.db`` (session-core.md §3.3–§3.5).
+"""Reconciliation of a session file with the agent's ``state.db``: the append-only merge and the
+reconciled view (docs/reconciliation.md).
 
-The append-only merge decides which agent rows join a transcript; it never removes or reorders a
-transcript row and never brings back what a compression, undo, retry, edit or clear removed. The only
-I/O is ``reconciled_state_db_messages_for_session`` reading state.db through
-``api.models.get_state_db_session_messages`` (looked up at call time) when no rows are passed in.
-Neighbours: ``api.context_view`` (the §3.4 delta, the anchor lookup; its public name is re-exported
-here) and ``api.merge_index`` (the merge's indexes and column-wise prefix).
-
-Speed (the merge runs on every chat turn): the replay of an identical prefix compares raw fields and
-touches no key; a rule that needs a key computes it once, for that row only (``message_keys.Rows``);
-lookups go through indexes built on first use, and a lookup that provably cannot hit a transcript row
-(a state row newer than every transcript row, a fully replayed transcript) builds none. Fuzzy matching
-is bounded as §3.2 says (≤ 1000 distinct transcript keys, texts ≤ 200 000 chars).
-
-Deliberate differences. First, rule d applies to every row whose *dedup* key is unseen, where the reference
-skips it for rows whose whole-second merge key is seen. Rows with a seen dedup key are absorbed by
-rule e either way, so this only changes one case: a same-second copy of a kept row, newer than the
-transcript, after an undo/edit/compress. The reference appends it (the removed row springs back and
-merging again is not idempotent); here the watermark keeps it out.
-
-Second: a row older than the watermark that passes rule d (its content key is seen) may still be
-absorbed by a later rule, but is never inserted or appended. Content keys ignore tool calls, so in the
-reference every tool-call row (content "") passes d whenever the transcript has one, and an edit or
-undo brings the removed turn's tool-call rows back by chronological insert.
-
-Third, so that merging the output again adds nothing: rule i inserts an older tool-call row whose
-content key is seen only when a row *not newer than it* has that key. The reference lets any row
-count, so an empty assistant row appended by one merge makes the next merge insert a tool-call row the
-first one had absorbed.
-
-Reading notes where §3.3 leaves room: rule h absorbs when *some* transcript key the row matches still
-has an unabsorbed transcript row (the first such key in transcript order takes the count); the prefix
-replay's fuzzy match uses the same 1000-key bound; rule 6a (native-image mirror) compares user rows
-with the exact same timestamp by their text with images and ``[screenshot]`` placeholders removed.
+The merge decides which agent rows join a transcript; it never removes or reorders a transcript row and
+never brings back what a compression, undo, retry, edit or clear removed. Everything here is pure: the
+rows come in as arguments. Neighbours: ``api.context_view`` (the context delta and the anchor lookup; its
+public name is re-exported here), ``api.merge_index`` (the merge's indexes) and ``api.message_keys`` (the
+keys and the per-row facts). The rules, their names and where they differ from hermes-webui's merge are
+in docs/reconciliation.md ("The rules", "Deliberate differences from hermes-webui"); "Speed" there says
+how a merge avoids work per transcript row.
 """
 
 from __future__ import annotations
@@ -62,7 +37,7 @@ from api.message_keys import (
 )
 from api.messages import content_as_text, merge_timestamp, parse_timestamp
 
-__all__ = [  # the §3.2 keys live in api.message_keys and are re-exported here
+__all__ = [  # the message keys live in api.message_keys and are re-exported here
     "message_merge_key",
     "message_dedup_key",
     "message_content_key",
@@ -71,7 +46,7 @@ __all__ = [  # the §3.2 keys live in api.message_keys and are re-exported here
     "_context_messages_include_compression_marker",
     "merge_session_messages_append_only",
     "state_db_delta_after_context",
-    "reconciled_state_db_messages_for_session",
+    "reconciled_view",
 ]
 
 FUZZY_MAX_KEYS = 1000
@@ -83,7 +58,7 @@ _IDENTITY_KEYS = frozenset({"id", "message_id", *ROW_ID_ALIASES})
 _context_messages_include_compression_marker = context_messages_include_compression_marker
 
 
-def _ends_in_interrupted_turn(sidecar: list) -> bool:
+def _ends_in_interrupted_turn(sidecar: list[Any]) -> bool:
     """Last user/assistant row is an assistant ``_error`` with an assistant ``_partial`` since the last user."""
     idx = len(sidecar) - 1
     while idx >= 0 and not (
@@ -100,7 +75,7 @@ def _ends_in_interrupted_turn(sidecar: list) -> bool:
     return False
 
 
-def _cold_reconstruction(state: list, watermark: float | None, boundary: float | None) -> list:
+def _cold_reconstruction(state: list[Any], watermark: float | None, boundary: float | None) -> list[Any]:
     if watermark is None:
         candidates = state
     elif watermark == 0:
@@ -108,11 +83,11 @@ def _cold_reconstruction(state: list, watermark: float | None, boundary: float |
     else:
         stamped = [(m, merge_timestamp(m)) for m in state]
         if boundary is not None and boundary < watermark:
-            candidates = [m for m, t in stamped if t is not None and t <= boundary]
-            candidates += [m for m, t in stamped if t is not None and t >= watermark]
+            candidates = [m for m, ts in stamped if ts is not None and ts <= boundary]
+            candidates += [m for m, ts in stamped if ts is not None and ts >= watermark]
         else:
-            candidates = [m for m, t in stamped if t is not None and t <= watermark]
-    seen: set = set()
+            candidates = [m for m, ts in stamped if ts is not None and ts <= watermark]
+    seen: set[Any] = set()
     out = []
     for m in candidates:
         key = message_dedup_key(m)
@@ -140,24 +115,30 @@ def _screenshot_projection(content: Any) -> tuple[str, int]:
 
 
 class _Merge:
-    def __init__(self, sidecar: list, state: list, watermark: float | None, boundary: float | None):
-        self.t = Rows(sidecar, state)
-        self.n = len(sidecar)
-        self.W, self.B = watermark, boundary
-        if set(map(type, sidecar)) == {dict}:  # the visible sequence: the dict rows of the transcript
-            self.seq: range | list[int] = range(self.n)
+    """One run of the append-only merge. Rows are named by handles: transcript rows ``0..transcript_len-1``,
+    then the state rows (``facts`` holds both and each row's keys, computed on first use)."""
+
+    def __init__(self, sidecar: list[Any], state: list[Any], watermark: float | None, boundary: float | None):
+        self.facts = Rows(sidecar, state)
+        self.transcript_len = len(sidecar)
+        self.watermark, self.boundary = watermark, boundary
+        if set(map(type, sidecar)) == {dict}:  # the rows the replay walks: the transcript's dict rows
+            self.replay_order: range | list[int] = range(self.transcript_len)
         else:
-            self.seq = [h for h in range(self.n) if isinstance(sidecar[h], dict)]
-        self.p = 0  # prefix replay cursor into seq
+            self.replay_order = [
+                handle for handle in range(self.transcript_len) if isinstance(sidecar[handle], dict)
+            ]
+        self.cursor = 0  # the replay's position in replay_order
         self.appended: list[int] = []
         self.out: list[int] | None = None  # output handles, materialised on the first insertion
         self.registered_state: list[int] = []
-        self.matched_state: list[int] = []  # state rows absorbed by rules a and b
-        self._S: Any = ...
-        self._raw = _Index(self, "raw")
-        self._fp = _FingerprintIndex(self)
-        self._mid = _Index(self, "mid")
-        self._rid = _Index(self, "rowid")
+        self.matched_state: list[int] = []  # state rows absorbed by the screenshot mirror or the replay
+        self._newest: float | None = None
+        self._newest_known = False
+        self._by_text = _Index(self, "raw")
+        self._by_fingerprint = _FingerprintIndex(self)
+        self._by_message_id = _Index(self, "mid")
+        self._by_row_id = _Index(self, "rowid")
         self._matched = _Index(self, "raw", self.matched_state)
         self._matched_ts: set[float | None] = set()
         self._matched_ts_upto = 0
@@ -165,109 +146,123 @@ class _Merge:
         self._texts: TranscriptTexts | None = None
         self._call_ids: set[str] | None = None
         self._positions: dict[int, int] | None = None
-        self._h_absorbed: dict = {}
-        self._by_ts: dict | None = None
+        self._absorbed_as_duplicate: dict[tuple[Any, ...], int] = {}
+        self._by_ts: dict[float, list[int]] | None = None
         self._mirrored: set[int] = set()
 
     # -- facts about the whole transcript ---------------------------------------------------------
 
     @property
-    def S(self) -> float | None:
+    def newest(self) -> float | None:
         """Newest parseable transcript timestamp."""
-        if self._S is ...:
-            self._S = self.t.local_max_timestamp()
-        return self._S
+        if not self._newest_known:
+            self._newest, self._newest_known = self.facts.local_max_timestamp(), True
+        return self._newest
 
-    def stable_key(self, h: int) -> str | None:
-        row = self.t.rows[h]
+    def stable_key(self, handle: int) -> str | None:
+        row = self.facts.rows[handle]
         sid = stable_id(row) if isinstance(row, dict) else None
         return str(sid) if sid else None
 
-    def pos(self, h: int) -> int:
-        if len(self.seq) == self.n:
-            return h
+    def replay_position(self, handle: int) -> int:
+        if len(self.replay_order) == self.transcript_len:
+            return handle
         if self._positions is None:
-            self._positions = {c: i for i, c in enumerate(self.seq)}
-        return self._positions[h]
+            self._positions = {candidate: i for i, candidate in enumerate(self.replay_order)}
+        return self._positions[handle]
 
     def fuzzy_allowed(self) -> bool:
-        """§3.2: fuzzy matching only while the transcript has at most 1000 distinct visible keys."""
+        """Fuzzy likeness only while the transcript has at most 1000 distinct visible keys."""
         if self._fuzzy_ok is None:
-            if len(self.seq) <= FUZZY_MAX_KEYS:
+            if len(self.replay_order) <= FUZZY_MAX_KEYS:
                 self._fuzzy_ok = True
             else:
-                buckets = set(self._fp.local_list())
+                buckets = set(self._by_fingerprint.local_list())
                 buckets.discard(None)
                 if len(buckets) > FUZZY_MAX_KEYS:  # distinct fingerprints never exceed distinct keys
                     self._fuzzy_ok = False
                 else:
-                    self._fuzzy_ok = len({self.t.fact("visible", h) for h in self.seq}) <= FUZZY_MAX_KEYS
+                    self._fuzzy_ok = (
+                        len({self.facts.fact("visible", handle) for handle in self.replay_order})
+                        <= FUZZY_MAX_KEYS
+                    )
         return self._fuzzy_ok
 
     # -- lookups among registered rows (transcript + state rows added so far) ----------------------
 
-    def _local_impossible(self, h: int, kind: str) -> bool:
+    def _local_impossible(self, handle: int, kind: str) -> bool:
         """A legacy merge/dedup key of a row newer than every transcript row cannot match a transcript row."""
-        ts = self.t.ts(h)
+        ts = self.facts.ts(handle)
         if ts is None:
             return False
-        S = self.S
+        newest = self.newest
         if kind == "dedup":
-            return S is None or ts > S
-        return ts >= 1 and (S is None or int(ts) > S)
+            return newest is None or ts > newest
+        return ts >= 1 and (newest is None or int(ts) > newest)
 
-    def find(self, kind: str, h: int, not_after: float | None = None) -> int | None:
-        """A registered row whose ``kind`` key equals row h's (optionally one not newer than ``not_after``)."""
-        t = self.t
-        key = t.fact(kind, h)
+    def find(self, kind: str, handle: int, not_after: float | None = None) -> int | None:
+        """A registered row whose ``kind`` key equals this row's (optionally one not newer than ``not_after``)."""
+        facts = self.facts
+        key = facts.fact(kind, handle)
         if key[0] == "message_id":
-            candidates = self._mid.get(key[1])
+            candidates = self._by_message_id.get(key[1])
         elif kind in ("merge", "dedup"):
-            candidates = self._raw.get(t.fact("raw", h), with_local=not self._local_impossible(h, kind))
+            candidates = self._by_text.get(
+                facts.fact("raw", handle), with_local=not self._local_impossible(handle, kind)
+            )
         else:
-            candidates = self._fp.get(t.fp(h))
-        for c in candidates:
-            if t.fact(kind, c) == key and (not_after is None or t.ts(c) is None or t.ts(c) <= not_after):
-                return c
+            candidates = self._by_fingerprint.get(facts.fingerprint(handle))
+        for candidate in candidates:
+            when = facts.ts(candidate)
+            if facts.fact(kind, candidate) == key and (
+                not_after is None or when is None or when <= not_after
+            ):
+                return candidate
         return None
 
-    def _visible_duplicate(self, h: int) -> bool:
-        """Rule h: a transcript row with the same (or fuzzily the same) visible key is still unabsorbed."""
-        t, p = self.t, self.p
-        if p >= len(self.seq) or not isinstance(t.rows[h], dict):
+    def _visible_duplicate(self, handle: int) -> bool:
+        """Visible duplicate: a transcript row with the same (or a fuzzily alike) visible key is still unabsorbed."""
+        facts, cursor = self.facts, self.cursor
+        if cursor >= len(self.replay_order) or not isinstance(facts.rows[handle], dict):
             return False  # every transcript row was already counted by the replay
-        key = t.fact("visible", h)
-        same = [c for c in self._fp.get(t.fp(h)) if c < self.n and t.fact("visible", c) == key]
+        key = facts.fact("visible", handle)
+        same = [
+            candidate
+            for candidate in self._by_fingerprint.get(facts.fingerprint(handle))
+            if candidate < self.transcript_len and facts.fact("visible", candidate) == key
+        ]
         if same:
-            return self._count_against(h, key, [c for c in same if self.pos(c) >= p])
+            return self._count_against(
+                handle, key, [candidate for candidate in same if self.replay_position(candidate) >= cursor]
+            )
         if not key[1] or not self.fuzzy_allowed():
             return False
-        return self._fuzzy_duplicate(h, key)
+        return self._fuzzy_duplicate(handle, key)
 
-    def _fuzzy_duplicate(self, h: int, key: tuple) -> bool:
-        """§3.2 fuzzy match against the transcript's keys, in transcript order, first one with room wins.
+    def _fuzzy_duplicate(self, handle: int, key: tuple[Any, ...]) -> bool:
+        """Fuzzy likeness against the transcript's keys, in transcript order; the first one with room wins.
 
         Keys are taken in the order of their first row: texts one inside the other first, then, among
         keys before the one found that way, token strings one inside the other.
         """
-        t, seq = self.t, self.seq
-        limit = len(seq)
-        role, api = key[0], api_content(t.rows[h])
+        facts, replay_order = self.facts, self.replay_order
+        limit = len(replay_order)
+        role, api = key[0], api_content(facts.rows[handle])
         by_text, by_tokens = self._transcript_texts().fuzzy_hits(key[1])
 
-        def first_with_room(positions: list[int], bound: int) -> tuple[int, tuple] | None:
-            checked: set = set()
+        def first_with_room(positions: list[int], bound: int) -> tuple[int, tuple[Any, ...]] | None:
+            checked: set[Any] = set()
             for i in positions:
                 if i >= bound:
                     break
-                c = seq[i]
-                if t.role(c) != role or api_content(t.rows[c]) != api:
+                candidate = replay_order[i]
+                if facts.role(candidate) != role or api_content(facts.rows[candidate]) != api:
                     continue
-                other = t.fact("visible", c)
+                other = facts.fact("visible", candidate)
                 if other in checked:
                     continue
                 checked.add(other)
-                if self._has_room(c, other):
+                if self._has_room(candidate, other):
                     return i, other
             return None
 
@@ -276,19 +271,28 @@ class _Merge:
         if found is None:
             return False
         i, other = found
-        p = self.p
-        return self._count_against(h, other, [c for c in self._members(seq[i], other) if self.pos(c) >= p])
+        cursor = self.cursor
+        return self._count_against(
+            handle,
+            other,
+            [
+                candidate
+                for candidate in self._members(replay_order[i], other)
+                if self.replay_position(candidate) >= cursor
+            ],
+        )
 
-    def _unlike_transcript(self, h: int) -> bool:
-        """No unreplayed transcript row has row h's visible key or is fuzzily like it: rules b and h
-        cannot fire. Decided from the transcript's text index, without building h's keys."""
-        if self.p >= len(self.seq):
-            return True  # nothing left to replay, and rule h counts only unreplayed rows
-        t, seq = self.t, self.seq
-        norm = t.fact("norm", h)
+    def _unlike_transcript(self, handle: int) -> bool:
+        """No unreplayed transcript row has this row's visible key or is fuzzily like it, so neither the
+        replay nor the visible-duplicate rule can fire. Decided from the transcript's text index, without
+        building the row's keys."""
+        if self.cursor >= len(self.replay_order):
+            return True  # nothing left to replay, and visible duplicates count only unreplayed rows
+        facts, replay_order = self.facts, self.replay_order
+        norm = facts.fact("norm", handle)
         texts = self._transcript_texts()
         if norm in texts.norm_set:
-            calls = t.rows[h].get("tool_calls")
+            calls = facts.rows[handle].get("tool_calls")
             if not calls:
                 return False
             # Equal tool calls have the same first call id; a row whose first id is new is unlike.
@@ -298,53 +302,56 @@ class _Merge:
                 return False
         if not norm or not self.fuzzy_allowed():
             return True
-        role, api = t.role(h), api_content(t.rows[h])
-        limit = len(seq)
+        role, api = facts.role(handle), api_content(facts.rows[handle])
+        limit = len(replay_order)
         for positions in texts.fuzzy_hits(norm):
             for i in positions:
                 if i >= limit:
                     break
-                if t.role(seq[i]) == role and api_content(t.rows[seq[i]]) == api:
+                if facts.role(replay_order[i]) == role and api_content(facts.rows[replay_order[i]]) == api:
                     return False
         return True
 
-    def _copies_a_matched_row(self, h: int) -> bool:
-        """Row h has the dedup key of a state row already matched against the transcript."""
-        t = self.t
-        key = t.fact("dedup", h)
-        return any(t.fact("dedup", c) == key for c in self._matched.get(t.fact("raw", h), with_local=False))
+    def _copies_a_matched_row(self, handle: int) -> bool:
+        """The row has the exact key of a state row already matched against the transcript."""
+        facts = self.facts
+        key = facts.fact("dedup", handle)
+        return any(
+            facts.fact("dedup", candidate) == key
+            for candidate in self._matched.get(facts.fact("raw", handle), with_local=False)
+        )
 
     def _matched_timestamps(self) -> set[float | None]:
         """Timestamps of the state rows matched so far (an exact copy of one has the same)."""
         fresh = self.matched_state[self._matched_ts_upto :]
         if fresh:
             self._matched_ts_upto += len(fresh)
-            values = list(map(dict.get, map(self.t.rows.__getitem__, fresh), repeat("timestamp")))
+            values = list(map(dict.get, map(self.facts.rows.__getitem__, fresh), repeat("timestamp")))
             if set(map(type, values)) <= {float}:
                 self._matched_ts.update(values)
             else:
                 self._matched_ts.update(map(parse_timestamp, values))
         return self._matched_ts
 
-    def _plainly_new(self, h: int) -> bool:
-        """Rules c–g and i cannot fire for row h: no watermark, no identity fields, newer than every
-        transcript row (so no transcript row shares its dedup or merge key) and no registered state row
-        with its text (rule e). With ``_unlike_transcript`` it is appended (rule j) without its keys;
-        that is the path of the rows a new turn adds."""
-        t = self.t
-        if self.W is not None or not t.rows[h].keys().isdisjoint(_IDENTITY_KEYS):
+    def _plainly_new(self, handle: int) -> bool:
+        """Same row id, watermark, exact copy, same message and late row cannot fire: no watermark, no
+        identity fields, newer than every transcript row (so no transcript row shares its exact or merge
+        key) and no registered or matched state row with its text. With ``_unlike_transcript`` the row is
+        appended without its keys; that is the path of the rows a new turn adds."""
+        facts = self.facts
+        if self.watermark is not None or not facts.rows[handle].keys().isdisjoint(_IDENTITY_KEYS):
             return False
-        ts, newest = t.ts(h), self.S
+        ts, newest = facts.ts(handle), self.newest
         if ts is None or (newest is not None and ts <= newest):
             return False
         if self.matched_state and ts in self._matched_timestamps():
             return False
-        return not self._raw.get(t.fact("raw", h), with_local=False)
+        return not self._by_text.get(facts.fact("raw", handle), with_local=False)
 
     def _transcript_call_ids(self) -> set[str]:
         """The ``id`` of the first tool call of every transcript row that has tool calls."""
         if self._call_ids is None:
-            local = self.t.rows[: self.n]
+            local = self.facts.rows[: self.transcript_len]
             try:
                 callers = list(compress(local, map(dict.get, local, repeat("tool_calls"))))
             except TypeError:  # a non-dict row: the same test row by row
@@ -360,270 +367,299 @@ class _Merge:
 
     def _transcript_texts(self) -> TranscriptTexts:
         if self._texts is None:
-            self._texts = transcript_texts(self.t.local_norms(self.seq), tokens, FUZZY_MAX_CHARS)
+            self._texts = transcript_texts(self.facts.local_norms(self.replay_order), tokens, FUZZY_MAX_CHARS)
         return self._texts
 
-    def _members(self, c: int, key: tuple) -> list[int]:
-        """Transcript rows whose visible key is ``key`` (row c's), in transcript order."""
-        t = self.t
-        return [o for o in self._fp.get(t.fp(c)) if o < self.n and t.fact("visible", o) == key]
+    def _members(self, candidate: int, key: tuple[Any, ...]) -> list[int]:
+        """Transcript rows whose visible key is ``key`` (the candidate's), in transcript order."""
+        facts = self.facts
+        return [
+            member
+            for member in self._by_fingerprint.get(facts.fingerprint(candidate))
+            if member < self.transcript_len and facts.fact("visible", member) == key
+        ]
 
-    def _has_room(self, c: int, key: tuple) -> bool:
-        p = self.p
-        unreplayed = sum(1 for o in self._members(c, key) if self.pos(o) >= p)
-        return self._h_absorbed.get(key, 0) < unreplayed
+    def _has_room(self, candidate: int, key: tuple[Any, ...]) -> bool:
+        cursor = self.cursor
+        unreplayed = sum(
+            1 for member in self._members(candidate, key) if self.replay_position(member) >= cursor
+        )
+        return self._absorbed_as_duplicate.get(key, 0) < unreplayed
 
-    def _count_against(self, h: int, key: tuple, unreplayed: list[int]) -> bool:
-        """Absorb h against ``key`` while fewer rows were absorbed for it than unreplayed rows carry it."""
-        used = self._h_absorbed.get(key, 0)
+    def _count_against(self, handle: int, key: tuple[Any, ...], unreplayed: list[int]) -> bool:
+        """Absorb the row against ``key`` while fewer rows were absorbed for it than unreplayed rows carry it."""
+        used = self._absorbed_as_duplicate.get(key, 0)
         if used >= len(unreplayed):
             return False
-        self._h_absorbed[key] = used + 1
-        self._absorb(h, unreplayed[0])
+        self._absorbed_as_duplicate[key] = used + 1
+        self._absorb(handle, unreplayed[0])
         return True
 
     # -- outcomes ---------------------------------------------------------------------------------
 
-    def _absorb(self, h: int, target: int | None) -> None:
-        """Drop state row h; display-only keys it has and its kept duplicate lacks are copied over."""
-        row = self.t.rows[h]
+    def _absorb(self, handle: int, target: int | None) -> None:
+        """Drop a state row; display-only keys it has and its kept duplicate lacks are copied over."""
+        row = self.facts.rows[handle]
         if target is None or not isinstance(row, dict) or DISPLAY_ONLY_KEYS.isdisjoint(row):
             return
-        kept = self.t.rows[target]
+        kept = self.facts.rows[target]
         if isinstance(kept, dict):
             extra = {k: row[k] for k in DISPLAY_ONLY_KEYS if k in row and k not in kept}
             if extra:
-                self.t.rows[target] = {**kept, **extra}
+                self.facts.rows[target] = {**kept, **extra}
 
-    def _append(self, h: int) -> None:
+    def _append(self, handle: int) -> None:
         if self.out is None:
-            self.appended.append(h)
+            self.appended.append(handle)
         else:
-            self.out.append(h)
-        self.registered_state.append(h)
+            self.out.append(handle)
+        self.registered_state.append(handle)
 
-    def _is_call(self, h: int) -> bool:
-        row = self.t.rows[h]
+    def _is_call(self, handle: int) -> bool:
+        row = self.facts.rows[handle]
         return isinstance(row, dict) and row.get("role") == "assistant" and bool(row.get("tool_calls"))
 
-    def _insert_chronologically(self, h: int) -> None:
-        t = self.t
-        ts, role = t.ts(h), t.role(h)
+    def _insert_chronologically(self, handle: int) -> None:
+        facts = self.facts
+        ts, role = facts.ts(handle), facts.role(handle)
         if ts is None:
-            self._append(h)
+            self._append(handle)
             return
         if self.out is None:
-            self.out = list(range(self.n)) + self.appended
+            self.out = list(range(self.transcript_len)) + self.appended
         out = self.out
-        empty_call = self._is_call(h) and not t.fact("norm", h)
+        empty_call = self._is_call(handle) and not facts.fact("norm", handle)
         idx = None
-        for i, o in enumerate(out):
-            other = t.ts(o)
+        for i, member in enumerate(out):
+            other = facts.ts(member)
             if other is None:
                 continue
             if other > ts or (
                 other == ts
-                and t.role(o) == "assistant"
-                and (role == "user" or (empty_call and t.fact("norm", o)))
+                and facts.role(member) == "assistant"
+                and (role == "user" or (empty_call and facts.fact("norm", member)))
             ):
                 idx = i
                 break
         if idx is None:
-            self._append(h)
+            self._append(handle)
             return
         if idx == 0:
             return  # nothing older survives in the transcript: never resurrect compacted-out rows
         moved = True
         while moved and idx < len(out):
             prev, cur = out[idx - 1], out[idx]
-            moved = (t.role(cur) == "tool" and (self._is_call(prev) or t.role(prev) == "tool")) or (
-                t.role(prev) == role and t.ts(cur) is not None and t.ts(cur) == t.ts(prev)
+            moved = (facts.role(cur) == "tool" and (self._is_call(prev) or facts.role(prev) == "tool")) or (
+                facts.role(prev) == role and facts.ts(cur) is not None and facts.ts(cur) == facts.ts(prev)
             )
             idx += moved
-        out.insert(idx, h)
-        self.registered_state.append(h)
+        out.insert(idx, handle)
+        self.registered_state.append(handle)
 
     # -- the rules --------------------------------------------------------------------------------
 
-    def _native_image_mirror(self, h: int) -> bool:
-        """Rule a: the state copy of a transcript user row whose image the transcript shows as a placeholder."""
-        t = self.t
-        row, ts = t.rows[h], t.ts(h)
+    def _native_image_mirror(self, handle: int) -> bool:
+        """Screenshot mirror: the state copy of a transcript user row whose image the transcript shows as a
+        placeholder."""
+        facts = self.facts
+        row, ts = facts.rows[handle], facts.ts(handle)
         text, images = _screenshot_projection(row["content"])
         if not images or ts is None:
             return False
         if self._by_ts is None:
             self._by_ts = {}
-            for c in range(self.n):
-                if t.role(c) == "user" and t.ts(c) is not None:
-                    self._by_ts.setdefault(t.ts(c), []).append(c)
+            for candidate in range(self.transcript_len):
+                when = facts.ts(candidate)
+                if facts.role(candidate) == "user" and when is not None:
+                    self._by_ts.setdefault(when, []).append(candidate)
         matches = []
-        for c in self._by_ts.get(ts, ()):
-            side = t.rows[c]
-            if c in self._mirrored or _screenshot_projection(side.get("content"))[0] != text:
+        for candidate in self._by_ts.get(ts, ()):
+            side = facts.rows[candidate]
+            if candidate in self._mirrored or _screenshot_projection(side.get("content"))[0] != text:
                 continue
-            if self.stable_key(h) and self.stable_key(c) and self.stable_key(h) != self.stable_key(c):
+            if (
+                self.stable_key(handle)
+                and self.stable_key(candidate)
+                and self.stable_key(handle) != self.stable_key(candidate)
+            ):
                 continue
-            rid_a, rid_b = t.fact("rowid", h), t.fact("rowid", c)
+            rid_a, rid_b = facts.fact("rowid", handle), facts.fact("rowid", candidate)
             if rid_a is not None and rid_b is not None and rid_a != rid_b:
                 continue
-            matches.append(c)
+            matches.append(candidate)
         if len(matches) != 1:
             return False
         self._mirrored.add(matches[0])
-        self.matched_state.append(h)
+        self.matched_state.append(handle)
         return True
 
-    def _row_id_duplicate(self, h: int) -> int | None:
-        """Rule c: the one registered row with the same valid row id, compatible identity and api_content."""
-        t = self.t
-        rid = t.fact("rowid", h)
+    def _row_id_duplicate(self, handle: int) -> int | None:
+        """Same row id: the one registered row with the same valid row id, compatible identity and
+        api_content."""
+        facts = self.facts
+        rid = facts.fact("rowid", handle)
         if rid is None:
             return None
-        same = self._rid.get(rid)
+        same = self._by_row_id.get(rid)
         if len(same) != 1:
             return None
-        c = same[0]
-        if self.stable_key(h) and self.stable_key(c) and self.stable_key(h) != self.stable_key(c):
+        candidate = same[0]
+        if (
+            self.stable_key(handle)
+            and self.stable_key(candidate)
+            and self.stable_key(handle) != self.stable_key(candidate)
+        ):
             return None
-        if t.ts(h) is None or t.ts(c) is None or self._api_conflict(h, c):
+        if facts.ts(handle) is None or facts.ts(candidate) is None or self._api_conflict(handle, candidate):
             return None
-        return c
+        return candidate
 
-    def _api_conflict(self, h: int, c: int) -> bool:
-        a, b = self.t.rows[h], self.t.rows[c]
+    def _api_conflict(self, handle: int, candidate: int) -> bool:
+        a, b = self.facts.rows[handle], self.facts.rows[candidate]
         x = api_content(a) if isinstance(a, dict) else None
         y = api_content(b) if isinstance(b, dict) else None
         return bool(x and y and x != y)
 
-    def _place(self, h: int) -> None:
-        """Rules c–j for a state row the prefix replay did not absorb."""
-        t, W = self.t, self.W
-        ts = t.ts(h)
-        target = self._row_id_duplicate(h)  # c
+    def _place(self, handle: int) -> None:
+        """The rules after the replay, in order, for a state row the replay did not absorb."""
+        facts, watermark = self.facts, self.watermark
+        ts = facts.ts(handle)
+        target = self._row_id_duplicate(handle)  # same row id
         if target is not None:
-            self._absorb(h, target)
+            self._absorb(handle, target)
             return
-        dedup_seen = self.find("dedup", h)
-        if dedup_seen is None and self._copies_a_matched_row(h):
+        dedup_seen = self.find("dedup", handle)
+        if dedup_seen is None and self._copies_a_matched_row(handle):
             return  # an exact copy of a state row the transcript already matched
-        if W is not None and ts is not None and dedup_seen is None:  # d: the watermark filters
-            consumed = self.p >= len(self.seq)
-            S, B = self.S, self.B
-            advanced = (S is not None and S > W) or (B is not None and B < W and consumed)
-            if ts > W:
-                if not advanced or (S is not None and ts <= S):
+        if watermark is not None and ts is not None and dedup_seen is None:  # watermark
+            consumed = self.cursor >= len(self.replay_order)
+            newest, boundary = self.newest, self.boundary
+            advanced = (newest is not None and newest > watermark) or (
+                boundary is not None and boundary < watermark and consumed
+            )
+            if ts > watermark:
+                if not advanced or (newest is not None and ts <= newest):
                     return
-            elif (ts < W or t.role(h) == "user") and self.find("content", h) is None:
+            elif (ts < watermark or facts.role(handle) == "user") and self.find("content", handle) is None:
                 return
-        if dedup_seen is not None:  # e
-            self._absorb(h, dedup_seen)
+        if dedup_seen is not None:  # exact copy
+            self._absorb(handle, dedup_seen)
             return
-        below = W is not None and ts is not None and ts < W  # may still be absorbed, never added
-        S = self.S
-        older = S is not None and ts is not None and ts <= S
-        kind = t.fact("merge", h)[0]
-        if older or kind == "message_id":  # f, g
-            merge_seen = self.find("merge", h)
+        below = (
+            watermark is not None and ts is not None and ts < watermark
+        )  # may still be absorbed, never added
+        newest = self.newest
+        older = newest is not None and ts is not None and ts <= newest
+        kind = facts.fact("merge", handle)[0]
+        if older or kind == "message_id":  # same message
+            merge_seen = self.find("merge", handle)
             if merge_seen is not None:
-                self._absorb(h, merge_seen)
+                self._absorb(handle, merge_seen)
                 return
-        if self._visible_duplicate(h):  # h
+        if self._visible_duplicate(handle):  # visible duplicate
             return
-        rid = t.fact("rowid", h)
-        conflict = rid is not None and any(self._api_conflict(h, c) for c in self._rid.get(rid))
+        rid = facts.fact("rowid", handle)
+        conflict = rid is not None and any(
+            self._api_conflict(handle, candidate) for candidate in self._by_row_id.get(rid)
+        )
         if kind == "legacy" and older and not conflict:
-            content_seen = self.find("content", h)  # i
-            consumed = self.p >= len(self.seq)
-            if W is not None and ts == W and consumed and t.role(h) != "user" and content_seen is None:
+            content_seen = self.find("content", handle)  # late row
+            consumed = self.cursor >= len(self.replay_order)
+            if (
+                watermark is not None
+                and ts == watermark
+                and consumed
+                and facts.role(handle) != "user"
+                and content_seen is None
+            ):
                 pass  # same-second agent row after a fully replayed transcript: append (j)
-            elif t.rows[h].get("tool_calls"):
+            elif facts.rows[handle].get("tool_calls"):
                 # Only rows not newer than r count, so a row this merge appends cannot flip the decision
                 # on the next merge (the reference counts every row and is then not idempotent).
-                if not below and self.find("content", h, not_after=ts) is not None:
-                    self._insert_chronologically(h)
+                if not below and self.find("content", handle, not_after=ts) is not None:
+                    self._insert_chronologically(handle)
                 return
-            elif t.role(h) == "user" and content_seen is None:
+            elif facts.role(handle) == "user" and content_seen is None:
                 if not below:
-                    self._insert_chronologically(h)
+                    self._insert_chronologically(handle)
                 return
             else:
-                self._absorb(h, content_seen)
+                self._absorb(handle, content_seen)
                 return
         if not below:
-            self._append(h)  # j
+            self._append(handle)  # append
 
     def _replayed_block(self) -> int:
-        """How many leading state rows replay the transcript row for row (rule b), decided column-wise."""
-        t, n = self.t, self.n
-        length = min(n, len(t.rows) - n)
-        if len(self.seq) != n or not length:
+        """How many leading state rows replay the transcript row for row, decided column-wise."""
+        facts, transcript_len = self.facts, self.transcript_len
+        length = min(transcript_len, len(facts.rows) - transcript_len)
+        if len(self.replay_order) != transcript_len or not length:
             return 0
-        state = t.rows[n : n + length]
-        found = _raw_prefix(state, t.rows[:length], _VISIBLE_COLUMNS)
+        state = facts.rows[transcript_len : transcript_len + length]
+        found = _raw_prefix(state, facts.rows[:length], _VISIBLE_COLUMNS)
         if found is None:
             return 0
         length, closer, contents = found
         for i in sorted(closer):
-            if type(contents[i]) is not str or not t.same_visible(n + i, i):
+            if type(contents[i]) is not str or not facts.same_visible(transcript_len + i, i):
                 length = i
                 break
         for i in compress(range(length), map(gt, map(len, state[:length]), repeat(3))):
-            self._absorb(n + i, i)  # copies display-only keys, if the row has any
-        self.matched_state.extend(range(n, n + length))
+            self._absorb(transcript_len + i, i)  # copies display-only keys, if the row has any
+        self.matched_state.extend(range(transcript_len, transcript_len + length))
         return length
 
-    def run(self) -> list:
-        t = self.t
-        rows, seq, n = t.rows, self.seq, self.n
-        self.p = self._replayed_block()
-        for h in range(n + self.p, len(rows)):
-            r = rows[h]
-            if type(r) is dict:
-                content = r.get("content")
-                if type(content) is list and r.get("role") == "user" and self._native_image_mirror(h):
-                    continue  # a
-                p = self.p
-                unlike = self._unlike_transcript(h)
-                if not unlike:  # b: prefix replay
-                    q = seq[p]
-                    s = rows[q]
-                    role = r.get("role")
+    def run(self) -> list[Any]:
+        facts = self.facts
+        rows, replay_order, transcript_len = facts.rows, self.replay_order, self.transcript_len
+        self.cursor = self._replayed_block()
+        for handle in range(transcript_len + self.cursor, len(rows)):
+            row = rows[handle]
+            if type(row) is dict:
+                content = row.get("content")
+                if type(content) is list and row.get("role") == "user" and self._native_image_mirror(handle):
+                    continue  # screenshot mirror
+                cursor = self.cursor
+                unlike = self._unlike_transcript(handle)
+                if not unlike:  # replay
+                    expected = replay_order[cursor]
+                    expected_row = rows[expected]
+                    role = row.get("role")
                     if (
                         type(content) is str
-                        and content == s.get("content")
-                        and role == s.get("role")
-                        and not r.get("tool_calls")
-                        and not s.get("tool_calls")
-                        and not r.get("api_content")
-                        and not s.get("api_content")
+                        and content == expected_row.get("content")
+                        and role == expected_row.get("role")
+                        and not row.get("tool_calls")
+                        and not expected_row.get("tool_calls")
+                        and not row.get("api_content")
+                        and not expected_row.get("api_content")
                         and (role != "user" or strip_workspace_tag(content) is content)
                     ) or (
-                        t.same_visible(h, q)
-                        or (self.fuzzy_allowed() and t.fuzzy_visible(h, q, FUZZY_MAX_CHARS))
+                        facts.same_visible(handle, expected)
+                        or (self.fuzzy_allowed() and facts.fuzzy_visible(handle, expected, FUZZY_MAX_CHARS))
                     ):
-                        if len(r) > 3:
-                            self._absorb(h, q)
-                        self.matched_state.append(h)
-                        self.p = p + 1
+                        if len(row) > 3:
+                            self._absorb(handle, expected)
+                        self.matched_state.append(handle)
+                        self.cursor = cursor + 1
                         continue
-                if unlike and self._plainly_new(h):
-                    self._append(h)  # j
+                if unlike and self._plainly_new(handle):
+                    self._append(handle)  # append
                     continue
-            self._place(h)
+            self._place(handle)
         if self.out is not None:
-            return [rows[h] for h in self.out]
-        return rows[:n] + [rows[h] for h in self.appended]
+            return [rows[handle] for handle in self.out]
+        return rows[:transcript_len] + [rows[handle] for handle in self.appended]
 
 
 def merge_session_messages_append_only(
-    sidecar: list | None,
-    state: list | None,
+    sidecar: list[Any] | None,
+    state: list[Any] | None,
     *,
     truncation_watermark: Any = None,
     truncation_boundary: Any = None,
-) -> list:
-    """The transcript rows in order plus the state rows it lacks, honouring the watermark (§3.3).
+) -> list[Any]:
+    """The transcript rows in order plus the state rows it lacks, honouring the watermark.
 
     Never removes or reorders a transcript row. Watermark 0.0 on an empty transcript is the
     truncate-to-empty sentinel; a state row older than the watermark and unknown to the transcript
@@ -643,25 +679,23 @@ def merge_session_messages_append_only(
     return _Merge(sidecar, state, watermark, boundary).run()
 
 
-def reconciled_state_db_messages_for_session(
-    session: Any, *, prefer_context: bool = False, state_messages: list | None = None
-) -> list:
-    """The transcript (or, with ``prefer_context``, the model-facing context) merged with state.db (§3.5).
+def reconciled_view(
+    session: Any, state_messages: list[Any] | None, *, prefer_context: bool = False
+) -> list[Any]:
+    """The transcript (or, with ``prefer_context``, the model-facing context) merged with the session's
+    state.db rows (docs/reconciliation.md, "The reconciled view").
 
-    Reads state.db through ``api.models.get_state_db_session_messages(sid)`` when ``state_messages``
-    is None. A context holding a compaction marker comes back as-is unless its anchor is in state.db.
+    A context holding a compaction marker comes back as-is unless its anchor is among the state rows.
+    ``api.models.reconciled_state_db_messages_for_session`` reads the rows and calls this.
     """
     if session is None:
         return []
-    messages = getattr(session, "messages", None)
-    messages = messages if isinstance(messages, list) else []
-    context = getattr(session, "context_messages", None)
-    from_context = bool(prefer_context and isinstance(context, list) and context)
+    found = getattr(session, "messages", None)
+    messages: list[Any] = found if isinstance(found, list) else []
+    found = getattr(session, "context_messages", None)
+    context: list[Any] = found if isinstance(found, list) else []
+    from_context = bool(prefer_context and context)
     local = context if from_context else messages
-    if state_messages is None:
-        import api.models  # at call time: the lead binds it, tests monkeypatch it
-
-        state_messages = api.models.get_state_db_session_messages(getattr(session, "session_id", None))
     state = list(state_messages or [])
     if from_context:
         claimed_cli = bool(getattr(session, "is_cli_session", False)) and not getattr(

@@ -82,7 +82,7 @@ def _msg_limit(query: dict) -> int | None:
 
 
 def _focus(body: dict) -> str | None:
-    """``focus_topic`` (or ``topic``); ``api.compression`` strips and cuts it (session-core §2.2)."""
+    """``focus_topic`` (or ``topic``); ``api.compression`` strips and cuts it."""
     value = body.get("focus_topic", body.get("topic"))
     if value is not None and not isinstance(value, str):
         raise BadRequest("focus_topic must be a string")
@@ -173,7 +173,7 @@ def _session_op(handler, body: dict, op: Callable[[str], dict]) -> None:
     sid = _sid(body)
     try:
         result = op(sid)
-    except ValueError as exc:  # "nothing to retry/undo": the reference answers 200 with an error
+    except ValueError as exc:  # "nothing to retry/undo": answered 200 with an error, as hermes-webui does
         j(handler, {"error": str(exc)})
         return
     except KeyError:
@@ -210,7 +210,7 @@ def _handle_session_clear(handler, body: dict) -> None:
 
 
 def _handle_session_compress(handler, body: dict) -> None:
-    """Manual compression (session-core.md §2.3); any failure that is not an ApiError is a 400."""
+    """Manual compression (docs/session-model.md, "Compression"); any failure that is not an ApiError is a 400."""
     try:
         sid = require_session_id(body.get("session_id") if isinstance(body, dict) else None)
         focus = _focus(body)
@@ -220,7 +220,7 @@ def _handle_session_compress(handler, body: dict) -> None:
         result = compression.manual_compress(sid, focus)
     except ApiError as exc:
         return respond_error(handler, exc)
-    except Exception as exc:  # noqa: BLE001 - the reference answers 400 with the (path-scrubbed) reason
+    except Exception as exc:  # noqa: BLE001 - a 400 with the (path-scrubbed) reason, as hermes-webui answers
         log.exception("compression of %s failed", sid)
         return bad(handler, f"Compression failed: {redact_paths(str(exc))}")
     return j(handler, result)

@@ -62,7 +62,7 @@ def _call_ids(msg: dict) -> list[str]:
 
 
 def sanitize_messages_for_api(messages: list) -> list[dict]:
-    """A deep-copied list of provider-safe rows (session-core.md §2.3 step 5)."""
+    """A deep-copied list of provider-safe rows (docs/session-model.md, "Compression")."""
     rows = [m for m in messages if isinstance(m, dict) and isinstance(m.get("role"), str) and m.get("role")]
     rows = [m for m in rows if not m.get("_error")]
     rows = [

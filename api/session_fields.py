@@ -1,4 +1,4 @@
-"""The session file's field table: names, order and normalisation (session-core.md §1.2–1.3).
+"""The session file's field table: names, order and normalisation (docs/session-model.md, "The file").
 
 Pure data and small coercion helpers; ``api.models.Session`` applies them.
 """
@@ -54,6 +54,86 @@ TALARIA_FIELDS: tuple[str, ...] = (
     "compression_undo",
     "pending_question",
 )
+
+
+class SessionFields:
+    """The fields above, declared with the type a loaded session holds (``Any`` where a file's value is
+    kept as it is). ``api.models.Session`` inherits them, so tools see its attributes; a test checks that
+    these name exactly the fields of the table."""
+
+    session_id: str
+    title: Any
+    workspace: str
+    created_workspace: str
+    model: Any
+    model_provider: str | None
+    model_explicit_pick_signature: Any
+    created_at: Any
+    updated_at: Any
+    pinned: bool
+    archived: bool
+    project_id: Any
+    profile: Any
+    input_tokens: Any
+    output_tokens: Any
+    estimated_cost: Any
+    cache_read_tokens: Any
+    cache_write_tokens: Any
+    personality: Any
+    active_stream_id: Any
+    pending_user_message: Any
+    pending_attachments: list
+    pending_started_at: Any
+    pending_user_source: Any
+    compression_anchor_visible_idx: Any
+    compression_anchor_message_key: Any
+    compression_anchor_summary: Any
+    pre_compression_snapshot: bool
+    context_engine: Any
+    compression_anchor_engine: Any
+    compression_anchor_mode: Any
+    compression_anchor_details: dict
+    context_engine_state: dict
+    context_length: Any
+    threshold_tokens: Any
+    last_prompt_tokens: Any
+    post_compression_context_tokens_estimate: int | None
+    compression_recovery: dict
+    recommended_recovery_action: Any
+    compression_recovery_source_session_id: str | None
+    compression_recovery_action: str | None
+    truncation_watermark: float | None
+    truncation_boundary: float | None
+    clear_generation: str | None
+    intentional_shrink_generation: str | None
+    gateway_routing: dict | None
+    gateway_routing_history: list
+    llm_title_generated: bool
+    manual_title: bool
+    parent_session_id: Any
+    worktree_path: str | None
+    worktree_branch: str | None
+    worktree_repo_root: str | None
+    worktree_created_at: Any
+    is_cli_session: bool
+    source_tag: Any
+    raw_source: Any
+    session_source: Any
+    source_label: Any
+    read_only: bool
+    enabled_toolsets: Any
+    composer_draft: dict
+    process_wakeup_pause: dict
+    share_token: str | None
+    share_created_at: Any
+    messages: list
+    tool_calls: list
+    anchor_activity_scenes: dict
+    context_messages: list
+    compression_generation: str | None
+    compression_undo: dict | None
+    pending_question: dict | None
+
 
 # Computed at save and written ahead of "messages", so a prefix read gives the whole sidebar row.
 DERIVED_KEYS: frozenset[str] = frozenset(

@@ -1,7 +1,7 @@
 """Startup recovery: restore genuine losses from ``<sid>.json.bak``, never an intentional shrink.
 
-The decisions are pure functions over parsed documents (``recovery_verdict(live, bak)``, session-core
-§4.2-4.3 plus the ``compression_generation`` stamp). The I/O around them reads each candidate once,
+The decisions are pure functions over parsed documents (``recovery_verdict(live, bak)``, see
+docs/recovery.md, "Verdicts"). The I/O around them reads each candidate once,
 keeps whatever a restore replaces (``<sid>.json.replaced-<ms>`` / ``.corrupt-<ms>``), and writes
 through ``api.atomic`` so every restore is on disk when the sweep returns. The read-only audit and the
 safe repair are built in ``api.recovery_audit``; their public names and the CLI are here.
@@ -87,7 +87,7 @@ def backup_predates_compression(live: Any, bak: Any) -> bool:
     """True when ``bak`` was written before the live file's compression (restoring it would undo it).
 
     A manual compression stamps ``compression_generation``: a backup carrying the same stamp was written
-    after it. Without the stamp the reference rules decide: a compaction marker in the backup's context
+    after it. Without the stamp (older files, hermes-webui's) the contexts decide: a compaction marker in the backup's context
     means post-compression; otherwise a larger backup context means pre-compression.
     """
     gen = _compression_generation(live) if _is_manual(live) else None
@@ -262,7 +262,7 @@ def _read_doc(path: Path, folder: Path, *, is_link: bool | None = None) -> _Doc:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         return _Doc()
-    except OSError:  # unreadable counts as unparsable (-1), as in the reference
+    except OSError:  # unreadable counts as unparsable (-1), as hermes-webui counts it
         return _Doc(exists=True)
     try:
         st = os.fstat(fd)

@@ -1,4 +1,4 @@
-"""Read-only reader of the agent's SQLite ``state.db`` (session-core.md §3.1).
+"""Read-only reader of the agent's SQLite ``state.db`` (docs/reconciliation.md).
 
 This is the only module that opens the agent's database, and it never writes to it: every connection
 is a ``mode=ro`` URI and nothing here writes, checkpoints, vacuums or unlinks ``state.db``, ``-wal`` or
@@ -213,7 +213,7 @@ def get_state_db_session_messages(
     limit: int | None = None,
     db_path: Path | str | None = None,
 ) -> list[dict]:
-    """The agent's stored messages of one session, oldest first (§3.1); ``[]`` when unavailable.
+    """The agent's stored messages of one session, oldest first; ``[]`` when unavailable.
 
     Rows archived by the agent's compaction (``active = 0``) are left out unless ``include_inactive``;
     ``limit`` keeps the newest N rows. Optional columns missing from older schemas are simply absent.

@@ -1,8 +1,8 @@
 """Benchmark: the append-only merge and the reconciled model context against a plain hash merge.
 
-Workload W5 of ../shared/tools/core_bench.py: the sidecar holds N messages, state.db the same N rows
-(as a state.db reader yields them) plus 10 newer ones; the result must hold N + 10 rows. The floor is a
-hash-set merge keyed on (role, content, timestamp, tool_call_id), as in core_bench.
+The sidecar holds N messages, state.db the same N rows (as a state.db reader yields them) plus 10 newer
+ones; the result must hold N + 10 rows. The floor is a hash-set merge keyed on (role, content, timestamp,
+tool_call_id).
 
 The "first call" column clears the text memos first (what the first turn after a start costs); the
 median is over later calls on the same texts (every chat turn re-merges the same transcript).
@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import copy
 import gc
-import importlib.util
 import json
 import random
 import statistics
@@ -28,26 +27,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from api.message_keys import clear_memos  # noqa: E402
-from api.reconcile import (  # noqa: E402
-    merge_session_messages_append_only,
-    reconciled_state_db_messages_for_session,
-)
+from api.models import merge_session_messages_append_only, reconciled_state_db_messages_for_session  # noqa: E402
 
 T0 = 1_750_000_000.0
 
 
-def _load_core_bench():
-    path = Path(__file__).resolve().parents[2] / "shared/tools/core_bench.py"
-    if not path.is_file():
-        return None
-    spec = importlib.util.spec_from_file_location("core_bench", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _local_stream(n: int, seed: int, t0: float) -> list[dict]:
-    """Fallback generator shaped like core_bench.make_stream (user/assistant, a tool call every 10th turn)."""
+    """A conversation: user/assistant turns, a tool call and its ~4 KB result every 10th turn."""
     rnd = random.Random(seed)
     words = [f"w{i}" for i in range(3000)]
     msgs: list[dict] = []
@@ -144,13 +130,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     sizes = [int(x) for x in args.sizes.split(",") if x.strip()]
     repeat = max(5, args.repeat)
-    core = _load_core_bench()
-    if core is not None:
-        make_stream, state_rows, source = core.make_stream, core.state_rows, "core_bench.make_stream"
-    else:
-        make_stream, state_rows, source = _local_stream, _local_state_rows, "local generator"
+    make_stream, state_rows = _local_stream, _local_state_rows
     stream = make_stream(max(sizes) + 12, 1234, T0)
-    print(f"W5 reconciliation, data from {source}; median of {repeat} runs, and the first call (ms)")
+    print(f"Reconciliation; median of {repeat} runs, and the first call (ms)")
     print(
         f"| {'variant':<18} | {'N':>5} | {'talaria':>9} | {'first call':>10} | {'hash floor':>10} | {'x floor':>7} |"
     )

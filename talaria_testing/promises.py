@@ -1,4 +1,8 @@
-"""Checks of DESIGN.md promises 1-6 on a state folder after a crash and startup recovery.
+"""Checks of the durability promises on a state folder after a crash and startup recovery.
+
+The promises: an acknowledged save is on disk whole; the transcript only shrinks on purpose; compression
+touches only the context; nothing removed on purpose springs back; every genuine loss is recovered; recovery
+destroys nothing (docs/recovery.md).
 
 Inputs are snapshots (``{relative path: bytes}`` of the whole state folder): the scenario's starting
 state (``old``), the state a complete run leaves (``new``), the crashed state before recovery

@@ -1,4 +1,4 @@
-"""Message keys (§3.2), compaction markers (§2.5) and api_content reconciliation."""
+"""Message keys, compaction markers and api_content reconciliation."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ def _session(sid="s1", n=4, **kw):
     return Session(session_id=sid, title="T", workspace="/tmp", model="m", messages=msgs, **kw)
 
 
-def test_defaults_follow_the_reference_normalisation(state_dir):
+def test_defaults_follow_the_field_table_normalisation(state_dir):
     s = Session(
         session_id="abc", model_provider="  OpenAI ", pinned=1, context_messages="nope", share_token=" t "
     )

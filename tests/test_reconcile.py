@@ -1,4 +1,4 @@
-"""The append-only merge (§3.3, rule by rule), the delta after a context (§3.4) and the reconciled view (§3.5)."""
+"""The append-only merge rule by rule, the context delta and the reconciled view (docs/reconciliation.md)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import api.models
-from api.reconcile import (
-    merge_session_messages_append_only,
-    reconciled_state_db_messages_for_session,
-    state_db_delta_after_context,
-)
+from api.models import reconciled_state_db_messages_for_session
+from api.reconcile import merge_session_messages_append_only, state_db_delta_after_context
 
 CALL_A = [
     {"id": "call_a", "type": "function", "function": {"name": "terminal", "arguments": '{"command": "ls"}'}}
@@ -71,7 +68,7 @@ def session(**fields):
     return types.SimpleNamespace(**base)
 
 
-# ----------------------------------------------------------------------------- §3.3 worked examples
+# ----------------------------------------------------------------------------- worked examples
 
 
 def test_example_newer_state_rows_are_appended():
@@ -132,10 +129,10 @@ def test_seed_scenario_with_original_timestamps_and_no_watermark_replays_rows():
     ]  # the #4836 failure the watermark prevents
 
 
-# ----------------------------------------------------------------------------- §3.3 rules 1-5
+# ----------------------------------------------------------------------------- before the rules
 
 
-def test_rule1_state_api_content_is_copied_onto_the_matching_sidecar_row():
+def test_api_content_state_api_content_is_copied_onto_the_matching_sidecar_row():
     side = [U1, a("answer", 2.0)]
     state = [U1, a("answer", 2.0, api_content="answer with api detail")]
     out = merge(side, state)
@@ -143,37 +140,37 @@ def test_rule1_state_api_content_is_copied_onto_the_matching_sidecar_row():
     assert side[1]["api_content"] == "answer with api detail"
 
 
-def test_rule2_empty_state_returns_a_copy_of_the_sidecar():
+def test_empty_state_empty_state_returns_a_copy_of_the_sidecar():
     side = [U1, A1]
     out = merge(side, [])
     assert out == side and out is not side
 
 
-def test_rule3_cold_reconstruction_drops_rows_without_timestamps_under_a_watermark():
+def test_cold_reconstruction_cold_reconstruction_drops_rows_without_timestamps_under_a_watermark():
     assert merge([], [U1, u("no time", None), A1], w=3.0, b=3.0) == [U1, A1]
 
 
-def test_rule4_sidecar_only_rows_stay_in_place():
+def test_transcript_sidecar_only_rows_stay_in_place():
     note = a("local error note", 2.5, _error=True)
     side = [U1, A1, note]
     out = merge(side, [U1, A1, u("later question", 5.0)])
     assert texts(out) == ["first question", "first answer", "local error note", "later question"]
 
 
-def test_rule5_interrupted_turn_returns_the_sidecar_unchanged():
+def test_interrupted_turn_interrupted_turn_returns_the_sidecar_unchanged():
     side = [U1, a("partial answ", 2.0, _partial=True), a("stream failed", 2.5, _error=True)]
     assert merge(side, [U1, a("partial answer complete", 2.2), U2]) == side
 
 
-def test_rule5_error_without_partial_is_not_an_interrupted_turn():
+def test_interrupted_turn_error_without_partial_is_not_an_interrupted_turn():
     side = [U1, a("stream failed", 2.5, _error=True)]
     assert len(merge(side, [U1, a("the real answer", 3.0)])) == 3
 
 
-# ----------------------------------------------------------------------------- §3.3 rule 6
+# ----------------------------------------------------------------------------- the rules, in order
 
 
-def test_rule6a_native_image_mirror_of_a_sidecar_user_row_is_absorbed():
+def test_screenshot_mirror_native_image_mirror_of_a_sidecar_user_row_is_absorbed():
     side = [u("look at this [screenshot]", 5.0), a("nice picture", 6.0)]
     native = {
         "role": "user",
@@ -186,7 +183,7 @@ def test_rule6a_native_image_mirror_of_a_sidecar_user_row_is_absorbed():
     assert merge(side, [native, a("nice picture", 6.0)]) == side
 
 
-def test_rule6a_ambiguous_native_image_mirror_is_not_guessed():
+def test_screenshot_mirror_ambiguous_native_image_mirror_is_not_guessed():
     side = [u("look [screenshot]", 5.0), u("look [screenshot]", 5.0)]
     native = {
         "role": "user",
@@ -196,51 +193,51 @@ def test_rule6a_ambiguous_native_image_mirror_is_not_guessed():
     assert len(merge(side, [native])) == 3
 
 
-def test_rule6b_prefix_replay_ignores_whitespace_workspace_tag_and_timestamps():
+def test_replay_prefix_replay_ignores_whitespace_workspace_tag_and_timestamps():
     side = [u("  hello\n  world ", 1.0), a("reply\n\ntext", 2.0)]
     state = [u("[Workspace::v1: /home/me/proj]\nhello world", 1.5), a("reply text", 2.5)]
     assert merge(side, state) == side
 
 
-def test_rule6b_prefix_replay_matches_fuzzily_on_small_sessions():
+def test_replay_prefix_replay_matches_fuzzily_on_small_sessions():
     side = [U1, a("Here is the answer.", 2.0)]
     assert merge(side, [U1, a("here is the ANSWER", 9.0)]) == side
 
 
-def test_rule6c_same_row_id_is_absorbed_even_when_the_text_changed():
+def test_same_row_id_same_row_id_is_absorbed_even_when_the_text_changed():
     side = [U1, a("draft", 2.0, _state_db_row_id=7)]
     assert merge(side, [U1, a("final text", 3.0, _state_db_row_id=7)]) == side
 
 
-def test_rule6c_row_id_with_conflicting_api_content_is_not_absorbed():
+def test_same_row_id_row_id_with_conflicting_api_content_is_not_absorbed():
     side = [U1, a("draft", 2.0, _state_db_row_id=7, api_content="one")]
     out = merge(side, [U1, a("final text", 3.0, _row_id=7, api_content="two")])
     assert len(out) == 3
 
 
-def test_rule6d_rows_newer_than_the_watermark_stay_out_until_a_turn_advanced_it():
+def test_watermark_rows_newer_than_the_watermark_stay_out_until_a_turn_advanced_it():
     assert merge([U1, A1], [U1, A1, U2, A2], w=2.0, b=2.0) == [U1, A1]
 
 
-def test_rule6d_after_a_new_turn_only_rows_newer_than_the_sidecar_return():
+def test_watermark_after_a_new_turn_only_rows_newer_than_the_sidecar_return():
     q3 = u("new question", 5.0)
     side = [U1, A1, q3]
     out = merge(side, [U1, A1, U2, A2, q3, a("new answer", 6.0)], w=2.0, b=2.0)
     assert texts(out) == ["first question", "first answer", "new question", "new answer"]
 
 
-def test_rule6d_rows_older_than_the_watermark_with_unknown_content_stay_out():
+def test_watermark_rows_older_than_the_watermark_with_unknown_content_stay_out():
     side = [u("summary start", 10.0), a("summary end", 11.0)]
     assert merge(side, [U1, A1, U2, A2], w=11.0, b=11.0) == side
 
 
-def test_rule6d_rows_older_than_the_watermark_with_known_content_are_judged_further():
+def test_watermark_rows_older_than_the_watermark_with_known_content_are_judged_further():
     side = [U1, dict(A1)]
     out = merge(side, [dict(A1, timestamp=1.5, _turnDuration=2.0)], w=5.0, b=5.0)
-    assert out == [U1, dict(A1, _turnDuration=2.0)]  # absorbed by rule h, its display keys kept
+    assert out == [U1, dict(A1, _turnDuration=2.0)]  # absorbed as a visible duplicate, its display keys kept
 
 
-def test_rule6d_removed_tool_call_rows_stay_out_after_an_edit():
+def test_watermark_removed_tool_call_rows_stay_out_after_an_edit():
     side = [U1, call(2.0), tool("x", 2.5), a("done", 3.0), u("edited", 10.0)]
     removed = [u("second question", 4.0), call(5.0, CALL_B), tool("y", 5.5, "call_b"), a("second done", 6.0)]
     state = [*side[:4], *removed, u("edited", 10.0), a("reply", 11.0)]
@@ -248,55 +245,55 @@ def test_rule6d_removed_tool_call_rows_stay_out_after_an_edit():
     assert texts(out) == ["first question", "", "x", "done", "edited", "reply"]
 
 
-def test_rule6d_same_second_copy_of_a_kept_row_stays_out_after_undo():
+def test_watermark_same_second_copy_of_a_kept_row_stays_out_after_undo():
     side = [U1, a("sure", 2.2)]
     assert merge(side, [U1, a("sure", 2.2), u("again", 2.4), a("sure", 2.7)], w=2.2, b=2.2) == side
 
 
-def test_rule6d_same_second_edit_of_a_user_row_stays_out():
+def test_watermark_same_second_edit_of_a_user_row_stays_out():
     assert merge([U1, A1], [U1, A1, u("pre-edit text", 3.0)], w=3.0, b=3.0) == [U1, A1]
 
 
-def test_rule6e_duplicate_state_rows_are_added_once():
+def test_exact_copy_duplicate_state_rows_are_added_once():
     assert merge([U1], [U1, A1, dict(A1)]) == [U1, A1]
 
 
-def test_rule6f_same_second_copy_of_a_replayed_tool_call_is_absorbed():
+def test_same_message_same_second_copy_of_a_replayed_tool_call_is_absorbed():
     side = [U1, call(2.2), tool("listing", 2.3), a("done", 3.0), u("next", 5.0)]
     state = [U1, call(2.2), tool("listing", 2.3), a("done", 3.0), call(2.7)]
     assert merge(side, state) == side
 
 
-def test_rule6g_state_row_with_a_known_message_id_is_not_added_again():
+def test_same_message_state_row_with_a_known_message_id_is_not_added_again():
     side = [U1, a("draft", 2.0, id="m7")]
     assert merge(side, [U1, a("final", 9.0, id="m7")]) == side
 
 
-def test_rule6h_visible_duplicate_out_of_order_is_absorbed():
+def test_visible_duplicate_visible_duplicate_out_of_order_is_absorbed():
     x, y = a("answer x", 10.0), u("question y", 12.0)
     side = [U1, A1, x, y]
     assert merge(side, [U1, A1, u("question y", 12.5), a("answer x", 10.5)]) == side
 
 
-def test_rule6h_counts_each_sidecar_row_once():
+def test_visible_duplicate_counts_each_sidecar_row_once():
     side = [U1, A1, a("ok", 10.0), u("more", 11.0)]
     state = [U1, A1, u("more", 11.5), a("ok", 12.0), a("ok", 13.0)]
     out = merge(side, state)
     assert texts(out).count("ok") == 2
 
 
-def test_rule6i_older_tool_call_with_known_content_is_inserted_chronologically():
+def test_late_row_older_tool_call_with_known_content_is_inserted_chronologically():
     side = [U1, call(2.0), tool("x", 2.5), a("done", 6.0)]
     out = merge(side, [U1, call(2.0), tool("x", 2.5), call(3.0, CALL_B), a("done", 6.0)])
     assert [r.get("tool_calls") for r in out] == [None, CALL_A, None, CALL_B, None]
 
 
-def test_rule6i_older_tool_call_with_unknown_content_is_absorbed():
+def test_late_row_older_tool_call_with_unknown_content_is_absorbed():
     side = [U1, a("done", 6.0)]
     assert merge(side, [U1, dict(call(3.0), content="checking"), a("done", 6.0)]) == side
 
 
-def test_rule6i_only_rows_not_newer_than_a_tool_call_decide_its_insertion():
+def test_late_row_only_rows_not_newer_than_a_tool_call_decide_its_insertion():
     side = [U1, a("done", 6.0)]
     state = [U1, call(3.0), a("done", 6.0), a("", 7.0)]
     once = merge(side, state)
@@ -304,18 +301,18 @@ def test_rule6i_only_rows_not_newer_than_a_tool_call_decide_its_insertion():
     assert merge(once, state) == once  # the appended empty row does not pull the tool call in later
 
 
-def test_rule6i_older_known_assistant_row_is_absorbed():
+def test_late_row_older_known_assistant_row_is_absorbed():
     side = [U1, A1, U2]
     assert merge(side, [U1, A1, U2, dict(A1, timestamp=2.5)]) == side
 
 
-def test_rule6i_same_second_agent_row_after_full_replay_is_appended():
+def test_late_row_same_second_agent_row_after_full_replay_is_appended():
     side = [U1, a("first answer", 3.0)]
     out = merge(side, [U1, a("first answer", 3.0), a("extra", 3.0)], w=3.0, b=3.0)
     assert texts(out) == ["first question", "first answer", "extra"]
 
 
-def test_rule6j_rows_newer_than_the_sidecar_are_appended_in_state_order():
+def test_append_rows_newer_than_the_sidecar_are_appended_in_state_order():
     assert merge([U1], [U1, A1, U2]) == [U1, A1, U2]
 
 
@@ -377,7 +374,7 @@ def _case(draw):
     history = [draw(_row(0.5 + sum(steps[:i]))) for i in range(len(steps))]
     # Agent messages differ from one another (tool calls carry no text). With repeated identical texts
     # the replay cursor and the per-key counts of rules b/h depend on row order, and a second merge can
-    # then add a row the first absorbed (reference behaviour, see the report of issue 3).
+    # then add a row the first absorbed (hermes-webui does the same).
     for i, row in enumerate(history):
         if row["content"] and not row.get("tool_calls"):
             row["content"] += f" #{i}"
@@ -444,7 +441,7 @@ def test_property_empty_state_returns_the_sidecar_unchanged(case):
     assert len(out) == len(side) and all(x is y for x, y in zip(out, side, strict=True))
 
 
-# ----------------------------------------------------------------------------- §3.4 delta after context
+# ----------------------------------------------------------------------------- the context delta
 
 
 def test_delta_of_a_mirrored_context_is_the_newer_rows():
@@ -479,7 +476,7 @@ def test_delta_finds_the_state_start_inside_a_longer_context():
 def test_delta_restarts_the_context_cursor_at_the_run_length_not_the_offset():
     context = [u("old", 0.1), a("old answer", 0.2), U1, A1]
     again = [u("first question", 5.0), a("first answer", 6.0)]
-    # reference behaviour: the walk resumes at context[2], so the repeated pair consumes it again
+    # as in hermes-webui: the walk resumes at context[2], so the repeated pair consumes it again
     assert state_db_delta_after_context(context, [U1, A1, *again, U2]) == [U2]
 
 
@@ -489,7 +486,7 @@ def test_delta_walks_past_interleaved_state_rows_until_the_context_is_consumed()
     assert state_db_delta_after_context(context, state) == [a("new", 9.0)]
 
 
-# ----------------------------------------------------------------------------- §3.5 reconciled view
+# ----------------------------------------------------------------------------- the reconciled view
 
 
 def test_reconciled_of_no_session_is_empty():
@@ -642,7 +639,7 @@ def test_property_column_wise_replay_decides_like_the_per_row_replay(case):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="known: §3.3's chronological insert refuses index 0, so a second merge can place a row the first refused",
+    reason="known: inserting in time order refuses the first position, so a second merge can place a row the first refused",
 )
 def test_merging_again_after_a_refused_insert_before_the_oldest_row_adds_nothing():
     """Found by the idempotence property (hypothesis, 2026-12-02). The merged display is computed from the

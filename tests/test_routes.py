@@ -82,7 +82,7 @@ def test_wrong_method_is_405_with_allow(no_auth):
     assert handler.status == 405 and handler.sent["Allow"] == "GET"
 
 
-# ---------------------------------------------------------------------- manual compress validation (session-core §2.3)
+# ---------------------------------------------------------------------- manual compress validation
 
 
 @pytest.mark.parametrize(("body", "message"), [

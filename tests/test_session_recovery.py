@@ -109,7 +109,7 @@ def _make_state_db(path: Path, sids=()) -> Path:
     return path
 
 
-# ------------------------------------------------------------------ decision table §4.2
+# ------------------------------------------------------------------ the verdicts (docs/recovery.md)
 
 
 def test_no_backup_recommends_no_backup(state_dir):
@@ -233,7 +233,7 @@ def test_compression_generation_missing_on_backup_is_intentional(state_dir):
     assert (status["recommend"], status.get("intentional_compress_shrink")) == ("no_action", True)
 
 
-def test_live_without_compression_generation_falls_back_to_reference_rules():
+def test_live_without_compression_generation_falls_back_to_the_contexts():
     live = _manual("s", _msgs(2), _msgs(1))
     assert (
         recovery_verdict(live, dict(live, messages=_msgs(9), compression_generation=_gen()))["recommend"]
@@ -297,7 +297,7 @@ def test_malformed_live_shrink_generation_is_no_stamp(state_dir):
     assert inspect_session_recovery_status(path)["recommend"] == "restore"
 
 
-# ------------------------------------------------------------------ orphan backups §4.5
+# ------------------------------------------------------------------ orphan backups
 
 
 def test_orphan_backup_with_state_row_is_recreated(state_dir, tmp_path):
@@ -340,7 +340,7 @@ def test_malformed_orphan_backup_is_not_recreated(state_dir):
     assert not (state_dir / "bad.json").exists() and not (state_dir / "torn.json").exists()
 
 
-# ------------------------------------------------------------------ latent issues of the reference (§7)
+# ------------------------------------------------------------------ where Talaria keeps more than hermes-webui
 
 
 def test_restore_keeps_the_replaced_file_and_counts_its_live_only_messages(state_dir):
