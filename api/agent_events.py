@@ -6,7 +6,8 @@ Events (``on_event(name, data)``, called from agent threads, serialized by a loc
 ``compressing {message}``, ``interim {text, already_streamed}``.
 
 hermes-agent is not imported here: the one verdict that needs it (did a tool fail, when the agent's
-completion event carried no error flag) goes through ``api.agent_runtime``, the module that imports it.
+completion event carried no error flag) is ``AgentCallbacks.tool_failed``, which ``api.agent_runtime`` (the
+module that imports hermes-agent) overrides with hermes' own.
 """
 
 from __future__ import annotations
@@ -24,12 +25,6 @@ OnEvent = Callable[[str, dict], None]
 
 TOOL_RESULT_CAP = 8000  # characters of a tool result carried in a tool_complete event
 _COMPACTION_MARKERS = ("Compacting context", "Preflight compression")
-
-
-def _tool_failed(name: str, result: Any) -> bool:
-    from api import agent_runtime  # at call time: agent_runtime imports this module
-
-    return agent_runtime.tool_failed(name, result)
 
 
 def _squash(text: str) -> str:
@@ -51,6 +46,10 @@ class AgentCallbacks:
         self._compress_events: list[dict] = []
         # tool.completed carries is_error; the id-tagged tool_complete callback follows on the same thread
         self._tool_outcome = threading.local()
+
+    def tool_failed(self, name: str, result: Any) -> bool:
+        """Whether a tool result reads as a failure when the agent's event did not say; here: never."""
+        return False
 
     # -- turn lifecycle ----------------------------------------------------------------------
     def begin_turn(self, on_event: OnEvent) -> None:
@@ -125,7 +124,7 @@ class AgentCallbacks:
     def on_tool_complete(self, tool_call_id: str, name: str, args: Any, result: Any) -> None:
         last = getattr(self._tool_outcome, "last", None)
         self._tool_outcome.last = None
-        is_error = last[1] if last and last[0] == name else _tool_failed(name, result)
+        is_error = last[1] if last and last[0] == name else self.tool_failed(name, result)
         text = result if isinstance(result, str) else repr(result)
         data = {
             "id": tool_call_id,
@@ -153,12 +152,3 @@ class AgentCallbacks:
         if name == "session:compress":
             with self._lock:
                 self._compress_events.append(dict(data or {}))
-
-
-def callbacks_for(agent) -> AgentCallbacks:
-    """The agent's ``AgentCallbacks``, binding a fresh one if it was built elsewhere."""
-    callbacks = getattr(agent, "_talaria_callbacks", None)
-    if not isinstance(callbacks, AgentCallbacks):
-        callbacks = AgentCallbacks()
-        callbacks.bind(agent)
-    return callbacks

@@ -1,6 +1,6 @@
 """The one module that imports hermes-agent: build an ``AIAgent``, run a turn in a worker thread,
-interrupt it. Its callbacks become ``(name, data)`` events in ``api.agent_events`` (``AgentCallbacks``,
-``callbacks_for`` and ``TOOL_RESULT_CAP`` are re-exported here).
+interrupt it. Its callbacks become ``(name, data)`` events in ``api.agent_events``; ``AgentCallbacks`` here
+adds hermes' own tool-failure verdict (``TOOL_RESULT_CAP`` is re-exported).
 
 hermes-agent modules (``run_agent``, ``hermes_state``, ``hermes_cli.*``) are imported at call time,
 never at module import, so tests can put fakes in ``sys.modules`` and the rest of Talaria imports
@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from api import config
-from api.agent_events import TOOL_RESULT_CAP, AgentCallbacks, OnEvent, callbacks_for  # noqa: F401 (re-exported)
+from api import agent_events, config
+from api.agent_events import TOOL_RESULT_CAP, OnEvent  # noqa: F401 (re-exported)
 from api.errors import ServiceUnavailable
 
 log = logging.getLogger(__name__)
@@ -292,6 +292,22 @@ def tool_failed(name: str, result: Any) -> bool:
         return bool(_detect_tool_failure(name, result)[0])
     except Exception:
         return False
+
+
+class AgentCallbacks(agent_events.AgentCallbacks):
+    """The agent's callbacks as events (``api.agent_events``), with hermes' own tool-failure verdict."""
+
+    def tool_failed(self, name: str, result: Any) -> bool:
+        return tool_failed(name, result)
+
+
+def callbacks_for(agent: Any) -> AgentCallbacks:
+    """The agent's ``AgentCallbacks``, binding a fresh one if it was built elsewhere."""
+    callbacks = getattr(agent, "_talaria_callbacks", None)
+    if not isinstance(callbacks, AgentCallbacks):
+        callbacks = AgentCallbacks()
+        callbacks.bind(agent)
+    return callbacks
 
 
 @dataclass

@@ -11,10 +11,19 @@ from bisect import bisect_right
 from collections.abc import Callable
 from itertools import accumulate, compress, repeat
 from operator import contains, eq, is_not, not_
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from api.reconcile import _Merge
+from api.message_keys import Rows
+
+
+class _Merge(Protocol):
+    """What the indexes read of a merge in progress (``api.reconcile._Merge``)."""
+
+    facts: Rows
+    transcript_len: int
+    registered_state: list[int]
+
+    def stable_key(self, handle: int) -> str | None: ...
 
 
 class _Index:

@@ -1,20 +1,18 @@
-"""Read-only recovery audit, the safe repair built on it, and their readable report.
+"""Read-only recovery audit and its readable report.
 
-Public through ``api.session_recovery`` (``audit_session_recovery``, ``repair_safe_session_recovery``,
-the ``--audit`` / ``--repair-safe`` CLI). Severity of an item: ``repairable`` (the safe repair fixes
+Public through ``api.session_recovery`` (``audit_session_recovery``; the safe repair and the CLI live
+there, built on this audit). Severity of an item: ``repairable`` (the safe repair fixes
 it), ``unsafe_to_repair`` (a person decides), ``info`` (nothing to do).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
 from pathlib import Path
 from typing import Any
 
-from api import config
-from api import session_recovery as rec
+from api.recovery_files import KEPT_NAME, Scan, orphan_kind, read_deleted, read_doc, scan_folder
+from api.recovery_rules import NO_ACTION, RESTORE, live_only_message_count, message_count, recovery_verdict
 
 log = logging.getLogger("talaria.recovery")
 
@@ -40,24 +38,22 @@ def _item(kind: str, severity: str, sid: str | None, path: Path | None, detail: 
     }
 
 
-def _live_items(folder: Path, scan, docs: dict) -> list[dict]:
+def _live_items(folder: Path, scan: Scan, docs: dict) -> list[dict]:
     items = []
     for sid in sorted(scan.live):
         entry = scan.live[sid]
         path = Path(entry.path)
-        live = rec._read_doc(path, folder, is_link=entry.is_symlink())
+        live = read_doc(path, folder, is_link=entry.is_symlink())
         docs[sid] = live.doc
         if live.problem:
             items.append(_item("unsafe_file", UNSAFE, sid, path, f"not read: {live.problem}"))
             continue
         bak_entry = scan.bak.get(sid)
         if bak_entry is not None:
-            bak = rec._read_doc(Path(bak_entry.path), folder, is_link=bak_entry.is_symlink())
-            status = (
-                rec.recovery_verdict(live.doc, bak.doc) if not bak.problem else {"recommend": rec.NO_ACTION}
-            )
-            if status["recommend"] == rec.RESTORE:
-                live_only = rec.live_only_message_count(live.doc, bak.doc)
+            bak = read_doc(Path(bak_entry.path), folder, is_link=bak_entry.is_symlink())
+            status = recovery_verdict(live.doc, bak.doc) if not bak.problem else {"recommend": NO_ACTION}
+            if status["recommend"] == RESTORE:
+                live_only = live_only_message_count(live.doc, bak.doc)
                 items.append(
                     _item(
                         "shrunken_live",
@@ -97,15 +93,15 @@ def _live_items(folder: Path, scan, docs: dict) -> list[dict]:
     return items
 
 
-def _orphan_items(folder: Path, scan, state_db_path) -> list[dict]:
+def _orphan_items(folder: Path, scan: Scan, state_db_path: Path | None) -> list[dict]:
     orphans = [sid for sid in sorted(scan.bak) if sid not in scan.live]
     if not orphans:
         return []
-    deleted = rec._read_deleted(folder)
+    deleted = read_deleted(folder)
     items = []
     for sid in orphans:
         entry = scan.bak[sid]
-        kind, bak = rec._orphan_kind(sid, entry, folder, deleted, state_db_path)
+        kind, bak = orphan_kind(sid, entry, folder, deleted, state_db_path)
         detail = {
             "orphan_backup": f"only the backup exists ({bak.count} messages); the repair recreates the session",
             "orphan_backup_without_state_row": "only the backup exists and state.db has no such session",
@@ -125,10 +121,10 @@ def _orphan_items(folder: Path, scan, state_db_path) -> list[dict]:
     return items
 
 
-def _kept_items(folder: Path, scan, docs: dict) -> list[dict]:
+def _kept_items(folder: Path, scan: Scan, docs: dict) -> list[dict]:
     items = []
     for entry in sorted(scan.kept, key=lambda e: e.name):
-        match = rec.KEPT_NAME.fullmatch(entry.name)
+        match = KEPT_NAME.fullmatch(entry.name)
         stem, tag = match.group(1), match.group(2)
         sid = None if stem.startswith("_") else stem
         path = Path(entry.path)
@@ -143,15 +139,15 @@ def _kept_items(folder: Path, scan, docs: dict) -> list[dict]:
                 )
             )
             continue
-        kept = rec._read_doc(path, folder, is_link=entry.is_symlink())
-        live_only = rec.live_only_message_count(kept.doc, docs.get(stem)) if sid else -1
+        kept = read_doc(path, folder, is_link=entry.is_symlink())
+        live_only = live_only_message_count(kept.doc, docs.get(stem)) if sid else -1
         severity = UNSAFE if live_only > 0 else INFO
         detail = f"file replaced by a restore; {live_only if live_only >= 0 else '?'} message(s) not in the current file"
         items.append(_item("kept_replaced_file", severity, sid, path, detail, live_only_messages=live_only))
     return items
 
 
-def _index_items(folder: Path, scan, docs: dict) -> list[dict]:
+def _index_items(folder: Path, scan: Scan, docs: dict) -> list[dict]:
     index_file = folder / "_index.json"
     if not index_file.exists():
         return (
@@ -159,7 +155,7 @@ def _index_items(folder: Path, scan, docs: dict) -> list[dict]:
             if scan.live
             else []
         )
-    doc = rec._read_doc(index_file, folder)
+    doc = read_doc(index_file, folder)
     if not isinstance(doc.doc, list):
         return [_item("index_unreadable", REPAIRABLE, None, index_file, "the sidebar index cannot be parsed")]
     rows = {row.get("session_id") for row in doc.doc if isinstance(row, dict)}
@@ -171,7 +167,7 @@ def _index_items(folder: Path, scan, docs: dict) -> list[dict]:
     ]
     items += [
         _item("index_missing_entry", REPAIRABLE, sid, index_file, "a session file the index does not list")
-        for sid in sorted(s for s in scan.live if s not in rows and rec.message_count(docs.get(s)) >= 0)
+        for sid in sorted(s for s in scan.live if s not in rows and message_count(docs.get(s)) >= 0)
     ]  # an unparsable file cannot have a row; it is reported as corrupt_live
     return items
 
@@ -190,7 +186,7 @@ def _state_db_items(folder: Path, scan, state_db_path) -> list[dict]:
         return []
     if not ids:
         return []
-    deleted = rec._read_deleted(folder)
+    deleted = read_deleted(folder)
     try:
         from api import tombstones
 
@@ -241,7 +237,7 @@ def audit(session_dir: Path, state_db_path: Path | None = None) -> dict:
     }
     if not folder.is_dir():
         return report
-    scan = rec._scan(folder)
+    scan = scan_folder(folder)
     docs: dict = {}
     items = _live_items(folder, scan, docs)
     items += _orphan_items(folder, scan, state_db_path)
@@ -262,24 +258,6 @@ def audit(session_dir: Path, state_db_path: Path | None = None) -> dict:
     )
     report["items"] = items
     return report
-
-
-def repair_safe(session_dir: Path, state_db_path: Path | None = None) -> dict:
-    """Audit, restore what is safe (startup recovery with an index rebuild), rebuild a stale index, audit again."""
-    folder = Path(session_dir)
-    before = audit(folder, state_db_path)
-    recovery = rec.recover_all_sessions_on_startup(folder, rebuild_index=True, state_db_path=state_db_path)
-    stale_index = any(i["kind"].startswith("index_") for i in before["items"])
-    if stale_index and not recovery.get("index_rebuilt") and folder.is_dir():
-        recovery["index_rebuilt"] = rec._rebuild_index(folder)
-    after = audit(folder, state_db_path)
-    return {
-        "status": after["status"],
-        "session_dir": str(folder),
-        "before": before,
-        "recovery": recovery,
-        "after": after,
-    }
 
 
 def _format_audit(report: dict) -> list[str]:
@@ -313,29 +291,3 @@ def format_report(result: dict) -> str:
     else:
         lines += _format_audit(result)
     return "\n".join(lines)
-
-
-_EXIT = {"ok": 0, "warn": 1, "needs_manual_review": 2}
-
-
-def main(argv: list[str] | None = None) -> int:
-    """CLI; exit status 0 ok, 1 warn (repairable items), 2 needs manual review."""
-    parser = argparse.ArgumentParser(prog="python -m api.session_recovery", description=main.__doc__)
-    action = parser.add_mutually_exclusive_group(required=True)
-    action.add_argument("--audit", action="store_true", help="report what recovery would do; changes nothing")
-    action.add_argument(
-        "--repair-safe", action="store_true", help="restore genuine losses and rebuild the index"
-    )
-    parser.add_argument("--session-dir", type=Path, default=config.SESSION_DIR, help="default: %(default)s")
-    parser.add_argument("--state-db", type=Path, default=config.STATE_DB_PATH, help="default: %(default)s")
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    args = parser.parse_args(argv)
-    if args.audit:
-        result = audit(args.session_dir, args.state_db)
-    else:
-        result = repair_safe(args.session_dir, args.state_db)
-    if args.json:
-        print(json.dumps(result, indent=2, ensure_ascii=False, default=str))
-    else:
-        print(format_report(result))
-    return _EXIT.get(result["status"], 2)

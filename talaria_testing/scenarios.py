@@ -53,7 +53,7 @@ def bound(root: Path, *, restore: bool = True) -> Iterator[Path]:
     import api.config as config
     import api.models as models
     from api import session_index
-    from talaria_testing.fake_agent import install_fake_compression_runtime
+    from talaria_testing.scripted_compressor import install_scripted_compressor
 
     sessions = Path(root) / "sessions"
     sessions.mkdir(parents=True, exist_ok=True)
@@ -62,7 +62,7 @@ def bound(root: Path, *, restore: bool = True) -> Iterator[Path]:
         mp.setattr(models, "SESSION_DIR", sessions)
         mp.setattr(models, "SESSION_INDEX_FILE", sessions / "_index.json")
         mp.setitem(config.SETTINGS_VALUES, "index_flush_delay", 3600.0)
-        install_fake_compression_runtime(mp)
+        install_scripted_compressor(mp)
         with models.LOCK:
             models.SESSIONS.clear()
         yield sessions

@@ -127,7 +127,7 @@ def test_events_from_many_threads_all_arrive(callbacks, sink):
 # -- turns with a fake agent -------------------------------------------------------------------
 
 
-class FakeCompressor:
+class ScriptedCompressor:
     def __init__(self):
         self.compression_count = 0
         self.context_length = 65536
@@ -151,13 +151,13 @@ class FakeCompressor:
         ]
 
 
-class FakeAgent:
+class ScriptedAgent:
     """Mimics the parts of AIAgent a turn uses; the script decides what the turn does."""
 
     def __init__(self, script=None, **kwargs):
         self.kwargs = kwargs
         self.session_id = kwargs.get("session_id", "sid")
-        self.context_compressor = FakeCompressor()
+        self.context_compressor = ScriptedCompressor()
         self.script = script or (
             lambda agent, **kw: {"final_response": "ok", "completed": True, "messages": []}
         )
@@ -202,7 +202,7 @@ def test_run_turn_streams_from_agent_threads_and_summarizes_the_result(sink):
             "api_calls": 1,
         }
 
-    agent = FakeAgent(script)
+    agent = ScriptedAgent(script)
     result = agent_runtime.run_turn(
         agent, "q", [{"role": "user", "content": "old"}], sink, persist_timestamp=123.0
     )
@@ -227,7 +227,7 @@ def test_a_rotated_session_id_is_reported_as_compression(sink):
         agent.session_id = "rotated"
         return {"final_response": "x", "completed": True, "messages": []}
 
-    result = agent_runtime.run_turn(FakeAgent(script), "q", [], sink)
+    result = agent_runtime.run_turn(ScriptedAgent(script), "q", [], sink)
     assert result.compressed and result.rotated
     assert (result.previous_session_id, result.session_id) == ("sid", "rotated")
 
@@ -237,7 +237,7 @@ def test_a_grown_compression_count_is_reported_as_compression(sink):
         agent.context_compressor.compression_count += 1
         return {"final_response": "x", "completed": True, "messages": []}
 
-    result = agent_runtime.run_turn(FakeAgent(script), "q", [], sink)
+    result = agent_runtime.run_turn(ScriptedAgent(script), "q", [], sink)
     assert result.compressed and not result.rotated and result.compression_count == 1
 
 
@@ -245,7 +245,7 @@ def test_an_exception_in_the_agent_becomes_a_failed_result(sink):
     def script(agent, **kw):
         raise RuntimeError("kaput")
 
-    result = agent_runtime.run_turn(FakeAgent(script), "q", [], sink)
+    result = agent_runtime.run_turn(ScriptedAgent(script), "q", [], sink)
     assert result.failed and not result.completed and result.error == "RuntimeError: kaput"
     assert isinstance(result.to_dict()["rotated"], bool)
 
@@ -257,7 +257,7 @@ def test_interrupt_reaches_the_agent():
         release.wait(5)
         return {"final_response": "part", "interrupted": True, "messages": []}
 
-    agent = FakeAgent(script)
+    agent = ScriptedAgent(script)
     agent.interrupt = lambda message=None: release.set()
     runner = agent_runtime.TurnRunner(agent, "q", [], Sink()).start()
     runner.interrupt()
@@ -271,7 +271,7 @@ def test_turn_result_to_dict_leaves_out_the_raw_result():
 
 
 def test_compress_messages_reports_change_and_no_op():
-    agent = FakeAgent()
+    agent = ScriptedAgent()
     messages = [{"role": "user", "content": str(i)} for i in range(6)]
     outcome = agent_runtime.compress_messages(agent, messages, focus_topic="x")
     assert outcome.changed and len(outcome.messages) == 3 and not outcome.aborted
@@ -283,7 +283,7 @@ def test_compress_messages_reports_change_and_no_op():
 # -- construction with fake hermes modules -----------------------------------------------------
 
 
-class StrictAgent(FakeAgent):
+class StrictAgent(ScriptedAgent):
     """An agent whose constructor takes an explicit, limited set of kwargs."""
 
     def __init__(

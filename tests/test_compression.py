@@ -10,7 +10,7 @@ from api import compression
 from api.errors import BadRequest, Conflict, NotFound
 from api.models import Session
 from talaria_testing import failed_saves
-from talaria_testing.fake_agent import install_fake_compression_runtime
+from talaria_testing.scripted_compressor import install_scripted_compressor
 
 
 def _msg(role, content, ts):
@@ -29,7 +29,7 @@ def session(state_dir):
 
 
 def test_compress_keeps_visible_transcript_byte_for_byte(session, monkeypatch):
-    install_fake_compression_runtime(monkeypatch)
+    install_scripted_compressor(monkeypatch)
     before = [dict(m) for m in session.messages]
     result = compression.manual_compress("c1")
     loaded = Session.load("c1")
@@ -39,7 +39,7 @@ def test_compress_keeps_visible_transcript_byte_for_byte(session, monkeypatch):
 
 
 def test_compress_stamps_anchor_watermark_mode_and_generation(session, monkeypatch):
-    install_fake_compression_runtime(monkeypatch)
+    install_scripted_compressor(monkeypatch)
     t0 = time.time()
     compression.manual_compress("c1")
     loaded = Session.load("c1")
@@ -64,7 +64,7 @@ def test_compress_stamps_anchor_watermark_mode_and_generation(session, monkeypat
 
 
 def test_compress_passes_focus_topic_cut_to_500_chars(session, monkeypatch):
-    record = install_fake_compression_runtime(monkeypatch)
+    record = install_scripted_compressor(monkeypatch)
     result = compression.manual_compress("c1", "  " + "f" * 100_000)
     assert result["focus_topic"] == "f" * 500
     assert record["agents"][0].context_compressor.calls[0]["focus_topic"] == "f" * 500
@@ -72,7 +72,7 @@ def test_compress_passes_focus_topic_cut_to_500_chars(session, monkeypatch):
 
 
 def test_compress_that_changes_nothing_changes_nothing(session, monkeypatch):
-    install_fake_compression_runtime(monkeypatch, lambda messages, **kw: messages)
+    install_scripted_compressor(monkeypatch, lambda messages, **kw: messages)
     before = session.path.read_bytes()
     result = compression.manual_compress("c1")
     assert result["changed"] is False
@@ -80,7 +80,7 @@ def test_compress_that_changes_nothing_changes_nothing(session, monkeypatch):
 
 
 def test_compress_keeps_a_backup_holding_messages_the_live_file_lacks(session, monkeypatch):
-    install_fake_compression_runtime(monkeypatch)
+    install_scripted_compressor(monkeypatch)
     session.messages = session.messages[:4]
     session.save()  # shrinking save → .bak holds 6 messages
     bak = session.backup_path.read_bytes()
@@ -105,7 +105,7 @@ def test_compress_keeps_a_backup_holding_messages_the_live_file_lacks(session, m
     ],
 )
 def test_compressor_failures_are_clear_errors_and_change_nothing(session, monkeypatch, compress_fn, message):
-    install_fake_compression_runtime(monkeypatch, compress_fn)
+    install_scripted_compressor(monkeypatch, compress_fn)
     before = session.path.read_bytes()
     with pytest.raises(BadRequest) as err:
         compression.manual_compress("c1")
@@ -114,14 +114,14 @@ def test_compressor_failures_are_clear_errors_and_change_nothing(session, monkey
 
 
 def test_compress_refuses_short_conversations(state_dir, monkeypatch):
-    install_fake_compression_runtime(monkeypatch)
+    install_scripted_compressor(monkeypatch)
     Session(session_id="short", messages=_conversation(3)).save()
     with pytest.raises(BadRequest, match="need at least 4 messages"):
         compression.manual_compress("short")
 
 
 def test_compress_refuses_a_session_mid_turn(session, monkeypatch):
-    install_fake_compression_runtime(monkeypatch)
+    install_scripted_compressor(monkeypatch)
     session.active_stream_id = "live"
     session.save()
     before = session.path.read_bytes()
@@ -131,13 +131,13 @@ def test_compress_refuses_a_session_mid_turn(session, monkeypatch):
 
 
 def test_compress_without_a_provider_is_a_clear_error(session, monkeypatch):
-    install_fake_compression_runtime(monkeypatch, api_key=None)
+    install_scripted_compressor(monkeypatch, api_key=None)
     with pytest.raises(BadRequest, match="No provider configured"):
         compression.manual_compress("c1")
 
 
 def test_compress_of_missing_session_is_404(state_dir, monkeypatch):
-    install_fake_compression_runtime(monkeypatch)
+    install_scripted_compressor(monkeypatch)
     with pytest.raises(NotFound):
         compression.manual_compress("missing")
 
@@ -149,14 +149,14 @@ def test_session_changed_during_compression_is_409_and_not_applied(session, monk
         get_session("c1").messages.append(_msg("user", "typed meanwhile", 99.0))
         return [messages[0], messages[-1]]
 
-    install_fake_compression_runtime(monkeypatch, compress_while_editing)
+    install_scripted_compressor(monkeypatch, compress_while_editing)
     with pytest.raises(Conflict, match="modified during compression"):
         compression.manual_compress("c1")
     assert Session.load("c1").context_messages == []
 
 
 def test_uncompress_restores_the_previous_context_and_clears_the_anchor(session, monkeypatch):
-    install_fake_compression_runtime(monkeypatch)
+    install_scripted_compressor(monkeypatch)
     session.context_messages = list(session.messages)
     session.save()
     compression.manual_compress("c1")
@@ -170,7 +170,7 @@ def test_uncompress_restores_the_previous_context_and_clears_the_anchor(session,
 
 
 def test_uncompress_keeps_turns_added_after_the_compression(session, monkeypatch):
-    install_fake_compression_runtime(monkeypatch)
+    install_scripted_compressor(monkeypatch)
     session.context_messages = list(session.messages)
     session.save()
     compression.manual_compress("c1")
@@ -196,7 +196,7 @@ def test_uncompress_without_a_compression_is_409(session):
 
 
 def test_async_compress_job_reports_done(session, monkeypatch):
-    install_fake_compression_runtime(monkeypatch)
+    install_scripted_compressor(monkeypatch)
     assert compression.start_compress_job("c1")["status"] == "running"
     deadline = time.time() + 5
     status = compression.compress_job_status("c1")
@@ -216,10 +216,10 @@ def test_anchor_key_uses_ts_and_collapsed_text():
 
 
 def test_compressor_that_aborts_its_summary_is_a_clear_error_and_changes_nothing(session, monkeypatch):
-    from talaria_testing import fake_agent
+    from talaria_testing import scripted_compressor
 
-    install_fake_compression_runtime(monkeypatch, lambda messages, **kw: messages)
-    monkeypatch.setattr(fake_agent.FakeCompressor, "_last_compress_aborted", True, raising=False)
+    install_scripted_compressor(monkeypatch, lambda messages, **kw: messages)
+    monkeypatch.setattr(scripted_compressor.ScriptedCompressor, "_last_compress_aborted", True, raising=False)
     before = session.path.read_bytes()
     with pytest.raises(BadRequest, match="could not write the summary"):
         compression.manual_compress("c1")
@@ -256,7 +256,7 @@ def test_a_backup_older_than_the_compression_is_set_aside_where_hermes_webui_rec
     from api import session_ops
     from api.session_recovery import recover_all_sessions_on_startup
 
-    install_fake_compression_runtime(monkeypatch)
+    install_scripted_compressor(monkeypatch)
     session_ops.undo_last("c1")  # a shrinking save: the 6-message file becomes the backup
     older = session.backup_path.read_bytes()
     compressed = compression.manual_compress("c1")

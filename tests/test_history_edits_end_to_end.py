@@ -13,7 +13,7 @@ import api.models as models
 from api import compression, session_index, session_ops, state_db
 from api.models import Session, merge_session_messages_append_only, reconciled_state_db_messages_for_session
 from api.session_recovery import recover_all_sessions_on_startup
-from talaria_testing.fake_agent import install_fake_compression_runtime
+from talaria_testing.scripted_compressor import install_scripted_compressor
 
 SID = "e2e_edit"
 
@@ -94,7 +94,7 @@ EDITS = {
 
 @pytest.mark.parametrize("edit", sorted(EDITS))
 def test_edit_survives_new_turn_reconciliation_restart_and_recovery(edit, state_dir, agent_db, monkeypatch):
-    install_fake_compression_runtime(monkeypatch)
+    install_scripted_compressor(monkeypatch)
     db, db_path = agent_db
     Session(
         session_id=SID,

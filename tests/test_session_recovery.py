@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from api import atomic, session_recovery, tombstones
+from api import atomic, recovery_files, session_recovery, tombstones
 from api.session_recovery import (
     inspect_session_recovery_status,
     live_only_message_count,
@@ -518,7 +518,7 @@ def test_a_fifo_named_like_a_backup_does_not_hang_recovery(state_dir):
 
 
 def test_files_over_the_size_limit_are_skipped(state_dir, monkeypatch):
-    monkeypatch.setattr(session_recovery, "MAX_FILE_BYTES", 200)
+    monkeypatch.setattr(recovery_files, "MAX_FILE_BYTES", 200)
     path = _write(state_dir, "s", live=_doc("s", _msgs(1)), bak=_doc("s", _msgs(30)))
     assert recover_all_sessions_on_startup(state_dir)["restored"] == 0
     assert "skipped" in inspect_session_recovery_status(path)

@@ -148,7 +148,7 @@ def test_compress_never_saves_over_a_turn_acknowledged_while_it_ran(state_dir, m
     saves that old object over the acknowledged turn.
     """
     from api import atomic
-    from talaria_testing.fake_agent import install_fake_compression_runtime, keep_first_and_last
+    from talaria_testing.scripted_compressor import install_scripted_compressor, keep_first_and_last
 
     sid = "race1"
     s = models.Session(session_id=sid, title="t", model="fake", messages=messages(6))
@@ -173,7 +173,7 @@ def test_compress_never_saves_over_a_turn_acknowledged_while_it_ran(state_dir, m
             live.save()
         return keep_first_and_last(msgs)
 
-    install_fake_compression_runtime(monkeypatch, compressor_meanwhile)
+    install_scripted_compressor(monkeypatch, compressor_meanwhile)
     try:
         compression.manual_compress(sid)
     except ApiError:

@@ -1,4 +1,5 @@
-"""In-process stand-ins for ``run_agent`` and ``hermes_cli.runtime_provider`` (for unit tests only).
+"""A scripted compressor inside stand-in ``run_agent`` and ``hermes_cli.runtime_provider`` modules (for
+unit tests of manual compression only).
 
 Integration tests use the real hermes-agent against ``talaria_testing.fake_llm`` instead.
 """
@@ -14,7 +15,7 @@ def keep_first_and_last(messages, current_tokens=None, focus_topic=None):
     return [messages[0], messages[-1]] if len(messages) >= 2 else list(messages)
 
 
-class FakeCompressor:
+class ScriptedCompressor:
     def __init__(self, fn: Callable):
         self.fn = fn
         self.calls: list[dict] = []
@@ -26,20 +27,20 @@ class FakeCompressor:
         return self.fn(messages, current_tokens=current_tokens, focus_topic=focus_topic)
 
 
-def install_fake_compression_runtime(
+def install_scripted_compressor(
     monkeypatch, compress_fn: Callable = keep_first_and_last, *, api_key: str | None = "fake-key"
 ):
-    """Put fake agent modules in ``sys.modules``; returns a dict that records the agents built."""
+    """Put stand-in agent modules in ``sys.modules``; returns a dict that records the agents built."""
     record: dict = {"agents": []}
 
-    class FakeAgent:
+    class CompressingAgent:
         def __init__(self, **kwargs):
             self.kwargs = kwargs
-            self.context_compressor = FakeCompressor(compress_fn)
+            self.context_compressor = ScriptedCompressor(compress_fn)
             record["agents"].append(self)
 
     run_agent = types.ModuleType("run_agent")
-    run_agent.AIAgent = FakeAgent
+    run_agent.AIAgent = CompressingAgent
     runtime_provider = types.ModuleType("hermes_cli.runtime_provider")
     runtime_provider.resolve_runtime_provider = lambda requested=None, **kw: {
         "api_key": api_key,
