@@ -38,7 +38,7 @@ class AgentCallbacks:
     turns. Events fired after ``end_turn`` (by a lingering agent thread) are dropped.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.RLock()
         self._sink: OnEvent | None = None
         self._streamed: list[str] = []

@@ -379,6 +379,7 @@ def start_compress_job(session_id: str, focus_topic: str | None = None) -> dict:
         _JOBS[session_id] = job
 
     def run() -> None:
+        update: dict[str, Any]
         try:
             result = manual_compress(session_id, focus_topic)
             update = {"status": "done", "result": result}

@@ -26,7 +26,7 @@ def dumps(obj: Any, *, indent: bool = False) -> bytes:
         return json.dumps(obj, indent=2 if indent else None, ensure_ascii=True, default=str).encode("ascii")
 
 
-def dumps_document(obj: dict) -> bytes:
+def dumps_document(obj: dict[str, Any]) -> bytes:
     """One top-level key per line (``\n  "key": value``), each value compact.
 
     Readers that want only the metadata can stop at the line of a bulky key (``\n  "messages":``);

@@ -125,6 +125,8 @@ def _kept_items(folder: Path, scan: Scan, docs: dict) -> list[dict]:
     items = []
     for entry in sorted(scan.kept, key=lambda e: e.name):
         match = KEPT_NAME.fullmatch(entry.name)
+        if match is None:  # the scan keeps only names that match
+            continue
         stem, tag = match.group(1), match.group(2)
         sid = None if stem.startswith("_") else stem
         path = Path(entry.path)

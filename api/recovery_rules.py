@@ -27,7 +27,7 @@ def _get(doc: Any, key: str) -> Any:
     return doc.get(key) if isinstance(doc, dict) else None
 
 
-def _list(doc: Any, key: str) -> list:
+def _list(doc: Any, key: str) -> list[Any]:
     value = _get(doc, key)
     return value if isinstance(value, list) else []
 
@@ -139,10 +139,10 @@ def records_intentional_message_shrink(live: Any, bak: Any) -> bool:
         return True
     if not _uuid4_hex(other):
         return False
-    return other != gen
+    return bool(other != gen)
 
 
-def recovery_verdict(live: Any, bak: Any, *, bak_exists: bool = True) -> dict:
+def recovery_verdict(live: Any, bak: Any, *, bak_exists: bool = True) -> dict[str, Any]:
     """What startup recovery should do with one session: ``recommend`` is restore, no_action or no_backup."""
     live_n = message_count(live)
     if not bak_exists:
@@ -168,7 +168,7 @@ def _hashable(value: Any) -> Any:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str)
 
 
-def _message_key(msg: Any) -> tuple:
+def _message_key(msg: Any) -> tuple[Any, ...]:
     if isinstance(msg, dict):
         ts = msg.get("timestamp")
         key = (msg.get("role"), msg.get("content"), msg.get("_ts") if ts is None or ts == "" else ts)

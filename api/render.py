@@ -36,11 +36,17 @@ import functools
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
 
 import nh3
 from latex2mathml.converter import convert as latex_to_mathml
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml, unescapeAll
+from markdown_it.renderer import RendererHTML
+from markdown_it.rules_core import StateCore
+from markdown_it.token import Token
+from markdown_it.utils import EnvType, OptionsDict
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 from mdit_py_plugins.tasklists import tasklists_plugin
 from pygments import highlight
@@ -135,7 +141,7 @@ _FORMATTER = HtmlFormatter(nowrap=True)
 
 
 @functools.lru_cache(maxsize=256)
-def _lexer_for(lang: str):
+def _lexer_for(lang: str) -> Any:
     try:
         return get_lexer_by_name(lang, stripnl=False, ensurenl=False)
     except ClassNotFound:
@@ -146,10 +152,10 @@ def _highlight_code(code: str, lang: str) -> str:
     lexer = _lexer_for(lang.lower()) if lang and len(code) <= HIGHLIGHT_MAX_CHARS else None
     if lexer is None:
         return escapeHtml(code)
-    return highlight(code, lexer, _FORMATTER)
+    return str(highlight(code, lexer, _FORMATTER))
 
 
-def _fence_is_open(token, env) -> bool:
+def _fence_is_open(token: Token, env: EnvType) -> bool:
     """Whether a fence of a partial text has not reached its closing marker yet."""
     lines = env.get("partial_lines")
     if lines is None or not token.map:
@@ -160,7 +166,9 @@ def _fence_is_open(token, env) -> bool:
     return end - 1 <= start or not (last.startswith(closing) and set(last) == {token.markup[0]})
 
 
-def _render_fence(self, tokens, idx, options, env) -> str:
+def _render_fence(
+    self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
+) -> str:
     token = tokens[idx]
     info = unescapeAll(token.info).strip() if token.info else ""
     first = info.split(maxsplit=1)[0] if info else ""
@@ -174,12 +182,14 @@ def _is_relative_path(src: str) -> bool:
     return bool(src) and not _SCHEME_RE.match(src) and not src.startswith(("/", "\\", "#", "?"))
 
 
-def _render_image(self, tokens, idx, options, env) -> str:
+def _render_image(
+    self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
+) -> str:
     token = tokens[idx]
-    src = token.attrGet("src") or ""
+    src = str(token.attrGet("src") or "")
     alt = self.renderInlineAsText(token.children or [], options, env)
     title = token.attrGet("title")
-    title_attr = f' title="{escapeHtml(title)}"' if title else ""
+    title_attr = f' title="{escapeHtml(str(title))}"' if title else ""
     if _is_relative_path(src):
         return f'<img data-media="{escapeHtml(unescapeAll(src))}" alt="{escapeHtml(alt)}"{title_attr}>'
     if env.get("remote_images") and src.lower().startswith("https://"):
@@ -198,15 +208,19 @@ def _math(latex: str, display: str) -> str:
         return f'<code class="math-source">{escapeHtml(latex)}</code>'
 
 
-def _render_math_inline(self, tokens, idx, options, env) -> str:
+def _render_math_inline(
+    self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
+) -> str:
     return _math(tokens[idx].content, "inline")
 
 
-def _render_math_block(self, tokens, idx, options, env) -> str:
+def _render_math_block(
+    self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
+) -> str:
     return f'<div class="math-block">{_math(tokens[idx].content, "block")}</div>\n'
 
 
-def _table_align_to_attr(state) -> None:
+def _table_align_to_attr(state: StateCore) -> None:
     # markdown-it marks column alignment with style="text-align:x"; styles are never allowed through.
     for token in state.tokens:
         if token.type in ("th_open", "td_open") and token.attrs:
@@ -275,7 +289,7 @@ class _RenderCache:
             self._chars = 0
             self.hits = self.misses = 0
 
-    def info(self) -> dict:
+    def info(self) -> dict[str, Any]:
         with self._lock:
             return {
                 "entries": len(self._items),
@@ -307,7 +321,7 @@ def _render_uncached(text: str, *, partial: bool = False, remote_images: bool = 
     if _too_costly_for_markdown(text):
         text = text.encode("utf-8", "replace").decode("utf-8")
         return f'<pre class="plain-text"><code>{escapeHtml(text)}</code></pre>\n'
-    env = {"remote_images": remote_images}
+    env: dict[str, Any] = {"remote_images": remote_images}
     if partial:
         env["partial_lines"] = text.split("\n")
     try:
@@ -337,12 +351,12 @@ def render_cache_clear() -> None:
     _CACHE.clear()
 
 
-def render_cache_info() -> dict:
+def render_cache_info() -> dict[str, Any]:
     """``{"entries", "chars", "hits", "misses"}`` of the render cache."""
     return _CACHE.info()
 
 
-def message_text(content) -> str | None:
+def message_text(content: Any) -> str | None:
     """The readable text of message content: the string itself, or its text parts joined; else None."""
     if isinstance(content, str):
         return content
@@ -361,7 +375,7 @@ def message_text(content) -> str | None:
     return "\n\n".join(texts) if texts else None
 
 
-def render_message(msg: dict) -> dict | None:
+def render_message(msg: dict[str, Any]) -> dict[str, Any] | None:
     """``{"html": ...}`` for a message with string content or text parts; None for anything else."""
     if not isinstance(msg, dict):
         return None

@@ -44,7 +44,7 @@ def _only_thinking_parts(content: Any) -> bool:
     )
 
 
-def _is_reasoning_only(msg: dict) -> bool:
+def _is_reasoning_only(msg: dict[str, Any]) -> bool:
     if msg.get("role") != "assistant" or msg.get("tool_calls"):
         return False
     if _text_of(msg.get("content")).strip():
@@ -54,14 +54,14 @@ def _is_reasoning_only(msg: dict) -> bool:
     )
 
 
-def _call_ids(msg: dict) -> list[str]:
+def _call_ids(msg: dict[str, Any]) -> list[str]:
     calls = msg.get("tool_calls")
     if not isinstance(calls, list):
         return []
     return [c["id"] for c in calls if isinstance(c, dict) and isinstance(c.get("id"), str)]
 
 
-def sanitize_messages_for_api(messages: list) -> list[dict]:
+def sanitize_messages_for_api(messages: list[Any]) -> list[dict[str, Any]]:
     """A deep-copied list of provider-safe rows (docs/session-model.md, "Compression")."""
     rows = [m for m in messages if isinstance(m, dict) and isinstance(m.get("role"), str) and m.get("role")]
     rows = [m for m in rows if not m.get("_error")]
@@ -81,7 +81,7 @@ def sanitize_messages_for_api(messages: list) -> list[dict]:
         elif m["role"] == "tool" and isinstance(m.get("tool_call_id"), str):
             answered.add(m["tool_call_id"])
 
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     for m in rows:
         if m["role"] == "tool" and m.get("tool_call_id") not in declared:
             continue
@@ -103,7 +103,7 @@ def sanitize_messages_for_api(messages: list) -> list[dict]:
     return _drop_unanswered_users(out)
 
 
-def _drop_unanswered_users(rows: list[dict]) -> list[dict]:
+def _drop_unanswered_users(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Drop each user row followed by another user row or by nothing (a compaction summary stays)."""
     kept = []
     for i, m in enumerate(rows):
@@ -114,7 +114,7 @@ def _drop_unanswered_users(rows: list[dict]) -> list[dict]:
     return kept
 
 
-def _drop_stray_recovered_users(rows: list[dict]) -> list[dict]:
+def _drop_stray_recovered_users(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Keep a ``_recovered`` user row only where it separates two assistant rows."""
     out = []
     for i, m in enumerate(rows):

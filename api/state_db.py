@@ -79,8 +79,8 @@ def _is_wal_database(path: Path) -> bool:
     return len(header) == 20 and header[18] == 2
 
 
-def _stat_key(path: Path) -> tuple:
-    out = []
+def _stat_key(path: Path) -> tuple[tuple[int, int, int] | None, ...]:
+    out: list[tuple[int, int, int] | None] = []
     for p in (path, Path(f"{path}-wal")):
         try:
             st = os.stat(p)
