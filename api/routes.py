@@ -14,6 +14,7 @@ from importlib import metadata
 from typing import Any
 
 from api import (
+    attachments,
     branch,
     compression,
     http_io,
@@ -197,6 +198,10 @@ def _handle_session_branch(handler, body: dict) -> None:
     j(handler, {"session": branch.branch_session(_sid(body), body.get("keep_count"))})
 
 
+def _handle_session_attach(handler, body: dict) -> None:
+    j(handler, {"attachment": attachments.store_attachment(_sid(body), body.get("name"), body.get("data"))})
+
+
 def _handle_media(handler, query: dict) -> None:
     data, content_type = media.read_media(_sid(query), query.get("path"))
     http_io.send_bytes(handler, data, content_type, cache="private, max-age=300")
@@ -263,7 +268,10 @@ def _handle_chat_start(handler, body: dict) -> None:
     if isinstance(message, str) and len(message.encode("utf-8", "surrogatepass")) > MESSAGE_MAX_BYTES:
         raise http_io.PayloadTooLarge(f"message is too long (at most {MESSAGE_MAX_BYTES // 1024} KB)")
     model = optional_str(body, "model", 200)
-    j(handler, streaming.start_turn(sid, message, model=model or None))
+    j(
+        handler,
+        streaming.start_turn(sid, message, model=model or None, attachment_paths=body.get("attachments")),
+    )
 
 
 def _last_event_id(handler, query: dict) -> int | None:
@@ -342,6 +350,7 @@ ROUTES: dict[tuple[str, str], Callable[[Any, dict], None]] = {
     ("POST", "/api/session/clear"): _handle_session_clear,
     ("POST", "/api/session/branch"): _handle_session_branch,
     ("GET", "/api/media"): _handle_media,
+    ("POST", "/api/session/attach"): _handle_session_attach,
     ("POST", "/api/session/compress"): _handle_session_compress,
     ("POST", "/api/session/compress/start"): _handle_session_compress_start,
     ("GET", "/api/session/compress/status"): _handle_session_compress_status,

@@ -24,6 +24,7 @@ from typing import Any
 from api import (
     agent_pool,
     agent_runtime,
+    attachments,
     compression,
     models,
     provider_errors,
@@ -130,13 +131,18 @@ def _history_for(session: models.Session) -> list[dict]:
     return sanitize_messages_for_api(merged)
 
 
-def start_turn(session_id: str, message: str, model: str | None = None) -> dict:
-    """Commit the user message durably, then run the agent in the background; answers ``{stream_id}``."""
+def start_turn(session_id: str, message: str, model: str | None = None, attachment_paths: Any = None) -> dict:
+    """Commit the user message durably, then run the agent in the background; answers ``{stream_id}``.
+
+    ``attachment_paths`` are workspace paths of files attached to the message (``api.attachments``);
+    the message the agent reads, and the one saved, names each of them.
+    """
     if _SHUTTING_DOWN.is_set():
         raise ApiError("Talaria is shutting down", status=503)
-    if not isinstance(message, str) or not message.strip():
+    attached = attachments.message_attachments(session_id, attachment_paths) if attachment_paths else []
+    if not isinstance(message, str) or not (message.strip() or attached):
         raise BadRequest("message must be a non-empty string")
-    message = scrub_surrogates(message)
+    message = scrub_surrogates(attachments.agent_text(message.strip() if attached else message, attached))
     stream_id = uuid.uuid4().hex
     turn = Turn(stream_id, session_id, message)
     with _config._get_session_agent_lock(session_id):
@@ -155,6 +161,8 @@ def start_turn(session_id: str, message: str, model: str | None = None) -> dict:
         now = time.time()
         turn.user_ts = now
         user_msg = {"role": "user", "content": message, "timestamp": now}
+        if attached:
+            user_msg["attachments"] = attached
         session.messages.append(user_msg)
         if session.context_messages:
             session.context_messages.append(dict(user_msg))

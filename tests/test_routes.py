@@ -18,7 +18,7 @@ DOCUMENTED = {
     ("POST", "/api/session/archive"), ("POST", "/api/session/delete"), ("POST", "/api/session/restore-deleted"),
     ("POST", "/api/session/retry"), ("POST", "/api/session/undo"), ("POST", "/api/session/truncate"),
     ("POST", "/api/session/clear"), ("POST", "/api/session/compress"), ("POST", "/api/session/compress/start"),
-    ("POST", "/api/session/branch"), ("GET", "/api/media"),
+    ("POST", "/api/session/branch"), ("GET", "/api/media"), ("POST", "/api/session/attach"),
     ("GET", "/api/session/compress/status"), ("POST", "/api/session/uncompress"), ("GET", "/api/session/export"),
     ("POST", "/api/session/import"), ("GET", "/api/session/recovery/audit"),
     ("POST", "/api/session/recovery/repair-safe"), ("GET", "/api/recovery/startup"), ("POST", "/api/chat/start"),

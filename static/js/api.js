@@ -95,7 +95,9 @@ export const api = {
     postJSON("/api/session/compress", focusTopic ? { session_id: sessionId, focus_topic: focusTopic } : { session_id: sessionId }),
   uncompress: (sessionId) => postJSON("/api/session/uncompress", { session_id: sessionId }),
 
-  chatStart: (sessionId, message) => postJSON("/api/chat/start", { session_id: sessionId, message }),
+  chatStart: (sessionId, message, attachments) =>
+    postJSON("/api/chat/start", attachments?.length ? { session_id: sessionId, message, attachments } : { session_id: sessionId, message }),
+  attach: (sessionId, name, data) => postJSON("/api/session/attach", { session_id: sessionId, name, data }),
   chatCancel: (streamId, sessionId) =>
     postJSON("/api/chat/cancel", streamId ? { stream_id: streamId } : { session_id: sessionId }),
 

@@ -2,6 +2,7 @@
 // the URL hash (#/s/<session id>), and handle keyboard shortcuts.
 
 import { api, setCsrfToken } from "./api.js";
+import { AttachmentTray } from "./attachments.js";
 import { ChatView } from "./chat.js";
 import { Composer } from "./composer.js";
 import { showLogin } from "./login.js";
@@ -86,6 +87,12 @@ class App {
       summary: $("tools-summary"),
       list: $("tools-list"),
       resetButton: $("tools-reset"),
+    });
+    this.attachments = new AttachmentTray({
+      form: $("composer"),
+      input: $("composer-input"),
+      dropZone: document.querySelector(".main"),
+      ensureSession: () => this.ensureSession(),
     });
     $("new-session").addEventListener("click", () => this.newSession());
     $("open-sidebar").addEventListener("click", () => this.toggleSidebar(true));
@@ -286,8 +293,14 @@ class App {
         sid = await this.applyEdit(sid, editIdx);
         if (!sid) return false;
       }
+      if (this.attachments.busy) {
+        toast("Wait for the attachments to finish uploading.");
+        return false;
+      }
+      const attached = this.attachments.paths();
       this.chat.appendUserBubble(text);
-      const started = await api.chatStart(sid, text);
+      const started = await api.chatStart(sid, text, attached);
+      this.attachments.clear();
       this.chat.follow(started.stream_id);
       this.sessions.refresh().catch(() => {}); // the row shows the turn as live
       return true;

@@ -145,6 +145,26 @@ function toolCallsOf(msg) {
     }));
 }
 
+// A message's attachments: images from the workspace (the page points data-media at the media
+// route), other files by name and path.
+function attachmentList(items) {
+  const box = el("div", "msg-attachments");
+  for (const item of items) {
+    if (!item || typeof item.path !== "string") continue;
+    if (item.kind === "image") {
+      const img = el("img", "attach-image");
+      img.dataset.media = item.path;
+      img.alt = item.name || item.path;
+      box.append(img);
+    } else {
+      const chip = el("span", "attach-chip attach-file", item.name || item.path);
+      chip.title = item.path;
+      box.append(chip);
+    }
+  }
+  return box;
+}
+
 function roleLabel(role) {
   if (role === "user") return "You";
   if (role === "assistant") return "Hermes";
@@ -201,6 +221,16 @@ export function renderMessage(msg, { toolCards } = {}) {
     else body.textContent = text;
     if (typeof msg.html !== "string") body.classList.add("plain");
     article.append(body);
+  }
+
+  if (Array.isArray(msg.attachments) && msg.attachments.length) {
+    // The lines naming the attachments are for the agent; the page shows the attachments themselves.
+    const body = article.querySelector(":scope > .msg-body");
+    for (const node of [...(body?.children || [])]) {
+      if (/^\[Attached (image|file): /.test(node.textContent)) node.remove();
+    }
+    if (body && typeof msg.html !== "string") body.textContent = text.replace(/\n*(\[Attached (image|file): [^\n]*\]\n?)+$/, "");
+    article.append(attachmentList(msg.attachments));
   }
 
   for (const call of toolCallsOf(msg)) {

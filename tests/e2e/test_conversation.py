@@ -392,3 +392,103 @@ def test_empty_untitled_sessions_stay_out_of_the_list(page, server):
     expect(
         page.locator(f'.session-row[data-sid="{first}"], .session-row[data-sid="{second}"]')
     ).to_have_count(0)
+
+
+# ---------------------------------------------------------------------- attachments
+
+PASTE_AND_DROP = """([kind, name, text]) => {
+  const data = new DataTransfer();
+  data.items.add(new File([text], name, { type: 'text/plain' }));
+  if (kind === 'paste') {
+    document.getElementById('composer-input').dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true }));
+  } else {
+    const main = document.querySelector('.main');
+    main.dispatchEvent(new DragEvent('dragover', { dataTransfer: data, bubbles: true, cancelable: true }));
+    main.dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
+  }
+}"""
+
+
+def png(width: int, height: int) -> bytes:
+    """A valid RGB PNG of one teal colour."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = b"".join(b"\x00" + b"\x2f\x6f\x6a" * width for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
+
+
+def test_attach_by_button_paste_and_drop_then_send(page, server, llm):
+    workspace = server.root / "attach-ws"
+    workspace.mkdir()
+    sid = server.post_json("/api/session/new", {"workspace": str(workspace)})["session"]["session_id"]
+    goto_app(page, f"/#/s/{sid}")
+    page.locator(".composer input[type=file]").set_input_files(
+        [
+            {"name": "../../pixel.png", "mimeType": "image/png", "buffer": png(96, 64)},
+            {"name": "data.csv", "mimeType": "text/csv", "buffer": b"a,b\n1,2\n"},
+        ]
+    )
+    page.evaluate(PASTE_AND_DROP, ["paste", "pasted.txt", "from the clipboard"])
+    page.evaluate(PASTE_AND_DROP, ["drop", "dropped.md", "# dropped"])
+    chips = page.locator(".attach-tray .attach-chip:not(.pending)")
+    expect(chips).to_have_count(4)
+    expect(chips).to_have_text(["pixel.png×", "data.csv×", "pasted.txt×", "dropped.md×"])
+    screenshots(page, "attachments-tray")
+    llm.script(Reply(text="I see a pixel and three files."))
+    wait_turn_done(page, send(page, "Look at these"))
+    expect(page.locator(".attach-tray")).to_be_hidden()
+    user = page.locator(".msg-user").last
+    image = user.locator("img.attach-image")
+    expect(image).to_be_visible()
+    page.wait_for_function("img => img.complete && img.naturalWidth === 96", arg=image.element_handle())
+    expect(user.locator(".msg-body")).to_have_text("Look at these")
+    expect(user.locator(".attach-file")).to_have_text(["data.csv", "pasted.txt", "dropped.md"])
+    # Stored under safe names inside the workspace; the agent was told each path.
+    assert sorted(p.name for p in (workspace / "uploads").iterdir()) == [
+        "data.csv",
+        "dropped.md",
+        "pasted.txt",
+        "pixel.png",
+    ]
+    asked = llm.chat_requests()[-1]["body"]["messages"]
+    text = next(m["content"] for m in reversed(asked) if m["role"] == "user")
+    assert "[Attached image: uploads/pixel.png (in the workspace)]" in str(text)
+    assert "[Attached file: uploads/data.csv (in the workspace)]" in str(text)
+    saved = server.get_json(f"/api/session?session_id={sid}")["session"]["messages"][0]
+    assert [a["path"] for a in saved["attachments"]] == [
+        "uploads/pixel.png",
+        "uploads/data.csv",
+        "uploads/pasted.txt",
+        "uploads/dropped.md",
+    ]
+    screenshots(page, "attachments-sent")
+
+
+def test_a_wrong_type_or_a_fake_image_is_refused_with_a_clear_error(page, server):
+    workspace = server.root / "attach-bad"
+    workspace.mkdir()
+    sid = server.post_json("/api/session/new", {"workspace": str(workspace)})["session"]["session_id"]
+    page.guard.allowed_statuses.add(415)
+    goto_app(page, f"/#/s/{sid}")
+    page.locator(".composer input[type=file]").set_input_files(
+        [{"name": "setup.exe", "mimeType": "application/octet-stream", "buffer": b"MZ\x90\x00"}]
+    )
+    expect(page.locator(".toast-error")).to_contain_text(
+        "only images (PNG, JPEG, GIF, WebP), PDFs and text files"
+    )
+    page.locator(".composer input[type=file]").set_input_files(
+        [{"name": "photo.png", "mimeType": "image/png", "buffer": b"<svg onload=alert(1)>"}]
+    )
+    expect(page.locator(".toast-error", has_text="photo.png is not a PNG")).to_be_visible()
+    expect(page.locator(".attach-tray .attach-chip")).to_have_count(0)
+    assert not (workspace / "uploads").exists() or not any((workspace / "uploads").iterdir())

@@ -1,0 +1,161 @@
+"""Attachments: files the person adds to a message, stored in the session's workspace.
+
+A file arrives as ``{session_id, name, data}`` (``data`` base64) and is written durably to
+``<workspace>/uploads/<safe name>``: the name loses any folder part, control and unusual characters,
+leading dots and excess length; an existing file is never overwritten (``name-1.ext``, …). Only known
+kinds are taken: images whose bytes are PNG, JPEG, GIF or WebP, PDFs that start like one, and text
+files (by extension) that are UTF-8. Size is bounded by ``attachment_max_bytes``. The ``uploads``
+folder must resolve inside the workspace, so a link there cannot carry a write elsewhere.
+
+A message names its attachments by their workspace paths; the agent is told each path (images are
+also shown in the transcript through the media route).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+import threading
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+from api import atomic, config, media
+from api.errors import BadRequest, Forbidden, PayloadTooLarge, UnsupportedMediaType
+
+UPLOADS = "uploads"
+NAME_MAX_CHARS = 100
+ATTACHMENTS_PER_MESSAGE = 10
+TEXT_EXTENSIONS = frozenset(
+    {
+        ".txt", ".md", ".markdown", ".csv", ".tsv", ".json", ".jsonl", ".yaml", ".yml", ".toml", ".ini",
+        ".xml", ".html", ".css", ".log", ".py", ".js", ".mjs", ".ts", ".tsx", ".jsx", ".sh", ".sql",
+        ".c", ".h", ".cpp", ".hpp", ".java", ".go", ".rs", ".rb", ".php", ".swift", ".kt", ".r", ".tex",
+    }
+)  # fmt: skip
+IMAGE_EXTENSIONS = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp"})
+_UNSAFE = re.compile(r"[^A-Za-z0-9._ -]+")
+_WRITE_LOCK = threading.Lock()
+
+
+def safe_name(name: Any) -> str:
+    """A plain file name made from what the browser sent: no folders, no hidden files, short, tame."""
+    if not isinstance(name, str):
+        raise BadRequest("name must be a string")
+    base = re.split(r"[\\/]", unicodedata.normalize("NFKC", name))[-1]
+    base = _UNSAFE.sub("_", "".join(ch for ch in base if ch.isprintable()))
+    base = re.sub(r"_+", "_", base).strip(" .")
+    stem, dot, ext = base.rpartition(".")
+    if not dot:
+        stem, ext = base, ""
+    ext = ext[:10]
+    stem = stem[: NAME_MAX_CHARS - len(ext) - 1].strip(" ._") or "attachment"
+    return f"{stem}.{ext}" if ext else stem
+
+
+def classify(name: str, data: bytes) -> tuple[str, str]:
+    """``(kind, content type)``: ``image`` by its signature, ``file`` for a PDF or UTF-8 text."""
+    ext = Path(name).suffix.lower()
+    if ext in IMAGE_EXTENSIONS:
+        content_type = media.image_type(data[:16])
+        if content_type is None:
+            raise UnsupportedMediaType(f"{name} is not a PNG, JPEG, GIF or WebP image")
+        return "image", content_type
+    if ext == ".pdf":
+        if not data.startswith(b"%PDF-"):
+            raise UnsupportedMediaType(f"{name} is not a PDF")
+        return "file", "application/pdf"
+    if ext in TEXT_EXTENSIONS:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise UnsupportedMediaType(f"{name} is not UTF-8 text") from None
+        return "file", "text/plain"
+    raise UnsupportedMediaType(
+        "only images (PNG, JPEG, GIF, WebP), PDFs and text files can be attached"
+        + (f"; not {ext} files" if ext else "")
+    )
+
+
+def decode(data: Any, limit: int) -> bytes:
+    if not isinstance(data, str):
+        raise BadRequest("data must be a base64 string")
+    if len(data) > (limit + 2) * 4 // 3 + 4:
+        raise PayloadTooLarge(f"the file is larger than {limit // (1024 * 1024)} MB")
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        raise BadRequest("data is not valid base64") from None
+    if not raw:
+        raise BadRequest("the file is empty")
+    if len(raw) > limit:
+        raise PayloadTooLarge(f"the file is larger than {limit // (1024 * 1024)} MB")
+    return raw
+
+
+def _uploads_folder(workspace: Path) -> Path:
+    folder = workspace / UPLOADS
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        raise Forbidden("the workspace's uploads folder is not a plain folder")
+    folder.mkdir(parents=True, exist_ok=True)
+    if not folder.resolve().is_relative_to(workspace):
+        raise Forbidden("the workspace's uploads folder is outside the workspace")
+    return folder
+
+
+def _free_path(folder: Path, name: str) -> Path:
+    stem, ext = Path(name).stem, Path(name).suffix
+    candidate, n = folder / name, 0
+    while candidate.exists() or candidate.is_symlink():
+        n += 1
+        candidate = folder / f"{stem}-{n}{ext}"
+    return candidate
+
+
+def store_attachment(session_id: str, name: Any, data: Any) -> dict:
+    """Write one attachment into the session's workspace; answers its path (relative), kind, size."""
+    workspace = media.session_workspace(session_id)
+    limit = int(config.setting("attachment_max_bytes"))
+    clean = safe_name(name)
+    raw = decode(data, limit)
+    kind, content_type = classify(clean, raw)
+    with _WRITE_LOCK:
+        target = _free_path(_uploads_folder(workspace), clean)
+        atomic.write_bytes_durable(target, raw)
+    relative = target.relative_to(workspace).as_posix()
+    return {
+        "path": relative,
+        "name": target.name,
+        "kind": kind,
+        "content_type": content_type,
+        "size": len(raw),
+    }
+
+
+def message_attachments(session_id: str, paths: Any) -> list[dict]:
+    """The attachments a message names, checked: each a file inside the session's workspace."""
+    if paths is None:
+        return []
+    if not isinstance(paths, list) or len(paths) > ATTACHMENTS_PER_MESSAGE:
+        raise BadRequest(f"attachments must be a list of at most {ATTACHMENTS_PER_MESSAGE} paths")
+    workspace = media.session_workspace(session_id)
+    out = []
+    for path in paths:
+        target = media.resolve_in_workspace(workspace, path)
+        if not target.is_file():
+            raise BadRequest(f"attachment {path!r} is not a file in the workspace")
+        kind = "image" if target.suffix.lower() in IMAGE_EXTENSIONS else "file"
+        out.append({"path": target.relative_to(workspace).as_posix(), "name": target.name, "kind": kind})
+    return out
+
+
+def agent_text(text: str, attached: list[dict]) -> str:
+    """The message as the agent reads it: the text, then one line naming each attachment's path."""
+    if not attached:
+        return text
+    lines = [
+        f"[Attached {'image' if item['kind'] == 'image' else 'file'}: {item['path']} (in the workspace)]"
+        for item in attached
+    ]
+    return text + "\n\n" + "\n".join(lines)
