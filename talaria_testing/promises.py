@@ -252,11 +252,7 @@ def spring_back_violations(exp: Expectation, post: dict[str, bytes], sessions: P
     brings none of them back (display nor model context) once the deliberate operation landed."""
     if exp.kind not in (DELIBERATE, COMPRESS) or fingerprint(post.get(live_rel())) != exp.new_fp:
         return []
-    try:
-        from api.reconcile import reconciled_state_db_messages_for_session
-    except ImportError:
-        return []
-    from api.models import _load_session_from_path
+    from api.models import _load_session_from_path, reconciled_state_db_messages_for_session
 
     old_doc = exp.old_doc()
     if not isinstance(old_doc, dict) or not isinstance(old_doc.get("messages"), list):
