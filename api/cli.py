@@ -34,10 +34,12 @@ def version() -> str:
 def build_arg_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="talaria",
+        usage="talaria [--host HOST] [--port PORT] [--state-dir DIR] [--hermes-home DIR] [--log-level LEVEL]"
+        " [--version] [doctor]",
         description="Talaria: a durable self-hosted web UI for the Hermes agent.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="commands:\n  doctor    check the config, state dir, state.db and model, each with a fix\n\n"
-        "settings (environment variable wins, then 'webui:' in $HERMES_HOME/config.yaml, then the default):\n"
+        "settings (the environment variable wins, then the key in $HERMES_HOME/config.yaml, then the default):\n"
         + config.settings_help(),
     )
     parser.add_argument("command", nargs="?", choices=["doctor"], help=argparse.SUPPRESS)

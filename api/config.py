@@ -323,8 +323,15 @@ def load_settings(
 
 
 def settings_help() -> str:
+    """Each setting's environment variable and ``config.yaml`` key, then its help and default."""
+
+    def names(setting: Setting) -> str:
+        # The agent's home holds config.yaml, so it can only come from the environment (or a flag).
+        key = "" if setting.name == "hermes_home" else f"  |  webui.{setting.name}"
+        return f"{setting.env or '-'}{key}"
+
     return "\n".join(
-        f"  {s.env or s.name:<34} {s.help} (default: {s.default if not callable(s.default) else 'derived'})"
+        f"  {names(s)}\n      {s.help} (default: {s.default if not callable(s.default) else 'derived'})"
         for s in SETTINGS
     )
 

@@ -57,3 +57,9 @@ def test_version_prints_the_installed_version(tmp_path):
     done = _talaria(tmp_path, "--version")
     assert done.returncode == 0
     assert done.stdout.strip() == f"talaria {cli.version()}" and cli.version() != "unknown"
+
+
+def test_help_names_each_settings_variable_and_config_key():
+    text = cli.build_arg_parser().format_help()
+    assert "  TALARIA_PASSWORD  |  webui.password\n" in text and "  HERMES_HOME\n" in text
+    assert text.startswith("usage: talaria [--host HOST]") and "[doctor]" in text.splitlines()[0]
