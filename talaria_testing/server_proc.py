@@ -133,7 +133,9 @@ class ServerProc:
         raise RuntimeError(f"/health never answered:\n{self.log_text()[-4000:]}")
 
     def _read_output(self, proc: subprocess.Popen) -> None:
-        with open(self.log_path, "a", encoding="utf-8") as log:
+        assert proc.stdout is not None
+        # The pipe is closed here, at the server's end of output; left to the garbage collector it warns.
+        with proc.stdout, open(self.log_path, "a", encoding="utf-8") as log:
             for line in proc.stdout:
                 self.output.append(line)
                 log.write(line)
