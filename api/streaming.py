@@ -324,10 +324,19 @@ def _partial_row(turn: Turn, now: float) -> dict:
 
 
 def _drop_partial_tail(session: models.Session) -> None:
-    while (
-        session.messages and isinstance(session.messages[-1], dict) and session.messages[-1].get("_partial")
-    ):
-        session.messages.pop()
+    """Remove the checkpoint rows at the end of the transcript and of the model context."""
+    for rows in (session.messages, session.context_messages):
+        while rows and isinstance(rows[-1], dict) and rows[-1].get("_partial"):
+            rows.pop()
+
+
+def _put_checkpoint(session: models.Session, turn: Turn) -> None:
+    """The partial answer as the last row, in the compressed context too: a crash leaves both saying it."""
+    _drop_partial_tail(session)
+    row = _partial_row(turn, time.time())
+    session.messages.append(row)
+    if session.context_messages:
+        session.context_messages.append(dict(row))
 
 
 def _own_session(turn: Turn) -> models.Session | None:
@@ -345,8 +354,7 @@ def _checkpoint(turn: Turn) -> None:
         if session is None:
             return
         before = _fields_of(session)
-        _drop_partial_tail(session)
-        session.messages.append(_partial_row(turn, time.time()))
+        _put_checkpoint(session, turn)
         _save_or_undo(session, before, touch_updated_at=False)
 
 
@@ -630,7 +638,6 @@ def shutdown(timeout: float = 5.0) -> None:
                 except KeyError:
                     continue
                 if session.active_stream_id == turn.stream_id and turn.partial_text:
-                    _drop_partial_tail(session)
-                    session.messages.append(_partial_row(turn, time.time()))
+                    _put_checkpoint(session, turn)
                 if _mark_interrupted(session):
                     session.save(touch_updated_at=False)

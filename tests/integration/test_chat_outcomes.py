@@ -198,3 +198,24 @@ def test_lone_surrogates_from_the_model_typed_text_or_an_import_become_u_fffd_an
     )["session"]
     again = session(srv, imported["session_id"])
     assert again["title"] == "t\ufffd" and again["messages"][0]["content"] == "a \ufffd b"
+
+
+def test_in_a_compressed_session_a_killed_turns_checkpoint_still_reaches_the_model(fake, tmp_path):
+    srv = _server(tmp_path, fake.base_url).start()
+    try:
+        sid = new_session(srv)
+        for i in range(4):
+            drive(srv, fake, sid, "answer", f"warm-up {i}", f"w{i}")
+            fake.reset()
+        assert srv.post_json("/api/session/compress", {"session_id": sid})["changed"]
+        kill_mid_turn(srv, fake, sid, "lost words", "t1", 2)
+        events = drive(srv, fake, sid, "answer", "fresh words", "t2")
+        assert "error" not in names(events)
+        sent = sent_rows(fake, "fresh words")
+        assert sent[-3:] == [
+            ("user", "lost words"),
+            ("assistant", "t1-w0 t1-w1", ()),
+            ("user", "fresh words"),
+        ]
+    finally:
+        srv.stop()
