@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import re
 import threading
 import time
 import uuid
@@ -17,7 +16,9 @@ from typing import Any
 
 from api import agent_runtime, atomic, models, toolsets
 from api import config as _config
+from api.anchor import anchor_message_key, visible_messages_for_anchor
 from api.errors import ApiError, BadRequest, Conflict, redact_paths
+from api.message_keys import collapse, is_context_compression_marker
 from api.messages import timestamp_or_ts
 from api.sanitize import sanitize_messages_for_api
 from api.session_ops import _truncation_watermark_for, editable_session
@@ -26,7 +27,6 @@ log = logging.getLogger("talaria.compression")
 
 MIN_MESSAGES = 4
 FOCUS_MAX_CHARS = 500
-_WS = re.compile(r"\s+")
 
 
 def normalise_focus(value: Any) -> str | None:
@@ -37,64 +37,6 @@ def normalise_focus(value: Any) -> str | None:
 
 
 # ---------------------------------------------------------------------- anchors
-
-
-def _collapse(text: str) -> str:
-    return _WS.sub(" ", text).strip()
-
-
-def _anchor_text(msg: dict) -> str:
-    content = msg.get("content")
-    if isinstance(content, str):
-        return _collapse(content)
-    if isinstance(content, list):
-        parts = [
-            p.get("text", "") for p in content if isinstance(p, dict) and p.get("type", "text") == "text"
-        ]
-        return _collapse(" ".join(p for p in parts if isinstance(p, str)))
-    return ""
-
-
-def is_compaction_marker(msg: Any) -> bool:
-    from api.reconcile import is_context_compression_marker
-
-    return is_context_compression_marker(msg)
-
-
-def visible_messages_for_anchor(messages: list, auto_compression: bool = False) -> list[dict]:
-    """Rows a person sees as turns (docs/session-model.md, "Compression")."""
-    out = []
-    for m in messages:
-        if not isinstance(m, dict) or not m.get("role") or m.get("role") == "tool":
-            continue
-        if is_compaction_marker(m):
-            continue
-        attachments = m.get("attachments")
-        has_attachments = isinstance(attachments, list) and bool(attachments)
-        text = _anchor_text(m)
-        if m["role"] in ("user", "system"):
-            if text or has_attachments:
-                out.append(m)
-        elif m["role"] == "assistant":
-            content = m.get("content")
-            tool_use = isinstance(content, list) and any(
-                isinstance(p, dict) and p.get("type") == "tool_use" for p in content
-            )
-            if text or has_attachments or m.get("tool_calls") or tool_use or m.get("reasoning"):
-                out.append(m)
-        elif text:
-            out.append(m)
-    return out
-
-
-def anchor_message_key(msg: dict) -> dict | None:
-    attachments = msg.get("attachments")
-    count = len(attachments) if isinstance(attachments, list) else 0
-    ts = msg.get("_ts") if msg.get("_ts") is not None else msg.get("timestamp")
-    text = _anchor_text(msg)[:160]
-    if not text and not count and ts is None:
-        return None
-    return {"role": msg.get("role"), "ts": ts, "text": text, "attachments": count}
 
 
 def set_anchor(session: models.Session, visible_upto: list, **details) -> None:
@@ -158,13 +100,13 @@ def _anchor_summary(summary: dict, compressed: list) -> str | None:
     for key in ("reference_message", "token_line", "headline"):
         value = summary.get(key)
         if isinstance(value, str) and value.strip():
-            return _collapse(value)
+            return collapse(value)
     for m in reversed(compressed):
         content = m.get("content") if isinstance(m, dict) else None
         if m.get("role") == "assistant" and isinstance(content, str):
             low = content.lower()
             if "context compaction" in low or "context compression" in low:
-                return _collapse(content)
+                return collapse(content)
     return None
 
 
@@ -419,7 +361,7 @@ def record_auto_compression(
     """The agent compacted its context inside a turn: store the new context and the anchor, never touch messages."""
     marker_idx = None
     for i in range(len(session.messages) - 1, -1, -1):
-        if is_compaction_marker(session.messages[i]):
+        if is_context_compression_marker(session.messages[i]):
             marker_idx = i
             break
     upto = (
@@ -431,9 +373,9 @@ def record_auto_compression(
     session.compression_undo = None  # the agent replaced the context; a manual undo no longer applies
     tokens_after = estimate_tokens(session.context_messages)
     set_anchor(session, upto, tokens_before=tokens_before, tokens_after=tokens_after)
-    summary_row = next((m for m in new_context if is_compaction_marker(m)), None)
+    summary_row = next((m for m in new_context if is_context_compression_marker(m)), None)
     if summary_row is not None:
-        session.compression_anchor_summary = _collapse(str(summary_row.get("content") or ""))[:2000]
+        session.compression_anchor_summary = collapse(str(summary_row.get("content") or ""))[:2000]
     session.post_compression_context_tokens_estimate = tokens_after or None
     return {
         "anchor_idx": session.compression_anchor_visible_idx,

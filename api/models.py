@@ -705,5 +705,6 @@ def reconciled_state_db_messages_for_session(
     if session is None:
         return []
     if state_messages is None:
-        state_messages = get_state_db_session_messages(getattr(session, "session_id", None))
+        sid: Any = getattr(session, "session_id", None)
+        state_messages = get_state_db_session_messages(sid)
     return reconciled_view(session, state_messages, prefer_context=prefer_context)

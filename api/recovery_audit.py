@@ -11,6 +11,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from api import state_db, tombstones
 from api.recovery_files import KEPT_NAME, Scan, orphan_kind, read_deleted, read_doc, scan_folder
 from api.recovery_rules import NO_ACTION, RESTORE, live_only_message_count, message_count, recovery_verdict
 
@@ -179,8 +180,6 @@ def _state_db_items(folder: Path, scan, state_db_path) -> list[dict]:
     if state_db_path is None:
         return []
     try:
-        from api import state_db
-
         ids = state_db.session_ids(Path(state_db_path))
         rows = state_db.list_agent_sessions(Path(state_db_path), limit=1_000_000) if ids else []
     except Exception as exc:  # noqa: BLE001 - the audit reports what it can
@@ -190,8 +189,6 @@ def _state_db_items(folder: Path, scan, state_db_path) -> list[dict]:
         return []
     deleted = read_deleted(folder)
     try:
-        from api import tombstones
-
         pruned = tombstones.read_pruned_ids(folder)
     except Exception:  # noqa: BLE001
         pruned = set()

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from api import session_index, tombstones
+from api import session_index, state_db, tombstones
 from api.jsonio import loads as loads_json
 from api.recovery_rules import message_count
 from api.session_fields import is_safe_session_id
@@ -135,8 +135,6 @@ def state_db_has_session(sid: str, state_db_path: Path | None) -> bool:
     if state_db_path is None:
         return True
     try:
-        from api import state_db
-
         found = state_db.has_session(sid, Path(state_db_path))
     except Exception as exc:  # noqa: BLE001
         log.warning("state.db lookup for %s failed (%s); treating it as present", sid, exc)

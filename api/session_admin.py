@@ -19,6 +19,7 @@ from typing import Any
 from api import atomic, jsonio, models, session_index, state_db, tombstones
 from api import config as _config
 from api import workspace as _workspace
+from api.anchor import anchor_message_index
 from api.errors import ApiError, BadRequest, Conflict, NotFound
 from api.session_fields import is_safe_session_id, message_text, new_session_id
 
@@ -128,9 +129,12 @@ def full_session(
             value = getattr(session, name, None)
             row[name] = list(value) if isinstance(value, list) else value
         row["can_uncompress"] = isinstance(getattr(session, "compression_undo", None), dict)
-        details = session.compression_anchor_details or {}
-        row["compression_anchor_idx"] = (
-            details.get("message_idx") if session.compression_anchor_message_key else None
+        details = session.compression_anchor_details
+        row["compression_anchor_idx"] = anchor_message_index(
+            messages,
+            session.compression_anchor_message_key,
+            session.compression_anchor_visible_idx,
+            details.get("message_idx") if isinstance(details, dict) else None,
         )
     row.update(_paged_messages(messages, msg_limit, msg_before))
     return row

@@ -82,7 +82,7 @@ class SessionFields:
     personality: Any
     active_stream_id: Any
     pending_user_message: Any
-    pending_attachments: list
+    pending_attachments: list[Any]
     pending_started_at: Any
     pending_user_source: Any
     compression_anchor_visible_idx: Any
@@ -92,13 +92,13 @@ class SessionFields:
     context_engine: Any
     compression_anchor_engine: Any
     compression_anchor_mode: Any
-    compression_anchor_details: dict
-    context_engine_state: dict
+    compression_anchor_details: dict[str, Any]
+    context_engine_state: dict[str, Any]
     context_length: Any
     threshold_tokens: Any
     last_prompt_tokens: Any
     post_compression_context_tokens_estimate: int | None
-    compression_recovery: dict
+    compression_recovery: dict[str, Any]
     recommended_recovery_action: Any
     compression_recovery_source_session_id: str | None
     compression_recovery_action: str | None
@@ -106,8 +106,8 @@ class SessionFields:
     truncation_boundary: float | None
     clear_generation: str | None
     intentional_shrink_generation: str | None
-    gateway_routing: dict | None
-    gateway_routing_history: list
+    gateway_routing: dict[str, Any] | None
+    gateway_routing_history: list[Any]
     llm_title_generated: bool
     manual_title: bool
     parent_session_id: Any
@@ -122,17 +122,17 @@ class SessionFields:
     source_label: Any
     read_only: bool
     enabled_toolsets: Any
-    composer_draft: dict
-    process_wakeup_pause: dict
+    composer_draft: dict[str, Any]
+    process_wakeup_pause: dict[str, Any]
     share_token: str | None
     share_created_at: Any
-    messages: list
-    tool_calls: list
-    anchor_activity_scenes: dict
-    context_messages: list
+    messages: list[Any]
+    tool_calls: list[Any]
+    anchor_activity_scenes: dict[str, Any]
+    context_messages: list[Any]
     compression_generation: str | None
-    compression_undo: dict | None
-    pending_question: dict | None
+    compression_undo: dict[str, Any] | None
+    pending_question: dict[str, Any] | None
 
 
 # Computed at save and written ahead of "messages", so a prefix read gives the whole sidebar row.

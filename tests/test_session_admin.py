@@ -405,3 +405,15 @@ def test_an_edit_whose_save_fails_changes_nothing_and_a_later_pin_keeps_the_file
         failed_saves.fails_and_changes_nothing(
             mnt, "adm", lambda: METADATA_EDITS[edit]("adm"), failed_saves.FAULTS[fault]
         )
+
+
+def test_a_session_compressed_elsewhere_gets_its_anchor_index_from_the_server(state_dir):
+    """hermes-webui records the anchor's key but no index: the page is sent the index all the same."""
+    rows = [
+        {"role": "user", "content": "q1", "_ts": 1.0},
+        {"role": "assistant", "content": "a1", "_ts": 2.0},
+        {"role": "user", "content": "q2", "_ts": 3.0},
+    ]
+    key = {"role": "assistant", "ts": 2.0, "text": "a1", "attachments": 0}
+    Session(session_id="anch1", messages=rows, compression_anchor_message_key=key).save()
+    assert session_admin.full_session_by_id("anch1")["compression_anchor_idx"] == 1

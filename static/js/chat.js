@@ -171,7 +171,7 @@ export class ChatView {
 
   placeMarker() {
     for (const node of this.list.querySelectorAll(".compress-marker")) node.remove();
-    const idx = anchorMessageIdx(this.session, this.messages);
+    const idx = anchorMessageIdx(this.session);
     if (idx === null) return;
     const after = this.list.querySelector(`.msg[data-idx="${idx}"]`);
     if (after) after.after(compressionMarker(this.session));

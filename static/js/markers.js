@@ -1,48 +1,15 @@
 // What the store guarantees, made visible: the compression marker, the context meter, the recovery banner.
 
-import { el, messageText, messageTimestamp } from "./render.js";
+import { el } from "./render.js";
 
 function collapse(text) {
   return String(text || "").replace(/\s+/g, " ").trim();
 }
 
-function hasVisibleContent(msg) {
-  if (!msg || typeof msg !== "object" || !msg.role || msg.role === "tool") return false;
-  if (/^\s*\[context compaction/i.test(messageText(msg))) return false;
-  const attachments = Array.isArray(msg.attachments) && msg.attachments.length > 0;
-  if (msg.role === "assistant") {
-    return Boolean(collapse(messageText(msg)) || attachments || (msg.tool_calls || []).length || msg.reasoning);
-  }
-  return Boolean(collapse(messageText(msg)) || attachments);
-}
-
-// The `_idx` of the message the compression marker follows, among the loaded `messages`; null when it
-// is not loaded (or the session was never compressed).
-export function anchorMessageIdx(session, messages) {
-  if (!session) return null;
-  if (Number.isInteger(session.compression_anchor_idx)) return session.compression_anchor_idx;
-  const visibleIdx = session.compression_anchor_visible_idx;
-  if (visibleIdx === null || visibleIdx === undefined) return null;
-  const key = session.compression_anchor_message_key;
-  if (key && typeof key === "object") {
-    const keyText = collapse(key.text).slice(0, 160);
-    for (let i = messages.length - 1; i >= 0; i -= 1) {
-      const msg = messages[i];
-      if (msg.role !== key.role) continue;
-      const ts = messageTimestamp(msg);
-      const sameTs = key.ts === null || key.ts === undefined || (ts !== null && Math.abs(ts - Number(key.ts)) < 1e-6);
-      if (sameTs && collapse(messageText(msg)).slice(0, 160) === keyText) return msg._idx;
-    }
-  }
-  // Without a key, count visible rows; this is exact only when the window starts at the first message.
-  if (messages.length && messages[0]._idx === 0) {
-    let seen = -1;
-    for (const msg of messages) {
-      if (hasVisibleContent(msg)) seen += 1;
-      if (seen === visibleIdx) return msg._idx;
-    }
-  }
-  return null;
+// The `_idx` of the message the compression marker follows, as the server sends it (the anchor rules live
+// there); null when the session was never compressed or the anchor's row is gone.
+export function anchorMessageIdx(session) {
+  return Number.isInteger(session?.compression_anchor_idx) ? session.compression_anchor_idx : null;
 }
 
 function parseCount(text) {

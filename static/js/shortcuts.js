@@ -1,5 +1,6 @@
 // The keyboard shortcuts, listed by `?`.
 
+import { COMMANDS } from "./composer.js";
 import { ask } from "./dialog.js";
 import { el } from "./render.js";
 
@@ -10,7 +11,7 @@ export const SHORTCUTS = [
   ["Alt + Shift + N", "New session"],
   ["Ctrl + K", "Search sessions"],
   ["/", "Search sessions (outside the message box)"],
-  ["/ in the message box", "Slash commands: /compress, /undo, /retry, /clear, /title …"],
+  ["/ in the message box", `Slash commands: ${COMMANDS.map((c) => `/${c.name}`).join(", ")}`],
   ["?", "This list"],
 ];
 
