@@ -246,6 +246,29 @@ def generate_title(
     return title_generator.generate_title(user_text, answer_text, timeout=timeout, main_runtime=runtime)
 
 
+def user_content(agent, text: str, image_paths: list[str], cfg: dict | None = None) -> Any:
+    """The user message as the agent gets it. With attached images, and a model the agent's own image
+    routing says can see them (``agent.image_input_mode``, the model's vision capability), OpenAI-style
+    parts: the text as saved (it names each attachment's path), then each image as a data URL.
+    Otherwise the text alone (the agent can still open the files by their paths)."""
+    if not image_paths:
+        return text
+    try:
+        routing = agent_module("agent.image_routing")
+        if cfg is None:
+            cfg = agent_module("hermes_cli.config").load_config_readonly()
+        provider = str(getattr(agent, "provider", "") or "")
+        model = str(getattr(agent, "model", "") or "")
+        if routing.decide_image_input_mode(provider, model, cfg) != "native":
+            return text
+        parts, _skipped = routing.build_native_content_parts(text, list(image_paths))
+    except Exception:  # noqa: BLE001 - the text still names every file
+        log.warning("building image parts failed; sending the text alone", exc_info=True)
+        return text
+    images = [part for part in parts if isinstance(part, dict) and part.get("type") == "image_url"]
+    return [{"type": "text", "text": text}, *images] if images else text
+
+
 def close_agent(agent) -> None:
     """Close the agent's clients and its SessionDB handle (errors are logged, not raised)."""
     try:

@@ -159,3 +159,12 @@ def agent_text(text: str, attached: list[dict]) -> str:
         for item in attached
     ]
     return text + "\n\n" + "\n".join(lines)
+
+
+def image_files(session_id: str, attached: list[dict]) -> list[str]:
+    """Absolute paths of the attached images (checked again: inside the session's workspace)."""
+    images = [item["path"] for item in attached if item.get("kind") == "image"]
+    if not images:
+        return []
+    workspace = media.session_workspace(session_id)
+    return [str(media.resolve_in_workspace(workspace, path)) for path in images]

@@ -56,6 +56,7 @@ class Turn:
         self.session_id = session_id
         self.user_text = user_text
         self.user_ts = user_ts
+        self.image_paths: list[str] = []  # attached images (absolute), for a model that can see them
         self.finished_at: float | None = None
         self.events: list[tuple[int, str, dict]] = []
         self.cond = threading.Condition()
@@ -145,6 +146,7 @@ def start_turn(session_id: str, message: str, model: str | None = None, attachme
     message = scrub_surrogates(attachments.agent_text(message.strip() if attached else message, attached))
     stream_id = uuid.uuid4().hex
     turn = Turn(stream_id, session_id, message)
+    turn.image_paths = attachments.image_files(session_id, attached)
     with _config._get_session_agent_lock(session_id):
         try:
             session = models.get_session(session_id)
@@ -214,7 +216,7 @@ def _run_turn(turn: Turn, session: models.Session, message: str, history: list, 
         key, agent = agent_pool.take(session)
         runner = agent_runtime.TurnRunner(
             agent,
-            message,
+            agent_runtime.user_content(agent, message, turn.image_paths),
             history,
             live_render,
             persist_text=message,

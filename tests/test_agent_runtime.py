@@ -418,3 +418,23 @@ def test_a_missing_agent_package_is_reported_as_unavailable(monkeypatch, tmp_pat
 def test_without_a_state_db_path_the_agent_gets_no_session_db(fake_hermes):
     agent = agent_runtime.build_agent("s2", "m1", "custom", state_db_path=None)
     assert agent.kwargs["session_db"] is None and agent.kwargs["provider"] == "custom"
+
+
+def test_attached_images_become_image_parts_when_the_agent_routes_them_natively(tmp_path):
+    from types import SimpleNamespace
+
+    from api import agent_runtime
+
+    png = tmp_path / "dot.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 16)
+    agent = SimpleNamespace(provider="custom", model="m")
+    text = "Look\n\n[Attached image: uploads/dot.png (in the workspace)]"
+    assert agent_runtime.user_content(agent, text, []) == text
+    assert (
+        agent_runtime.user_content(agent, text, [str(png)], cfg={"agent": {"image_input_mode": "text"}})
+        == text
+    )
+    parts = agent_runtime.user_content(agent, text, [str(png)], cfg={"agent": {"image_input_mode": "native"}})
+    assert parts[0] == {"type": "text", "text": text}
+    assert [p["type"] for p in parts] == ["text", "image_url"]
+    assert parts[1]["image_url"]["url"].startswith("data:image/png;base64,")
