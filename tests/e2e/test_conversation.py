@@ -102,6 +102,14 @@ def test_a_reader_who_scrolls_up_stays_put_and_can_jump_to_latest(page, server, 
     )
     jump = page.locator(".jump-latest")
     expect(jump).to_be_visible()
+    # Let the wheel's smooth scroll come to rest before noting where the reader is.
+    page.wait_for_function(
+        """() => new Promise((resolve) => {
+            const t = document.getElementById('transcript');
+            const first = t.scrollTop;
+            setTimeout(() => resolve(t.scrollTop === first), 250);
+        })"""
+    )
     held = page.evaluate(FIRST_VISIBLE)
     expect(page.locator(".msg.live .live-text")).to_contain_text("w60")
     top = page.evaluate(ROW_TOP, held[0])
