@@ -17,7 +17,6 @@ import logging
 import threading
 import time
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from api import (
     session_index,
     session_ops,
     titles,
+    turn_rows,
     turn_scope,
 )
 from api import config as _config
@@ -318,13 +318,6 @@ class _Cancelled(Exception):
     pass
 
 
-def _partial_row(turn: Turn, now: float) -> dict:
-    row = {"role": "assistant", "content": "".join(turn.partial_text), "timestamp": now, "_partial": True}
-    if turn.partial_reasoning:
-        row["reasoning"] = "".join(turn.partial_reasoning)
-    return row
-
-
 def _drop_partial_tail(session: models.Session) -> None:
     """Remove the checkpoint rows at the end of the transcript and of the model context."""
     for rows in (session.messages, session.context_messages):
@@ -335,7 +328,7 @@ def _drop_partial_tail(session: models.Session) -> None:
 def _put_checkpoint(session: models.Session, turn: Turn) -> None:
     """The partial answer as the last row, in the compressed context too: a crash leaves both saying it."""
     _drop_partial_tail(session)
-    row = _partial_row(turn, time.time())
+    row = turn_rows.partial_row(turn, time.time())
     session.messages.append(row)
     if session.context_messages:
         session.context_messages.append(dict(row))
@@ -360,81 +353,6 @@ def _checkpoint(turn: Turn) -> None:
         _save_or_undo(session, before, touch_updated_at=False)
 
 
-def _is_turn_user_row(row: Any, turn: Turn) -> bool:
-    """This turn's user row: the agent stamps it with the timestamp passed as ``persist_user_timestamp``
-    (text is the fallback for a row that lost its stamp)."""
-    if not (isinstance(row, dict) and row.get("role") == "user"):
-        return False
-    if turn.user_ts is not None and row.get("timestamp") == turn.user_ts:
-        return True
-    return message_text(row) == turn.user_text
-
-
-def _new_rows(result_messages: list, turn: Turn) -> list[dict]:
-    """The rows the agent added after this turn's user row, in order."""
-    rows = [r for r in result_messages if isinstance(r, dict)]
-    stamped = [
-        i for i, r in enumerate(rows) if r.get("role") == "user" and r.get("timestamp") == turn.user_ts
-    ]
-    found = stamped or [i for i, r in enumerate(rows) if _is_turn_user_row(r, turn)]
-    if not found:
-        if rows:
-            log.warning("turn %s: the agent's messages lack this turn's user row", turn.stream_id)
-        return []
-    return [_stored_row(r) for r in rows[found[-1] + 1 :]]
-
-
-def _stored_row(row: dict) -> dict:
-    """A copy of an agent row without the agent's own bookkeeping keys."""
-    out = scrub_surrogates(copy.deepcopy(row))
-    out.pop("_db_persisted", None)
-    return out
-
-
-def _stamp(rows: list[dict], base: float) -> None:
-    for k, row in enumerate(rows):
-        if not row.get("timestamp"):
-            row["timestamp"] = base + k * 1e-6
-
-
-@dataclass
-class _Outcome:
-    """How a turn ends, decided from its result alone (``_turn_outcome``), then applied by ``_finalize``."""
-
-    rows: list[dict]  # the answer rows to append to the transcript
-    error: tuple[str, str | None] | None  # (message, hint) of an error event and its visible row
-    stopped: bool  # the person stopped it (or a shutdown did)
-    interrupted: bool  # a shutdown stopped it: keep the text as partial and add the interrupted marker
-
-
-def _turn_outcome(turn: Turn, result, error: tuple[str, str | None] | None, now: float) -> _Outcome:
-    rows: list[dict] = []
-    if result is not None:
-        failed = result.failed or (result.error and not result.completed and not result.interrupted)
-        rows = _new_rows(result.messages, turn)
-        # A failed turn's final_response is the agent's error text, and a stopped one's (without rows)
-        # its "Operation interrupted: waiting for model response" notice: neither is an answer.
-        if not rows and result.final_response and not failed and not result.interrupted:
-            rows = [{"role": "assistant", "content": result.final_response}]
-        if failed:
-            error = (result.error or "The model call failed.", None)
-    stopped = turn.cancel_requested or (result is not None and result.interrupted)
-    if stopped and not rows and turn.partial_text:
-        rows = [_partial_row(turn, now)]
-    for row in rows:
-        row.pop("_partial", None)
-    # A turn stopped by a shutdown was not cancelled by the person: it ends like a crashed one
-    # (its text kept as partial, then the interrupted marker), only saved in good order.
-    interrupted = turn.stopped_by_shutdown and (result is None or result.interrupted or not result.completed)
-    if stopped and rows:
-        if not interrupted:
-            rows[-1]["_cancelled"] = True
-        elif rows[-1].get("role") == "assistant":
-            rows[-1]["_partial"] = True
-    _stamp(rows, now)
-    return _Outcome(rows, error, stopped, interrupted)
-
-
 def _model_of(result, session: models.Session) -> str:
     """The model that wrote the turn's answer: the agent's own report, else the session's pick."""
     reported = result.raw.get("model") if result is not None and isinstance(result.raw, dict) else None
@@ -451,14 +369,6 @@ def _stamp_model(rows: list[dict], model: str) -> None:
             row.setdefault("model", model)
 
 
-def _rows_before_turn(session: models.Session, turn: Turn) -> int:
-    """How many rows preceded this turn (not its write-ahead user row): what a compression covered."""
-    count = len(session.messages)
-    if count and _is_turn_user_row(session.messages[-1], turn):
-        count -= 1
-    return count
-
-
 def _finalize(turn: Turn, result, error: tuple[str, str | None] | None) -> None:
     compressed_event = None
     with _config._get_session_agent_lock(turn.session_id):
@@ -468,9 +378,9 @@ def _finalize(turn: Turn, result, error: tuple[str, str | None] | None) -> None:
             return
         before = _fields_of(session)
         _drop_partial_tail(session)
-        visible_before = _rows_before_turn(session, turn)
+        visible_before = turn_rows.rows_before_turn(session, turn)
         now = time.time()
-        outcome = _turn_outcome(turn, result, error, now)
+        outcome = turn_rows.turn_outcome(turn, result, error, now)
         _stamp_model(outcome.rows, _model_of(result, session))
         session.messages.extend(outcome.rows)
         if outcome.error is not None:
@@ -483,8 +393,8 @@ def _finalize(turn: Turn, result, error: tuple[str, str | None] | None) -> None:
                 }
             )
         if result is not None and result.compressed:
-            new_context = [_stored_row(m) for m in result.messages if isinstance(m, dict)]
-            _stamp(new_context, now)
+            new_context = [turn_rows.stored_row(m) for m in result.messages if isinstance(m, dict)]
+            turn_rows.stamp(new_context, now)
             compressed_event = compression.record_auto_compression(
                 session, new_context, visible_before, tokens_before=turn.history_tokens
             )

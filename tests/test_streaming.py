@@ -109,37 +109,6 @@ def test_pending_turn_left_by_a_dead_process_gets_an_interrupted_marker(state_di
     assert Session.load("dead").pending_user_message is None
 
 
-def test_failed_turn_keeps_the_error_visible_but_out_of_the_answer():
-    turn = streaming.Turn("s", "chat", "q")
-    failed = TurnResult(final_response="API call failed: HTTP 500", failed=True, error="HTTP 500")
-    outcome = streaming._turn_outcome(turn, failed, None, now=5.0)
-    assert outcome.rows == []
-    assert outcome.error == ("HTTP 500", None)
-
-
-def test_turn_outcome_takes_the_rows_after_our_user_message():
-    turn = streaming.Turn("s", "chat", "q")
-    rows = [
-        {"role": "user", "content": "old"},
-        {"role": "user", "content": "q"},
-        {"role": "assistant", "content": "a", "_db_persisted": True},
-    ]
-    outcome = streaming._turn_outcome(
-        turn, TurnResult(final_response="a", messages=rows, completed=True), None, now=5.0
-    )
-    assert outcome.rows == [{"role": "assistant", "content": "a", "timestamp": 5.0}]
-    assert not outcome.stopped and not outcome.interrupted
-
-
-def test_shutdown_stop_is_interrupted_not_cancelled():
-    turn = streaming.Turn("s", "chat", "q")
-    turn.cancel_requested = turn.stopped_by_shutdown = True
-    turn.partial_text = ["half "]
-    outcome = streaming._turn_outcome(turn, TurnResult(interrupted=True), None, now=5.0)
-    assert outcome.interrupted and outcome.stopped
-    assert outcome.rows[-1]["_partial"] is True and "_cancelled" not in outcome.rows[-1]
-
-
 def test_provider_not_configured_ends_the_turn_with_a_hint(state_dir, monkeypatch):
     Session(session_id="np", model="").save()
 
@@ -152,20 +121,6 @@ def test_provider_not_configured_ends_the_turn_with_a_hint(state_dir, monkeypatc
     errors = [d for _, n, d in turn.events if n == "error"]
     assert errors and "config.yaml" in errors[0]["message"] and errors[0]["hint"]
     assert Session.load("np").messages[-1]["_error"] is True
-
-
-def test_turn_outcome_finds_our_user_row_by_its_timestamp_even_when_the_agent_rewrote_its_text():
-    turn = streaming.Turn("s", "chat", "fresh words", user_ts=7.5)
-    rows = [
-        {"role": "user", "content": "lost words\n\nfresh words", "timestamp": 7.5},
-        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1"}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
-        {"role": "assistant", "content": "done"},
-    ]
-    outcome = streaming._turn_outcome(
-        turn, TurnResult(final_response="done", messages=rows, completed=True), None, now=9.0
-    )
-    assert [m["role"] for m in outcome.rows] == ["assistant", "tool", "assistant"]
 
 
 def test_after_an_agent_exception_the_next_turn_is_sent_without_the_failed_message(scripted, monkeypatch):
