@@ -289,6 +289,18 @@ def create_session(model: Any = None, workspace: Any = None, title: Any = None) 
     return full_session(session)
 
 
+def set_workspace(sid: str, value: Any) -> dict:
+    """Point a session's turns at another folder (``api.workspace.choose`` decides which are allowed)."""
+    folder = _workspace.choose(value)
+
+    def change(session: models.Session) -> None:
+        if session.read_only:
+            raise Conflict("This session is read-only.")
+        session.workspace = folder
+
+    return edit_session(sid, change)
+
+
 def edit_session(sid: str, change) -> dict:
     """Apply ``change(session)`` under the session lock and save; the sidebar row after it."""
     with _lock(sid):

@@ -72,19 +72,6 @@ def for_turn(session: models.Session) -> str:
     return str(folder)
 
 
-def set_for_session(session_id: str, value: Any) -> dict:
-    from api import session_admin  # at call time: session_admin creates sessions with this module's rules
-
-    folder = choose(value)
-
-    def change(session: models.Session) -> None:
-        if session.read_only:
-            raise Conflict("This session is read-only.")
-        session.workspace = folder
-
-    return session_admin.edit_session(session_id, change)
-
-
 def overview() -> dict:
     """The default, the roots, and recently used workspaces (newest session first) for the picker."""
     recent: list[str] = []
