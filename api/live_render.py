@@ -9,6 +9,9 @@ the segment's Markdown so far is rendered with the same renderer as saved messag
 - otherwise once the interval has passed since the previous render (one timer, never a backlog);
 - and at ``close()``, so the last render holds the whole text before the turn's ``done``.
 
+A long answer costs more to render each time; the interval grows to ``COST_FACTOR`` times the last
+render's duration, so rendering never takes more than a fifth of the streaming thread's time.
+
 Every ``render`` event carries the whole segment, so a page that reconnects mid-turn needs only the
 last one of each segment.
 """
@@ -24,6 +27,7 @@ from api.render import render_markdown
 Sink = Callable[[str, dict], object]
 
 RENDER_INTERVAL_S = 0.1
+COST_FACTOR = 5.0
 
 
 class LiveRender:
@@ -37,6 +41,7 @@ class LiveRender:
         self._segments: list[list[str]] = [[]]
         self._rendered_len = 0  # characters of the current segment in its last render
         self._last_render = float("-inf")
+        self._wait = interval  # the interval, stretched when renders get costly
         self._timer: threading.Timer | None = None
         self._closed = False
 
@@ -65,7 +70,7 @@ class LiveRender:
             if self._closed:
                 return
             self._segments[-1].append(text)
-            wait = self._last_render + self._interval - self._clock()
+            wait = self._last_render + self._wait - self._clock()
             if wait > 0:
                 if self._timer is None:
                     self._timer = threading.Timer(wait, self._render_now)
@@ -86,5 +91,7 @@ class LiveRender:
             self._rendered_len = len(text)
             self._last_render = self._clock()
             # Rendered under the lock so two renders of one segment reach the sink in order.
+            started = time.perf_counter()
             html = render_markdown(text, partial=True)
+            self._wait = max(self._interval, COST_FACTOR * (time.perf_counter() - started))
             self._sink("render", {"segment": segment, "html": html, "chars": len(text)})

@@ -80,6 +80,20 @@ def test_an_open_code_fence_is_plain_until_it_closes():
     live = LiveRender(sink, interval=0.0)
     live("token", {"text": "```python\nx = 1\n"})
     live("token", {"text": "```\n"})
+    live.close()
     first, second = sink.renders()
     assert "<span" not in first["html"] and "x = 1" in first["html"]
     assert '<span class="n">x</span>' in second["html"]
+
+
+def test_a_costly_render_stretches_the_interval():
+    sink = Sink()
+    live = LiveRender(sink, interval=0.0)
+    big = "".join(f"- item **{i}** with `code` and [a link](https://example.com/{i})\n" for i in range(3000))
+    started = time.perf_counter()
+    live("token", {"text": big})  # renders at once (the interval is zero) but takes a while
+    cost = time.perf_counter() - started
+    live("token", {"text": "more"})  # within five times that cost: waits for the timer
+    assert len(sink.renders()) == 1, cost
+    live.close()
+    assert len(sink.renders()) == 2
