@@ -369,10 +369,18 @@ def apply_settings(values: Mapping[str, Any]) -> None:
     STATE_DB_PATH = HERMES_HOME / "state.db"
     # hermes-agent reads its home from the environment when first imported: keep it on ours.
     os.environ["HERMES_HOME"] = str(HERMES_HOME)
-    import api.models as _models  # the models module keeps its own bindings (tests patch those)
+    for follow in _FOLLOWERS:
+        follow()
 
-    _models.SESSION_DIR = SESSION_DIR
-    _models.SESSION_INDEX_FILE = SESSION_INDEX_FILE
+
+# Modules that keep their own bindings of the paths above (tests patch those) re-read them here.
+_FOLLOWERS: list[Callable[[], None]] = []
+
+
+def follow_settings(follow: Callable[[], None]) -> Callable[[], None]:
+    """Call ``follow()`` after every ``apply_settings``; a module registers this way at import."""
+    _FOLLOWERS.append(follow)
+    return follow
 
 
 def default_workspace() -> str:

@@ -47,6 +47,15 @@ log = logging.getLogger("talaria.models")
 
 SESSION_DIR: Path = _config.SESSION_DIR
 SESSION_INDEX_FILE: Path = _config.SESSION_INDEX_FILE
+
+
+@_config.follow_settings
+def _follow_settings() -> None:
+    """The paths move with ``config.apply_settings`` (they are module globals: tests patch them here)."""
+    global SESSION_DIR, SESSION_INDEX_FILE
+    SESSION_DIR, SESSION_INDEX_FILE = _config.SESSION_DIR, _config.SESSION_INDEX_FILE
+
+
 SESSIONS = _config.SESSIONS
 LOCK = _config.LOCK
 
@@ -600,6 +609,9 @@ def _load_session_from_path(path: Path) -> Session | None:
     except Exception as exc:  # noqa: BLE001 - a broken file is a logged skip
         log.warning("skipping unreadable session file %s: %s", Path(path).name, exc)
         return None
+
+
+session_index.use_session_readers(metadata_stub, _load_session_from_path)
 
 
 def _clear_tombstone(session_dir: Path, sid: str) -> None:

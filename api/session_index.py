@@ -13,7 +13,9 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from api import atomic, jsonio
 from api import config as _config
@@ -84,12 +86,22 @@ def _stamp(size: int, mtime_ns: int) -> list[int]:
     return [size, mtime_ns, ROW_FORMAT]
 
 
-def _row_from_file(path: Path, st: os.stat_result) -> dict | None:
-    from api.models import _load_session_from_path, metadata_stub
+# How a session file is read: ``api.models`` owns the file format and registers its two readers at import.
+_read_stub: Callable[[Path], Any] | None = None  # the metadata prefix only, or None
+_read_session: Callable[[Path], Any] | None = None  # the whole file, or None
 
-    stub = metadata_stub(path)
+
+def use_session_readers(read_stub: Callable[[Path], Any], read_session: Callable[[Path], Any]) -> None:
+    global _read_stub, _read_session
+    _read_stub, _read_session = read_stub, read_session
+
+
+def _row_from_file(path: Path, st: os.stat_result) -> dict | None:
+    if _read_stub is None or _read_session is None:
+        raise RuntimeError("api.models registers the session readers when it is imported")
+    stub = _read_stub(path)
     # A file Talaria did not write lacks the row's figures in its prefix: it is read in full, once.
-    session = stub if stub is not None and stub.has_sidebar_figures() else _load_session_from_path(path)
+    session = stub if stub is not None and stub.has_sidebar_figures() else _read_session(path)
     if session is None:
         return None
     row = session.compact()
