@@ -16,7 +16,22 @@ import threading
 from importlib import metadata
 from pathlib import Path
 
-from api import config, doctor, provider_errors, state_lock
+from api import (
+    agent_pool,
+    agent_runtime,
+    auth,
+    config,
+    doctor,
+    http_server,
+    log_setup,
+    model_catalog,
+    provider_errors,
+    routes,
+    session_recovery,
+    state_lock,
+    streaming,
+    workspace,
+)
 
 log = logging.getLogger("talaria.server")
 
@@ -80,7 +95,6 @@ def model_line() -> str:
 
 
 def workspace_line() -> str:
-    from api import workspace
 
     roots = workspace.roots()
     within = f" (sessions may use folders under {', '.join(map(str, roots))})" if roots else ""
@@ -102,7 +116,6 @@ def banner(url: str, log_path: object) -> str:
 
 
 def run_doctor(values: dict) -> int:
-    from api import agent_runtime
 
     checks = doctor.run_checks(values, agent_runtime.resolve_runtime)
     print(doctor.render(checks))
@@ -118,10 +131,8 @@ def run_startup_recovery() -> dict:
     """The startup sweep plus the interrupted-turn markers; never raises."""
     summary: dict = {"scanned": 0, "restored": 0, "details": [], "interrupted_turns": []}
     try:
-        from api.session_recovery import recover_all_sessions_on_startup
-
         summary.update(
-            recover_all_sessions_on_startup(
+            session_recovery.recover_all_sessions_on_startup(
                 config.SESSION_DIR, rebuild_index=True, state_db_path=config.STATE_DB_PATH
             )
         )
@@ -129,8 +140,6 @@ def run_startup_recovery() -> dict:
         log.exception("startup recovery failed")
         summary["error"] = str(exc)
     try:
-        from api import streaming
-
         summary["interrupted_turns"] = streaming.recover_interrupted_turns(config.SESSION_DIR)
     except Exception as exc:  # noqa: BLE001
         log.exception("marking interrupted turns failed")
@@ -148,7 +157,6 @@ def run_startup_recovery() -> dict:
 
 def build_auth(values: dict):
     """The auth manager (auth off when the password is empty); refuses a non-loopback host without one."""
-    from api import auth
 
     auth.check_bind_allowed(values["host"], values["password"])
     if not values["password"]:
@@ -163,7 +171,6 @@ def build_auth(values: dict):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from api import log_setup
 
     args = build_arg_parser().parse_args(argv)
     try:
@@ -182,15 +189,12 @@ def main(argv: list[str] | None = None) -> int:
     Path(config.SESSION_DIR).mkdir(parents=True, exist_ok=True)
     summary = run_startup_recovery()
 
-    from api import http_server, routes
-
     routes.configure(auth=auth, startup_recovery=summary)
     try:
         server = http_server.make_server(values["host"], values["port"])
     except OSError as exc:
         print(f"talaria: cannot listen on {values['host']}:{values['port']}: {exc}", file=sys.stderr)
         return 1
-    from api import model_catalog
 
     # The model picker's list and the agent's config modules are ready before the first page asks.
     threading.Thread(target=model_catalog.warm_up, name="warm-up", daemon=True).start()
@@ -198,8 +202,6 @@ def main(argv: list[str] | None = None) -> int:
     shown = f"[{host}]" if ":" in host else host
     print(banner(f"http://{shown}:{port}", log_path), flush=True)
     if values["warm_up"]:
-        from api import agent_pool
-
         agent_pool.start_warm_up()
     http_server.serve(server)
     log.info("stopped")

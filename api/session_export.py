@@ -25,6 +25,7 @@ from api import config as _config
 from api import models
 from api.errors import BadRequest, NotFound, PayloadTooLarge
 from api.messages import message_time
+from api.render import pygments_css, render_markdown
 from api.sanitize import scrub_surrogates
 from api.session_admin import TITLE_MAX, agent_session, load_session
 from api.session_fields import message_text, new_session_id
@@ -149,8 +150,6 @@ def to_markdown(payload: dict) -> str:
 
 
 def _message_html(msg: dict) -> str:
-    from api.render import render_markdown
-
     role = msg.get("role")
     css_role = role if role in ("user", "assistant", "system", "tool") else "other"
     when = _when(message_time(msg))
@@ -170,8 +169,6 @@ def _message_html(msg: dict) -> str:
 
 
 def to_html(payload: dict) -> str:
-    from api.render import pygments_css
-
     title = html.escape(str(payload.get("title") or "Untitled"))
     meta = " · ".join(
         html.escape(str(v))

@@ -15,7 +15,7 @@ from typing import Any
 from api import config as _config
 from api import models
 from api.errors import BadRequest, Conflict, NotFound
-from api.session_fields import float_or_none
+from api.session_fields import float_or_none, message_text
 
 
 def _truncation_watermark_for(messages: list) -> float:
@@ -156,8 +156,6 @@ def _cut_to_last_user(session: models.Session, empty_message: str) -> tuple[dict
 
 
 def _text(msg: dict) -> str:
-    from api.session_fields import message_text
-
     return message_text(msg)
 
 

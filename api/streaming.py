@@ -28,6 +28,7 @@ from api import (
     models,
     provider_errors,
     questions,
+    session_admin,
     session_index,
     session_ops,
     titles,
@@ -417,9 +418,7 @@ def _finalize(turn: Turn, result, error: tuple[str, str | None] | None) -> None:
         turn.append("error", {"message": INTERRUPTED_TEXT})
     elif outcome.stopped:
         turn.append("cancelled", {})
-    from api.session_admin import full_session
-
-    turn.append("done", {"session": full_session(session, msg_limit=100)})
+    turn.append("done", {"session": session_admin.full_session(session, msg_limit=100)})
 
 
 def _apply_usage(session: models.Session, result) -> None:
