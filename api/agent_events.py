@@ -21,7 +21,7 @@ from api.errors import Conflict
 
 log = logging.getLogger(__name__)
 
-OnEvent = Callable[[str, dict], None]
+OnEvent = Callable[[str, dict], object]  # what a sink returns is not used
 
 TOOL_RESULT_CAP = 8000  # characters of a tool result carried in a tool_complete event
 _COMPACTION_MARKERS = ("Compacting context", "Preflight compression")

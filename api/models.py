@@ -145,7 +145,8 @@ class Session(SessionFields):
             if name in self.__dict__:
                 continue
             setattr(self, name, self._normalise(name, kw.get(name)))
-        self.tool_calls = kw.get("tool_calls") if isinstance(kw.get("tool_calls"), list) else []
+        calls = kw.get("tool_calls")
+        self.tool_calls = calls if isinstance(calls, list) else []
         scenes = kw.get("anchor_activity_scenes")
         self.anchor_activity_scenes = scenes if isinstance(scenes, dict) else {}
         ctx = kw.get("context_messages")

@@ -88,8 +88,10 @@ def _tool_calls(msg: dict) -> list[tuple[str, str]]:
     for call in calls if isinstance(calls, list) else ():
         if not isinstance(call, dict):
             continue
-        fn = call.get("function") if isinstance(call.get("function"), dict) else call
-        name = fn.get("name") if isinstance(fn.get("name"), str) else "tool"
+        function = call.get("function")
+        fn: dict[str, Any] = function if isinstance(function, dict) else call
+        found = fn.get("name")
+        name = found if isinstance(found, str) else "tool"
         args = fn.get("arguments", "")
         out.append(
             (
