@@ -333,20 +333,26 @@ class _Merge:
                 self._matched_ts.update(map(parse_timestamp, values))
         return self._matched_ts
 
-    def _plainly_new(self, handle: int) -> bool:
-        """Same row id, watermark, exact copy, same message and late row cannot fire: no watermark, no
-        identity fields, newer than every transcript row (so no transcript row shares its exact or merge
-        key) and no registered or matched state row with its text. With ``_unlike_transcript`` the row is
-        appended without its keys; that is the path of the rows a new turn adds."""
-        facts = self.facts
-        if self.watermark is not None or not facts.rows[handle].keys().isdisjoint(_IDENTITY_KEYS):
+    def _append_if_plainly_new(self, handle: int, row: dict[str, Any]) -> bool:
+        """Append a row no rule but the last can take, without building its keys; the path of the rows a
+        new turn adds. Screenshot mirror aside (its caller checks it first), that holds with no watermark,
+        no identity fields, a time newer than every transcript row (so no transcript row shares its exact
+        or merge key), no registered or matched state row with its text or time, and no unreplayed
+        transcript row exactly or fuzzily like it (``_unlike_transcript``)."""
+        if self.watermark is not None or not row.keys().isdisjoint(_IDENTITY_KEYS):
             return False
+        facts = self.facts
         ts, newest = facts.ts(handle), self.newest
         if ts is None or (newest is not None and ts <= newest):
             return False
         if self.matched_state and ts in self._matched_timestamps():
             return False
-        return not self._by_text.get(facts.fact("raw", handle), with_local=False)
+        if self.registered_state and self._by_text.get(facts.fact("raw", handle), with_local=False):
+            return False
+        if not self._unlike_transcript(handle):
+            return False
+        self._append(handle)
+        return True
 
     def _transcript_call_ids(self) -> set[str]:
         """The ``id`` of the first tool call of every transcript row that has tool calls."""
@@ -619,9 +625,10 @@ class _Merge:
                 content = row.get("content")
                 if type(content) is list and row.get("role") == "user" and self._native_image_mirror(handle):
                     continue  # screenshot mirror
+                if self._append_if_plainly_new(handle, row):
+                    continue  # append
                 cursor = self.cursor
-                unlike = self._unlike_transcript(handle)
-                if not unlike:  # replay
+                if cursor < len(replay_order):  # replay
                     expected = replay_order[cursor]
                     expected_row = rows[expected]
                     role = row.get("role")
@@ -643,9 +650,6 @@ class _Merge:
                         self.matched_state.append(handle)
                         self.cursor = cursor + 1
                         continue
-                if unlike and self._plainly_new(handle):
-                    self._append(handle)  # append
-                    continue
             self._place(handle)
         if self.out is not None:
             return [rows[handle] for handle in self.out]
