@@ -223,7 +223,7 @@ def random_ops_child(root: str, seed: int, conn) -> None:
             time.sleep(0)
 
 
-# ---------------------------------------------------------------------- a chat turn (api.streaming, fake agent)
+# ---------------------------------------------------------------------- a chat turn (api.streaming, scripted agent)
 
 
 def chat_turn_child(root: str, stop_at: int, conn) -> None:
@@ -237,7 +237,7 @@ def chat_turn_child(root: str, stop_at: int, conn) -> None:
     import pytest
 
     from api import atomic, streaming
-    from talaria_testing import fake_turns
+    from talaria_testing import scripted_turns
     from talaria_testing.scenarios import SID, bound
 
     send_lock = threading.Lock()
@@ -247,7 +247,7 @@ def chat_turn_child(root: str, stop_at: int, conn) -> None:
             conn.send(msg)
 
     with bound(Path(root), restore=False):
-        fake_turns.install(pytest.MonkeyPatch())
+        scripted_turns.install(pytest.MonkeyPatch())
         count = 0
         count_lock = threading.Lock()
 
@@ -262,7 +262,7 @@ def chat_turn_child(root: str, stop_at: int, conn) -> None:
                 _block()
 
         atomic.STEP_HOOK = hook
-        started = streaming.start_turn(SID, fake_turns.USER_TEXT)
+        started = streaming.start_turn(SID, scripted_turns.USER_TEXT)
         send(("started", started["stream_id"]))
         turn = streaming.get_turn(started["stream_id"])
         with turn.cond:

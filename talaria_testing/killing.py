@@ -20,7 +20,7 @@ _PRELOAD = [
     "api.routes",
     "talaria_testing.hostile",
     "api.streaming",
-    "talaria_testing.fake_turns",
+    "talaria_testing.scripted_turns",
     "talaria_testing.crash_child",
     "talaria_testing.scenarios",
     "talaria_testing.promises",

@@ -310,10 +310,10 @@ def chat_turn_outcome(old_msgs: list, post: dict) -> str:
 
 
 def chat_turn_violations(old_msgs: list, post: dict, *, started: bool, finished: bool) -> list[str]:
-    """A chat turn (``talaria_testing.fake_turns``) after a crash and startup: the rows before it are
+    """A chat turn (``talaria_testing.scripted_turns``) after a crash and startup: the rows before it are
     untouched; once ``start_turn`` returned the user row is there; a finished turn is stored exactly; an
     unfinished one ends with the interrupted marker after at most its checkpointed partial answer."""
-    from talaria_testing.fake_turns import ANSWER, USER_TEXT
+    from talaria_testing.scripted_turns import ANSWER, USER_TEXT
 
     doc = parse(post.get(live_rel()))
     if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):

@@ -14,13 +14,13 @@ from api import agent_pool, agent_runtime, models, streaming
 from api.agent_runtime import TurnResult
 from api.errors import Conflict, NotFound
 from api.models import Session
-from talaria_testing import fake_turns
+from talaria_testing import scripted_turns
 from talaria_testing.faults import FaultInjector
 
 
 @pytest.fixture
 def scripted(state_dir, monkeypatch):
-    fake_turns.install(monkeypatch)
+    scripted_turns.install(monkeypatch)
     Session(session_id="chat", title="Untitled", model="fake").save()
     return state_dir
 
@@ -37,35 +37,35 @@ def _names(turn):
 
 
 def test_user_message_is_on_disk_before_the_agent_answers(scripted):
-    started = streaming.start_turn("chat", fake_turns.USER_TEXT)
+    started = streaming.start_turn("chat", scripted_turns.USER_TEXT)
     on_disk = json.loads((scripted / "chat.json").read_text())
-    assert on_disk["messages"][0]["content"] == fake_turns.USER_TEXT
+    assert on_disk["messages"][0]["content"] == scripted_turns.USER_TEXT
     assert on_disk["active_stream_id"] == started["stream_id"]
     _wait(streaming.get_turn(started["stream_id"]))
 
 
 def test_turn_journal_numbers_events_and_ends_with_done(scripted):
-    turn = streaming.get_turn(streaming.start_turn("chat", fake_turns.USER_TEXT)["stream_id"])
+    turn = streaming.get_turn(streaming.start_turn("chat", scripted_turns.USER_TEXT)["stream_id"])
     _wait(turn)
     seqs = [seq for seq, _, _ in turn.events]
     assert seqs == list(range(1, len(seqs) + 1))
     assert _names(turn)[-1] == "done"
-    assert "".join(d["text"] for _, n, d in turn.events if n == "token") == fake_turns.ANSWER
+    assert "".join(d["text"] for _, n, d in turn.events if n == "token") == scripted_turns.ANSWER
     assert turn.events_after(len(seqs) - 1, 0.01) == ([turn.events[-1]], True)
 
 
 def test_final_merge_saves_the_answer_once_and_clears_pending_fields(scripted):
-    turn = streaming.get_turn(streaming.start_turn("chat", fake_turns.USER_TEXT)["stream_id"])
+    turn = streaming.get_turn(streaming.start_turn("chat", scripted_turns.USER_TEXT)["stream_id"])
     _wait(turn)
     loaded = Session.load("chat")
-    assert [m["content"] for m in loaded.messages] == [fake_turns.USER_TEXT, fake_turns.ANSWER]
+    assert [m["content"] for m in loaded.messages] == [scripted_turns.USER_TEXT, scripted_turns.ANSWER]
     assert not any(m.get("_partial") for m in loaded.messages)
     assert loaded.active_stream_id is None and loaded.pending_user_message is None
-    assert loaded.title == fake_turns.USER_TEXT
+    assert loaded.title == scripted_turns.USER_TEXT
 
 
 def test_partial_answer_is_checkpointed_while_streaming(scripted):
-    turn = streaming.get_turn(streaming.start_turn("chat", fake_turns.USER_TEXT)["stream_id"])
+    turn = streaming.get_turn(streaming.start_turn("chat", scripted_turns.USER_TEXT)["stream_id"])
     seen_partial = False
     while not turn.finished:
         rows = json.loads((scripted / "chat.json").read_text())["messages"]
@@ -75,14 +75,14 @@ def test_partial_answer_is_checkpointed_while_streaming(scripted):
 
 
 def test_second_turn_while_one_streams_is_409(scripted):
-    turn = streaming.get_turn(streaming.start_turn("chat", fake_turns.USER_TEXT)["stream_id"])
+    turn = streaming.get_turn(streaming.start_turn("chat", scripted_turns.USER_TEXT)["stream_id"])
     with pytest.raises(Conflict):
         streaming.start_turn("chat", "again")
     _wait(turn)
 
 
 def test_cancel_keeps_the_text_so_far_marked_cancelled(scripted):
-    turn = streaming.get_turn(streaming.start_turn("chat", fake_turns.USER_TEXT)["stream_id"])
+    turn = streaming.get_turn(streaming.start_turn("chat", scripted_turns.USER_TEXT)["stream_id"])
     while not turn.partial_text:
         time.sleep(0.002)
     streaming.cancel_turn(stream_id=turn.stream_id)
@@ -126,7 +126,7 @@ def test_provider_not_configured_ends_the_turn_with_a_hint(state_dir, monkeypatc
 def test_after_an_agent_exception_the_next_turn_is_sent_without_the_failed_message(scripted, monkeypatch):
     histories = []
 
-    class RaisingOnce(fake_turns.FakeTurnRunner):
+    class RaisingOnce(scripted_turns.ScriptedTurnRunner):
         def _run(self):
             histories.append([(m["role"], m["content"]) for m in self.history])
             if len(histories) == 1:
@@ -139,17 +139,17 @@ def test_after_an_agent_exception_the_next_turn_is_sent_without_the_failed_messa
     first = streaming.get_turn(streaming.start_turn("chat", "lost words")["stream_id"])
     _wait(first)
     assert "error" in _names(first)
-    second = streaming.get_turn(streaming.start_turn("chat", fake_turns.USER_TEXT)["stream_id"])
+    second = streaming.get_turn(streaming.start_turn("chat", scripted_turns.USER_TEXT)["stream_id"])
     _wait(second)
     assert histories[1] == []  # the failed turn's message is not history
     rows = Session.load("chat").messages
-    assert [m["content"] for m in rows if m["role"] == "user"] == ["lost words", fake_turns.USER_TEXT]
-    assert rows[1]["_error"] and rows[-1]["content"] == fake_turns.ANSWER
+    assert [m["content"] for m in rows if m["role"] == "user"] == ["lost words", scripted_turns.USER_TEXT]
+    assert rows[1]["_error"] and rows[-1]["content"] == scripted_turns.ANSWER
 
 
 def _fail_saves_once_streaming(scripted, err: int = errno.ENOSPC):
     """Start a turn, and from its first streamed token on make every save of the session fail."""
-    started = streaming.start_turn("chat", fake_turns.USER_TEXT)
+    started = streaming.start_turn("chat", scripted_turns.USER_TEXT)
     turn = streaming.get_turn(started["stream_id"])
     while not turn.partial_text:
         time.sleep(0.002)
@@ -169,13 +169,13 @@ def test_a_checkpoint_that_cannot_be_saved_stops_the_turn_and_ends_the_stream_wi
     error = [d for _, n, d in turn.events if n == "error"][0]["message"]
     assert "Saving the conversation failed" in error and os.strerror(err) in error
     assert turn.runner.done.is_set()  # the agent was stopped, not left answering into the void
-    assert "".join(d["text"] for _, n, d in turn.events if n == "token") != fake_turns.ANSWER
+    assert "".join(d["text"] for _, n, d in turn.events if n == "token") != scripted_turns.ANSWER
     again = streaming.get_turn(streaming.start_turn("chat", "after the disk came back")["stream_id"])
     _wait(again)  # the agent is free and the session takes a new turn once saving works again
     rows = Session.load("chat").messages
-    assert rows[-2]["content"] == "after the disk came back" and rows[-1]["content"] == fake_turns.ANSWER
+    assert rows[-2]["content"] == "after the disk came back" and rows[-1]["content"] == scripted_turns.ANSWER
     assert [m["content"] for m in rows if m["role"] == "user"] == [
-        fake_turns.USER_TEXT,
+        scripted_turns.USER_TEXT,
         "after the disk came back",
     ]
 
@@ -188,7 +188,7 @@ def test_a_final_save_that_fails_still_ends_the_stream_with_error_then_done(scri
     assert _names(turn)[-2:] == ["error", "done"]
     assert "Saving the answer failed" in [d for _, n, d in turn.events if n == "error"][-1]["message"]
     on_disk = json.loads((scripted / "chat.json").read_text())
-    assert on_disk["messages"][-1]["content"] == fake_turns.USER_TEXT  # the write-ahead, as it was saved
+    assert on_disk["messages"][-1]["content"] == scripted_turns.USER_TEXT  # the write-ahead, as it was saved
 
 
 @pytest.mark.parametrize("user_row_saved", [True, False])
@@ -231,7 +231,7 @@ def test_a_stopped_turns_agent_is_closed_not_reused_so_its_late_tokens_reach_no_
     built, closed = [], []
 
     def build(session_id, *args, **kwargs):
-        built.append(fake_turns.build_agent(session_id))
+        built.append(scripted_turns.build_agent(session_id))
         return built[-1]
 
     monkeypatch.setattr(agent_runtime, "build_agent", build)

@@ -93,7 +93,7 @@ def _describe(state: CrashState) -> str:
 def test_every_crash_state_of_a_chat_turn_keeps_promises(counters, scratch, monkeypatch):
     """Write-ahead save, checkpoints and the final merge of one turn (scripted agent) under power loss."""
     from api import streaming
-    from talaria_testing import fake_turns
+    from talaria_testing import scripted_turns
 
     template = scratch / "template"
     build_template(SCENARIOS[0], template, 8)
@@ -101,9 +101,9 @@ def test_every_crash_state_of_a_chat_turn_keeps_promises(counters, scratch, monk
     root = scratch / "record"
     copy_state(template, root)
     with bound(root) as sessions:
-        fake_turns.install(monkeypatch)
+        scripted_turns.install(monkeypatch)
         with FsRecorder(root) as rec:
-            started = streaming.start_turn("dur1", fake_turns.USER_TEXT)
+            started = streaming.start_turn("dur1", scripted_turns.USER_TEXT)
             acked_at = len(rec.log)
             turn = streaming.get_turn(started["stream_id"])
             with turn.cond:

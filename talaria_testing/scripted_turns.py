@@ -1,8 +1,8 @@
 """A scripted stand-in for the agent inside ``api.streaming`` (for crash tests of a chat turn).
 
-``install(monkeypatch)`` swaps ``api.agent_runtime.build_agent`` and ``TurnRunner`` for fakes that
-stream ``ANSWER_TOKENS`` one by one (a few milliseconds apart) and then complete with ``ANSWER``; the
-checkpoint interval drops to 20 ms, so a turn checkpoints several times.
+``install(monkeypatch)`` swaps ``api.agent_runtime.build_agent`` and ``TurnRunner`` for a scripted agent
+and runner that stream ``ANSWER_TOKENS`` one by one (a few milliseconds apart) and then complete with
+``ANSWER``; the checkpoint interval drops to 20 ms, so a turn checkpoints several times.
 """
 
 from __future__ import annotations
@@ -16,17 +16,17 @@ ANSWER = "".join(ANSWER_TOKENS)
 TOKEN_DELAY_S = 0.006
 
 
-class FakeAgent:
+class ScriptedAgent:
     def __init__(self, session_id: str):
         self.session_id = session_id
         self.context_compressor = None
 
 
-def build_agent(session_id, model=None, provider=None, **kwargs) -> FakeAgent:
-    return FakeAgent(session_id)
+def build_agent(session_id, model=None, provider=None, **kwargs) -> ScriptedAgent:
+    return ScriptedAgent(session_id)
 
 
-class FakeTurnRunner:
+class ScriptedTurnRunner:
     def __init__(
         self,
         agent,
@@ -47,7 +47,7 @@ class FakeTurnRunner:
         self.done = threading.Event()
         self._stop = threading.Event()
 
-    def start(self) -> FakeTurnRunner:
+    def start(self) -> ScriptedTurnRunner:
         threading.Thread(target=self._run, name="fake-turn", daemon=True).start()
         return self
 
@@ -86,7 +86,7 @@ def install(monkeypatch) -> None:
     from api import config as api_config
 
     monkeypatch.setattr(agent_runtime, "build_agent", build_agent)
-    monkeypatch.setattr(agent_runtime, "TurnRunner", FakeTurnRunner)
+    monkeypatch.setattr(agent_runtime, "TurnRunner", ScriptedTurnRunner)
     monkeypatch.setattr(agent_runtime, "close_agent", lambda agent: None)
     monkeypatch.setitem(api_config.SETTINGS_VALUES, "checkpoint_interval", 0.02)
     # The stand-in agent has no tools, so no turn asks the agent's own configuration for its defaults.
