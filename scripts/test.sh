@@ -16,6 +16,18 @@ if [ ! -x /usr/bin/chromium ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
 fi
 
+# Static checks first (quick; any finding fails the run): types, the import contracts, and the page's
+# lint and unit tests (node is on the machine; ESLint comes from the npm registry, pinned by the lockfile).
+.venv/bin/mypy
+.venv/bin/lint-imports --no-cache
+if ! command -v node >/dev/null; then
+  echo "node is needed for the page's lint and tests" >&2
+  exit 1
+fi
+npm ci --no-audit --no-fund --loglevel=error
+npx --no-install eslint static/js tests/js eslint.config.js
+node --test tests/js/
+
 SEED=../shared/seed/test_manual_compress_recovery.py
 TARGETS=(tests)
 [ -f "$SEED" ] && TARGETS+=("$SEED")
