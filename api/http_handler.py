@@ -95,7 +95,7 @@ class Handler(BaseHTTPRequestHandler):
         self.client_address = client_address
         self.server = server
         self.rfile = io.BytesIO(raw)
-        self.wfile = SocketWriter(sock)
+        self.wfile = SocketWriter(sock)  # type: ignore[assignment]  # it has the write and flush the base uses
         self.close_connection = True
 
     def run(self) -> None:

@@ -290,8 +290,8 @@ def read_body(handler, max_bytes: int | None = None) -> dict:
     if header(handler, "Transfer-Encoding") is not None:
         _close(handler)
         raise ApiError("Chunked request bodies are not supported; send Content-Length", status=411)
-    headers = getattr(handler, "headers", None)
-    lengths = headers.get_all("Content-Length") if hasattr(headers, "get_all") else None
+    get_all = getattr(getattr(handler, "headers", None), "get_all", None)
+    lengths = get_all("Content-Length") if callable(get_all) else None
     if lengths is not None and len(lengths) > 1:
         _close(handler)
         raise BadRequest("More than one Content-Length")

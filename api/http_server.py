@@ -313,6 +313,7 @@ class TalariaServer:
             pending.buffer += data
             if pending.head is None and not self._parse_head(pending):
                 return
+            assert pending.head is not None  # _parse_head set it
             if len(pending.buffer) - pending.body_start >= pending.head.content_length:
                 self._dispatch(pending)
         except ProtocolError as exc:
@@ -384,6 +385,7 @@ class TalariaServer:
 
     def _dispatch(self, pending: _Pending) -> None:
         head = pending.head
+        assert head is not None  # only a request whose head was read is dispatched
         raw = bytes(pending.buffer[: pending.body_start + head.content_length])
         self._forget(pending)
         sock = pending.sock

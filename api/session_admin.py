@@ -13,6 +13,7 @@ import operator
 import os
 import re
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -189,7 +190,7 @@ def _raw_agent_sessions() -> list:
     return rows if isinstance(rows, list) else []
 
 
-def agent_sessions(talaria_rows: list[dict] = ()) -> list[dict]:
+def agent_sessions(talaria_rows: Sequence[dict] = ()) -> list[dict]:
     """Sessions only the agent knows (CLI, other platforms), minus Talaria's own and deleted ones.
 
     Rows with source ``webui`` are left out too: they are web UI sessions (ours, ids the agent rotated
@@ -223,6 +224,8 @@ def agent_session(sid: str) -> dict | None:
     meta = next(
         (r for r in map(_agent_row, _raw_agent_sessions()) if r and r["id"] == sid), None
     ) or _agent_row({"id": sid})
+    if meta is None:  # not a session id
+        return None
     return {
         "session_id": sid,
         "title": meta["title"],

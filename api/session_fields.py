@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from api.messages import message_text as message_text  # re-exported: its importers predate api.messages
 
@@ -16,7 +16,7 @@ from api.messages import message_text as message_text  # re-exported: its import
 SAFE_SESSION_ID = re.compile(r"[A-Za-z0-9-][A-Za-z0-9_-]{0,199}")
 
 
-def is_safe_session_id(sid: Any) -> bool:
+def is_safe_session_id(sid: Any) -> TypeGuard[str]:
     return isinstance(sid, str) and SAFE_SESSION_ID.fullmatch(sid) is not None
 
 

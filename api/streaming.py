@@ -133,8 +133,10 @@ def _history_for(session: models.Session) -> list[dict]:
     return sanitize_messages_for_api(merged)
 
 
-def start_turn(session_id: str, message: str, model: str | None = None, attachment_paths: Any = None) -> dict:
+def start_turn(session_id: str, message: Any, model: str | None = None, attachment_paths: Any = None) -> dict:
     """Commit the user message durably, then run the agent in the background; answers ``{stream_id}``.
+
+    ``message`` comes as the request sent it; anything but a non-empty string is a 400 here.
 
     ``attachment_paths`` are workspace paths of files attached to the message (``api.attachments``);
     the message the agent reads, and the one saved, names each of them.
