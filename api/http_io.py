@@ -9,6 +9,8 @@ from __future__ import annotations
 import errno
 import json
 import logging
+import select
+import socket
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -204,6 +206,18 @@ def start_stream(handler, content_type: str = "text/event-stream; charset=utf-8"
     handler.end_headers()
 
 
+def client_gone(handler) -> bool:
+    """True when the client of a long-lived response has closed its end (read side at EOF)."""
+    sock = getattr(handler, "connection", None)
+    if not isinstance(sock, socket.socket):
+        return False
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+        return bool(readable) and not sock.recv(1, socket.MSG_PEEK)
+    except (OSError, ValueError):
+        return True
+
+
 # ---------------------------------------------------------------------- requests
 
 
@@ -360,13 +374,13 @@ def optional_str(body: Mapping, name: str, max_len: int) -> str | None:
     return value
 
 
-def query_int(query: Mapping, name: str, minimum: int = 0) -> int | None:
+def query_int(query: Mapping, name: str, minimum: int = 0, max_digits: int = 12) -> int | None:
     """An optional non-negative integer query parameter; 400 when present and not one."""
     raw = query.get(name)
     if raw is None or raw == "":
         return None
     raw = raw.strip()
-    if not raw.isascii() or not raw.isdigit() or len(raw) > 12:
+    if not raw.isascii() or not raw.isdigit() or len(raw) > max_digits:
         raise BadRequest(f"{name} must be an integer >= {minimum}")
     value = int(raw)
     if value < minimum:

@@ -475,8 +475,9 @@ def serve(server: TalariaServer, grace_s: float = SHUTDOWN_GRACE_S) -> None:
 
 def shutdown_sequence(server: TalariaServer, grace_s: float = SHUTDOWN_GRACE_S) -> None:
     """After the loop stopped: end live turns, wait for requests in flight, flush the index."""
-    from api import session_index, streaming
+    from api import session_feed, session_index, streaming
 
+    session_feed.CHANGES.close()  # the sidebar feeds end; the tabs reconnect to the next server
     try:
         streaming.shutdown()
     except Exception:  # noqa: BLE001

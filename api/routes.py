@@ -24,6 +24,7 @@ from api import (
     routes_control,
     session_admin,
     session_export,
+    session_feed,
     session_ops,
     sse,
     streaming,
@@ -118,7 +119,14 @@ def _handle_health(handler, query: dict) -> None:
 
 
 def _handle_sessions(handler, query: dict) -> None:
-    http_io.j_bytes(handler, session_admin.list_sessions_json())
+    limit = query_int(query, "limit", minimum=1)
+    http_io.j_bytes(handler, session_admin.sessions_page_json(limit, query.get("cursor") or None))
+
+
+def _handle_sessions_feed(handler, query: dict) -> None:
+    raw = header(handler, "Last-Event-ID")
+    source = {"after": raw} if raw is not None and raw.strip() else query
+    session_feed.serve(handler, query_int(source, "after", max_digits=18))
 
 
 def _handle_sessions_search(handler, query: dict) -> None:
@@ -337,6 +345,7 @@ ROUTES: dict[tuple[str, str], Callable[[Any, dict], None]] = {
     ("GET", "/health"): _handle_health,
     ("GET", "/api/sessions"): _handle_sessions,
     ("GET", "/api/sessions/search"): _handle_sessions_search,
+    ("GET", "/api/sessions/feed"): _handle_sessions_feed,
     ("GET", "/api/session"): _handle_session_get,
     ("POST", "/api/session/new"): _handle_session_new,
     ("POST", "/api/session/rename"): _handle_session_rename,
@@ -375,7 +384,9 @@ PUBLIC_PATHS: frozenset[str] = frozenset({"/health"} | {p for p in PATHS if p.st
 
 
 # Long-lived responses: the serving loop gives each its own thread from the stream budget.
-STREAM_ROUTES: frozenset[tuple[str, str]] = frozenset({("GET", "/api/chat/stream")})
+STREAM_ROUTES: frozenset[tuple[str, str]] = frozenset(
+    {("GET", "/api/chat/stream"), ("GET", "/api/sessions/feed")}
+)
 
 
 def is_stream_route(method: str, path: str) -> bool:

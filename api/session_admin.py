@@ -9,15 +9,13 @@ in-memory change and the save. Errors are ``api.errors`` classes.
 from __future__ import annotations
 
 import logging
-import operator
 import os
 import re
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from api import atomic, jsonio, models, session_index, state_db, tombstones
+from api import atomic, models, session_feed, session_index, session_list, state_db, tombstones
 from api import config as _config
 from api import workspace as _workspace
 from api.anchor import anchor_message_index
@@ -244,33 +242,14 @@ def list_sessions() -> dict:
     return {"sessions": rows, "agent_sessions": agent_sessions(rows)}
 
 
-# (rows, their JSON): the index hands out the same row objects until something changes, and holding
-# them here keeps their ids from being reused, so an identity check is an exact "unchanged" test.
-_ROWS_JSON: tuple[list[dict], bytes] = ([], b"[]")
-_ROWS_JSON_LOCK = threading.Lock()
-
-
-def _rows_json(rows: list[dict]) -> bytes:
-    global _ROWS_JSON
-    cached_rows, cached = _ROWS_JSON
-    if len(cached_rows) == len(rows) and all(map(operator.is_, cached_rows, rows)):
-        return cached
-    data = _dumps(rows)
-    with _ROWS_JSON_LOCK:
-        _ROWS_JSON = (rows, data)
-    return data
-
-
-def _dumps(payload: Any) -> bytes:
-    return jsonio.dumps(payload)
-
-
-def list_sessions_json() -> list[bytes]:
-    """``list_sessions()`` serialized, as chunks to send in order (no copy of the big middle one);
-    the sidebar rows' JSON is reused while the index is unchanged."""
-    rows = models.all_sessions()
-    agents = agent_sessions(rows)
-    return [b'{"sessions":', _rows_json(rows), b',"agent_sessions":', _dumps(agents), b"}"]
+def sessions_page_json(limit: int | None = None, cursor: str | None = None) -> list[bytes]:
+    """A page of sidebar rows (``api.session_list``) with ``feed_seq`` and, on the first page, the
+    agent's own sessions; as chunks to send in order."""
+    # Read before the rows: a change after this number reaches the tab through the feed.
+    extra: dict[str, Any] = {"feed_seq": session_feed.CHANGES.seq}
+    if cursor is None:
+        extra["agent_sessions"] = agent_sessions(models.all_sessions())
+    return session_list.page_json(limit, cursor, extra)
 
 
 # ---------------------------------------------------------------------- create and edit

@@ -160,6 +160,23 @@ def _state(session_dir: Path, index_file: Path) -> _IndexState:
         return state
 
 
+# Who hears of every row change (the sidebar feed): (changed(sid, row or None), reset()).
+_LISTENERS: list[tuple[Callable[[str, dict | None], None], Callable[[], None]]] = []
+
+
+def add_listener(changed: Callable[[str, dict | None], None], reset: Callable[[], None]) -> None:
+    """``changed`` hears each saved row (None: removed); ``reset`` hears that the rows were rebuilt."""
+    _LISTENERS.append((changed, reset))
+
+
+def _tell(sid: str | None, row: dict | None) -> None:
+    for changed, reset in _LISTENERS:
+        try:
+            changed(sid, row) if sid is not None else reset()
+        except Exception:  # noqa: BLE001 - a listener never breaks a save
+            log.exception("index listener failed")
+
+
 def note_saved(session_dir: Path, index_file: Path, row: dict, stat: tuple[int, int]) -> None:
     """Record a just-saved session's row; ``_index.json`` follows within ``index_flush_delay``."""
     state = _state(session_dir, index_file)
@@ -168,14 +185,18 @@ def note_saved(session_dir: Path, index_file: Path, row: dict, stat: tuple[int, 
         state.rows[row["session_id"]] = row
         state.sorted_rows = None
         _schedule(state)
+    _tell(row["session_id"], row)
 
 
 def note_removed(session_dir: Path, index_file: Path, sid: str) -> None:
     state = _state(session_dir, index_file)
     with _LOCK:
-        if state.rows.pop(sid, None) is not None:
+        removed = state.rows.pop(sid, None) is not None
+        if removed:
             state.sorted_rows = None
             _schedule(state)
+    if removed:
+        _tell(sid, None)
 
 
 def _schedule(state: _IndexState) -> None:
@@ -239,6 +260,8 @@ def forget(session_dir: Path) -> None:
                 del _STATES[key]
     for state in flush_states:
         _flush_state(state)
+    if flush_states:
+        _tell(None, None)
 
 
 def rebuild_index_file(session_dir: Path, index_file: Path | None = None) -> int:
@@ -253,6 +276,7 @@ def rebuild_index_file(session_dir: Path, index_file: Path | None = None) -> int
     with _LOCK:
         _STATES[index_file] = state
     _flush_state(state)
+    _tell(None, None)
     return len(rows)
 
 

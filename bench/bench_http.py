@@ -1,12 +1,18 @@
-"""HTTP benchmark: ``GET /api/sessions`` latency (p50/p99) with N sessions and C concurrent clients,
-optionally while S chat turns stream (real hermes-agent against the fake LLM on 127.0.0.1).
+"""HTTP benchmark: the sidebar's latency under load, the way the page asks for it.
+
+``GET /api/sessions?limit=100`` (the page's first request), the whole list, and ``/health``, with N
+sessions, C concurrent clients and S chat turns streaming (real hermes-agent against the fake LLM on
+127.0.0.1); optionally while idle and trickling sockets and open sidebar feeds sit on the server. The
+clients run in their own process (``bench/loadgen.py``); each line shows the client-observed latency
+beside the server's own time (``Server-Timing``: queue = waiting for a request worker, handling = the
+route up to the response head).
 
 The floor is the same response bytes served by a bare ``ThreadingHTTPServer`` over the same HTTP/1.0
 one-request-per-connection protocol, measured with the same clients: what is left is Talaria's cost.
 
-    .venv/bin/python bench/bench_http.py                       # 2,000 sessions, 8 clients
-    .venv/bin/python bench/bench_http.py --streams 4           # ... while 4 turns stream
-    .venv/bin/python bench/bench_http.py --sessions 500 --clients 1 --requests 300
+    .venv/bin/python bench/bench_http.py                            # 2,000 sessions, 50 clients, 4 turns
+    .venv/bin/python bench/bench_http.py --idle 60 --trickling 40 --feeds 40 --path /health
+    .venv/bin/python bench/bench_http.py --server-script ../old/server.py   # another checkout, to compare
 
 Results are printed and written to ``bench/results/bench_http-<unix>.json``.
 """
@@ -18,7 +24,8 @@ import contextlib
 import http.client
 import json
 import os
-import statistics
+import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -82,61 +89,14 @@ def populate(session_dir: Path, count: int, messages: int) -> None:
     session_index.rebuild_index_file(session_dir)
 
 
-def fetch(host: str, port: int, path: str) -> tuple[float, int, int]:
-    """(seconds, status, body bytes) of one GET on a fresh connection."""
-    started = time.perf_counter()
-    conn = http.client.HTTPConnection(host, port, timeout=60)
-    try:
-        conn.request("GET", path)
-        resp = conn.getresponse()
-        body = resp.read()
-    finally:
-        conn.close()
-    return time.perf_counter() - started, resp.status, len(body)
-
-
-def measure(host: str, port: int, path: str, clients: int, total: int, warmup: int = 20) -> dict:
-    for _ in range(warmup):
-        fetch(host, port, path)
-    latencies: list[float] = []
-    sizes: set[int] = set()
-    errors: list[int] = []
-    lock = threading.Lock()
-    per_client = max(1, total // clients)
-
-    def client() -> None:
-        for _ in range(per_client):
-            seconds, status, size = fetch(host, port, path)
-            with lock:
-                latencies.append(seconds)
-                sizes.add(size)
-                if status != 200:
-                    errors.append(status)
-
-    threads = [threading.Thread(target=client) for _ in range(clients)]
-    wall = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    wall = time.perf_counter() - wall
-    latencies.sort()
-
-    def pct(p: float) -> float:
-        return round(latencies[min(len(latencies) - 1, int(p / 100 * len(latencies)))] * 1000, 2)
-
-    return {
-        "requests": len(latencies),
-        "clients": clients,
-        "p50_ms": pct(50),
-        "p90_ms": pct(90),
-        "p99_ms": pct(99),
-        "max_ms": round(latencies[-1] * 1000, 2),
-        "mean_ms": round(statistics.fmean(latencies) * 1000, 2),
-        "req_per_s": round(len(latencies) / wall, 1),
-        "bytes": max(sizes) if sizes else 0,
-        "errors": len(errors),
-    }
+def run_loadgen(host: str, port: int, path: str, clients: int, total: int, timeout: float = 30.0) -> dict:
+    """``bench/loadgen.py`` in its own process: client-observed latency and the server's own timing."""
+    cmd = [
+        sys.executable, str(REPO / "bench" / "loadgen.py"), "--host", host, "--port", str(port), "--path", path,
+        "--clients", str(clients), "--requests", str(total), "--timeout", str(timeout),
+    ]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
 
 
 @contextlib.contextmanager
@@ -238,7 +198,89 @@ def start_fake_llm(root: Path, hermes_home: Path, token_delay: float, replies: i
     return llm
 
 
+# ---------------------------------------------------------------------- hostile neighbours
+
+
+@contextlib.contextmanager
+def slow_clients(srv: ServerProc, idle: int, trickling: int, feeds: int) -> Iterator[dict]:
+    """``idle`` sockets that send nothing, ``trickling`` ones that send a header byte every second (each
+    reopened when the server closes it), and ``feeds`` open sidebar feeds, for as long as the block runs."""
+    stats = {"idle": idle, "trickling": trickling, "feeds": feeds, "reopened": 0, "feed_status": {}}
+    stop = threading.Event()
+    held: list[socket.socket] = []
+
+    def hold_idle() -> None:
+        while not stop.is_set():
+            sock = socket.create_connection((srv.host, srv.port), timeout=5)
+            held.append(sock)
+            try:
+                sock.settimeout(None)
+                while not stop.is_set() and sock.recv(1024):
+                    pass
+            except OSError:
+                pass
+            stats["reopened"] += 1
+
+    def trickle() -> None:
+        while not stop.is_set():
+            sock = socket.create_connection((srv.host, srv.port), timeout=5)
+            held.append(sock)
+            try:
+                for byte in b"GET /health HTTP/1.0\r\nX-Slow: " + b"a" * 100_000:
+                    if stop.wait(1.0):
+                        return
+                    sock.send(bytes([byte]))
+            except OSError:
+                stats["reopened"] += 1
+
+    def feed() -> None:
+        sock = socket.create_connection((srv.host, srv.port), timeout=5)
+        held.append(sock)
+        sock.sendall(b"GET /api/sessions/feed HTTP/1.0\r\n\r\n")
+        status = sock.recv(64).split(b" ")[1].decode()
+        stats["feed_status"][status] = stats["feed_status"].get(status, 0) + 1
+        sock.settimeout(None)
+        try:
+            while not stop.is_set() and sock.recv(4096):
+                pass
+        except OSError:
+            pass
+
+    workers = [hold_idle] * idle + [trickle] * trickling + [feed] * feeds
+    threads = [threading.Thread(target=w, daemon=True) for w in workers]
+    for thread in threads:
+        thread.start()
+    time.sleep(1.0)
+    try:
+        yield stats
+    finally:
+        stop.set()
+        for sock in list(held):
+            sock.close()
+        for thread in threads:
+            thread.join(5)
+
+
+class ScriptServer(ServerProc):
+    """The server started from another ``server.py`` (another checkout), for before/after comparisons."""
+
+    def __init__(self, root: Path, script: Path, **kw):
+        super().__init__(root, **kw)
+        self.script = script
+
+    def command(self) -> list[str]:
+        return [sys.executable, str(self.script), "--host", self.host, "--port", "0", *self.args]
+
+
 # ---------------------------------------------------------------------- main
+
+
+def _row(name: str, m: dict) -> str:
+    return (
+        f"  {name:<8} client p50 {m['client_p50_ms']} ms  p99 {m['client_p99_ms']} ms  max {m['client_max_ms']} ms"
+        f" | server handling p50 {m['server_app_p50_ms']} ms  p99 {m['server_app_p99_ms']} ms"
+        f"  queue p99 {m['server_queue_p99_ms']} ms | {m['req_per_s']} req/s  {m['bytes']} B  errors {m['errors']}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -247,16 +289,28 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--sessions", type=int, default=2000)
     parser.add_argument("--messages", type=int, default=20, help="messages per session")
-    parser.add_argument("--clients", type=int, default=8, help="concurrent clients")
-    parser.add_argument("--requests", type=int, default=2000, help="total timed requests")
-    parser.add_argument("--streams", type=int, default=0, help="chat turns streaming during the measurement")
+    parser.add_argument("--clients", type=int, default=50, help="concurrent clients")
+    parser.add_argument("--requests", type=int, default=3000, help="total timed requests per path")
+    parser.add_argument("--streams", type=int, default=4, help="chat turns streaming during the measurement")
     parser.add_argument("--token-delay", type=float, default=0.01, help="seconds between fake LLM tokens")
-    parser.add_argument("--path", default="/api/sessions")
+    parser.add_argument(
+        "--path", action="append", help="paths to time (default: the sidebar page, the full list, /health)"
+    )
+    parser.add_argument("--idle", type=int, default=0, help="idle sockets held open meanwhile")
+    parser.add_argument("--trickling", type=int, default=0, help="sockets trickling a header meanwhile")
+    parser.add_argument("--feeds", type=int, default=0, help="sidebar feeds held open meanwhile")
+    parser.add_argument(
+        "--timeout", type=float, default=30.0, help="seconds before a request counts as failed"
+    )
+    parser.add_argument("--server-script", type=Path, help="another checkout's server.py, to compare with")
+    parser.add_argument("--no-floor", action="store_true", help="skip the bare-server floor")
     parser.add_argument("--keep", action="store_true", help="keep the temp state folder")
     args = parser.parse_args(argv)
+    paths = args.path or ["/api/sessions?limit=100", "/api/sessions", "/health"]
 
     root = Path(tempfile.mkdtemp(prefix="talaria-bench-http-"))
-    srv = ServerProc(root, env={"TALARIA_SERVER_THREADS": str(max(32, args.clients + 2 * args.streams + 4))})
+    env = {"TALARIA_SERVER_THREADS": str(max(32, args.clients + 2 * args.streams + 4))}
+    srv = ScriptServer(root, args.server_script, env=env) if args.server_script else ServerProc(root, env=env)
     t0 = time.perf_counter()
     populate(srv.session_dir, args.sessions, args.messages)
     populate_s = time.perf_counter() - t0
@@ -264,22 +318,35 @@ def main(argv: list[str] | None = None) -> int:
     result: dict = {
         "sessions": args.sessions,
         "messages_per_session": args.messages,
+        "clients": args.clients,
         "populate_s": round(populate_s, 2),
-        "path": args.path,
+        "server": str(args.server_script or "this checkout"),
+        "paths": {},
     }
+    bodies: dict[str, bytes] = {}
     try:
         srv.start()
-        _, _, body = srv.request("GET", args.path)
-        with streaming_turns(srv, args.streams, args.token_delay) as stream_stats:
-            result["talaria"] = measure(srv.host, srv.port, args.path, args.clients, args.requests)
-        if args.streams:
-            result["streams"] = {
-                "count": args.streams,
-                **{k: v for k, v in stream_stats.items() if k != "errors"},
-            }
-            result["streams"]["errors"] = stream_stats["errors"][:5]
-        with floor_server(body) as port:
-            result["floor"] = measure("127.0.0.1", port, args.path, args.clients, args.requests)
+        for path in paths:
+            bodies[path] = srv.request("GET", path)[2]
+        with (
+            streaming_turns(srv, args.streams, args.token_delay) as stream_stats,
+            slow_clients(srv, args.idle, args.trickling, args.feeds) as slow_stats,
+        ):
+            for path in paths:
+                result["paths"][path] = {
+                    "talaria": run_loadgen(
+                        srv.host, srv.port, path, args.clients, args.requests, args.timeout
+                    )
+                }
+        result["streams"] = {k: v for k, v in stream_stats.items() if k != "errors"}
+        result["streams"]["errors"] = stream_stats["errors"][:5]
+        result["slow_clients"] = slow_stats
+        if not args.no_floor:
+            for path in paths:
+                with floor_server(bodies[path]) as port:
+                    result["paths"][path]["floor"] = run_loadgen(
+                        "127.0.0.1", port, path, args.clients, args.requests, args.timeout
+                    )
     finally:
         srv.stop()
         if llm is not None:
@@ -292,21 +359,21 @@ def main(argv: list[str] | None = None) -> int:
     out_dir.mkdir(exist_ok=True)
     out = out_dir / f"bench_http-{int(time.time())}.json"
     out.write_text(json.dumps(result, indent=2))
-    t, f = result["talaria"], result["floor"]
     print(
-        f"GET {args.path}: {args.sessions} sessions, {args.clients} clients, {t['requests']} requests, {t['bytes']} bytes"
-        + (f", while {args.streams} turns stream" if args.streams else "")
+        f"{args.sessions} sessions, {args.clients} clients, {args.requests} requests per path, "
+        f"{args.streams} turns streaming, {args.idle} idle + {args.trickling} trickling sockets, "
+        f"{args.feeds} open feeds; server: {result['server']}"
     )
-    print(
-        f"  talaria p50 {t['p50_ms']} ms  p99 {t['p99_ms']} ms  max {t['max_ms']} ms  {t['req_per_s']} req/s  errors {t['errors']}"
-    )
-    print(
-        f"  floor   p50 {f['p50_ms']} ms  p99 {f['p99_ms']} ms  max {f['max_ms']} ms  {f['req_per_s']} req/s"
-    )
-    if args.streams:
-        print(f"  streams {result['streams']}")
+    failed = 0
+    for path, measured in result["paths"].items():
+        print(f"GET {path}")
+        print(_row("talaria", measured["talaria"]))
+        if "floor" in measured:
+            print(_row("floor", measured["floor"]))
+        failed += measured["talaria"]["errors"]
+    print(f"  streams {result['streams']}")
     print(f"  populate {populate_s:.1f} s; results in {out.relative_to(REPO)}")
-    return 0 if t["errors"] == 0 else 1
+    return 0 if failed == 0 else 1
 
 
 if __name__ == "__main__":

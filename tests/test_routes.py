@@ -13,7 +13,8 @@ from api.errors import Conflict
 from api.models import Session
 
 DOCUMENTED = {
-    ("GET", "/health"), ("GET", "/api/sessions"), ("GET", "/api/sessions/search"), ("GET", "/api/session"),
+    ("GET", "/health"), ("GET", "/api/sessions"), ("GET", "/api/sessions/search"), ("GET", "/api/sessions/feed"),
+    ("GET", "/api/session"),
     ("POST", "/api/session/new"), ("POST", "/api/session/rename"), ("POST", "/api/session/pin"),
     ("POST", "/api/session/archive"), ("POST", "/api/session/delete"), ("POST", "/api/session/restore-deleted"),
     ("POST", "/api/session/retry"), ("POST", "/api/session/undo"), ("POST", "/api/session/truncate"),

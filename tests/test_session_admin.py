@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from api import config, models, session_admin, session_index, tombstones
+from api import config, models, session_admin, session_index, session_list, tombstones
 from api.errors import BadRequest, Conflict, NotFound
 from api.models import Session
 from talaria_testing import failed_saves
@@ -352,17 +352,18 @@ def test_listing_is_newest_first(state_dir):
     assert [r["session_id"] for r in rows] == [new.session_id, old.session_id]
 
 
-def test_listing_json_matches_the_listing_and_follows_changes(state_dir):
+def test_the_sidebar_page_carries_the_listing_rows_projected_and_follows_changes(state_dir):
     first = _saved(title="one")
-    assert json.loads(b"".join(session_admin.list_sessions_json())) == session_admin.list_sessions()
-    assert (
-        json.loads(b"".join(session_admin.list_sessions_json())) == session_admin.list_sessions()
-    )  # from the cache
+
+    def page() -> dict:
+        return json.loads(b"".join(session_admin.sessions_page_json()))
+
+    listing = session_admin.list_sessions()
+    assert page()["sessions"] == [session_list.sidebar_row(r) for r in listing["sessions"]]
+    assert page()["agent_sessions"] == listing["agent_sessions"]
     session_admin.rename_session(first.session_id, "renamed")
     _saved(title="two")
-    listing = json.loads(b"".join(session_admin.list_sessions_json()))
-    assert listing == session_admin.list_sessions()
-    assert [r["title"] for r in listing["sessions"]] == ["two", "renamed"]
+    assert [r["title"] for r in page()["sessions"]] == ["two", "renamed"]
 
 
 def test_links_and_fifos_are_not_served_and_a_misnamed_file_stays_in_its_own_file(state_dir, tmp_path):

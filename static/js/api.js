@@ -76,7 +76,7 @@ export const api = {
   recoveryStartup: () => getJSON("/api/recovery/startup"),
   recoveryAudit: () => getJSON("/api/session/recovery/audit"),
 
-  sessions: () => getJSON("/api/sessions"),
+  sessions: ({ limit, cursor } = {}) => getJSON("/api/sessions", { limit, cursor }),
   search: (q) => getJSON("/api/sessions/search", { q, content: 1 }),
   session: (sessionId, { limit, before } = {}) =>
     getJSON("/api/session", { session_id: sessionId, msg_limit: limit, msg_before: before }),

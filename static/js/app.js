@@ -54,7 +54,6 @@ class App {
       onSession: (session) => this.onSession(session),
       onStreaming: (streaming) => {
         this.composer.setStreaming(streaming);
-        if (!streaming) this.sessions.refresh().catch(() => {});
       },
       onAction: (action, msg) => this.messageAction(action, msg),
       onError: toastError,
@@ -302,7 +301,6 @@ class App {
       const started = await api.chatStart(sid, text, attached);
       this.attachments.clear();
       this.chat.follow(started.stream_id);
-      this.sessions.refresh().catch(() => {}); // the row shows the turn as live
       return true;
     } catch (err) {
       this.chat.dropPending();
@@ -411,7 +409,6 @@ class App {
       return false;
     } finally {
       this.composer.setStatus("");
-      this.sessions.refresh().catch(() => {});
     }
   }
 

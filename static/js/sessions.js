@@ -1,5 +1,6 @@
 // The sidebar: sessions by recency (pinned first), title filter, content search, row actions, and the
-// agent's own sessions from other platforms (read-only).
+// agent's own sessions from other platforms (read-only). The list arrives in pages ("Show more") and
+// then follows the server's change feed, so every tab sees a change made in any other.
 
 import { api } from "./api.js";
 import { confirmAction } from "./dialog.js";
@@ -8,6 +9,8 @@ import { toast, toastError } from "./toast.js";
 
 const DAY = 86400;
 const SEARCH_DELAY_MS = 250;
+const PAGE_SIZE = 100;
+const FEED_URL = "/api/sessions/feed";
 
 function recency(row) {
   return Number(row.last_message_at || row.updated_at || row.created_at || row.started_at || 0);
@@ -54,6 +57,8 @@ export class SessionList {
     this.onChanged = onChanged;
     this.rows = [];
     this.agentRows = [];
+    this.nextCursor = null;
+    this.feed = null;
     this.currentId = null;
     this.matches = [];
     this.searchSeq = 0;
@@ -72,18 +77,65 @@ export class SessionList {
     });
   }
 
+  // The first page, then the feed from the moment the page was read.
   async refresh() {
-    const data = await api.sessions();
+    const data = await api.sessions({ limit: PAGE_SIZE });
     this.rows = Array.isArray(data.sessions) ? data.sessions : [];
     this.agentRows = Array.isArray(data.agent_sessions) ? data.agent_sessions : [];
+    this.nextCursor = data.next_cursor || null;
+    this.render();
+    this.follow(data.feed_seq);
+  }
+
+  async loadMore() {
+    if (!this.nextCursor) return;
+    try {
+      const data = await api.sessions({ limit: PAGE_SIZE, cursor: this.nextCursor });
+      const known = new Set(this.rows.map((r) => r.session_id));
+      this.rows.push(...(data.sessions || []).filter((r) => !known.has(r.session_id)));
+      this.nextCursor = data.next_cursor || null;
+      this.render();
+    } catch (err) {
+      toastError(err);
+    }
+  }
+
+  // One EventSource per tab; it reconnects by itself with the last event id it saw.
+  follow(feedSeq) {
+    if (this.feed && this.feed.readyState !== EventSource.CLOSED) return;
+    const after = Number.isFinite(feedSeq) ? `?after=${feedSeq}` : "";
+    this.feed = new EventSource(FEED_URL + after);
+    this.feed.addEventListener("sessions", (event) => {
+      let change;
+      try {
+        change = JSON.parse(event.data);
+      } catch {
+        return;
+      }
+      this.apply(change.upsert || [], change.remove || []);
+    });
+    this.feed.addEventListener("reset", () => {
+      this.feed.close();
+      this.feed = null;
+      this.refresh().catch(() => {});
+    });
+  }
+
+  apply(upserts, removes) {
+    for (const row of upserts) this.merge(row);
+    if (removes.length) this.rows = this.rows.filter((r) => !removes.includes(r.session_id));
     this.render();
   }
 
-  upsert(row) {
+  merge(row) {
     if (!row || !row.session_id) return;
     const index = this.rows.findIndex((r) => r.session_id === row.session_id);
     if (index >= 0) this.rows[index] = { ...this.rows[index], ...row };
     else this.rows.unshift(row);
+  }
+
+  upsert(row) {
+    this.merge(row);
     this.render();
   }
 
@@ -173,6 +225,12 @@ export class SessionList {
         fragment.append(list);
       }
       for (const row of rows) list.append(this.renderRow(row));
+    }
+    if (this.nextCursor) {
+      const more = el("button", "show-more", "Show more");
+      more.type = "button";
+      more.addEventListener("click", () => this.loadMore());
+      fragment.append(more);
     }
     if (q && this.matches.length) {
       fragment.append(el("h2", "group-title", "Found in messages"));

@@ -8,7 +8,7 @@ import uuid
 import pytest
 from playwright.sync_api import expect
 
-from .helpers import goto_app, import_session, screenshot, screenshots
+from .helpers import goto_app, import_session, open_page, screenshot, screenshots
 
 pytestmark = pytest.mark.e2e
 
@@ -157,3 +157,40 @@ def test_keyboard_shortcuts_focus_search_and_create_a_session(page, server):
     page.wait_for_url(re.compile(r"#/s/[A-Za-z0-9_-]+$"))
     expect(page.locator("#composer-input")).to_be_focused()
     assert len(server.get_json("/api/sessions")["sessions"]) == before + 1
+
+
+def test_a_change_in_one_tab_shows_in_every_other_tab_without_a_reload(browser, server):
+    with open_page(browser, server.base_url) as first, open_page(browser, server.base_url) as second:
+        goto_app(first)
+        goto_app(second)
+        title = unique("Made in tab one")
+        first.click("#new-session")
+        first.wait_for_url(re.compile(r"#/s/[A-Za-z0-9_-]+$"))
+        sid = first.url.rsplit("/", 1)[1]
+        server.post_json("/api/session/rename", {"session_id": sid, "title": title})
+        expect(row(second, title)).to_have_count(1)
+        expect(row(first, title)).to_have_count(1)
+        server.post_json("/api/session/pin", {"session_id": sid, "pinned": True})
+        expect(row(second, title)).to_have_class(re.compile("pinned"))
+        server.post_json("/api/session/delete", {"session_id": sid})
+        expect(row(second, title)).to_have_count(0)
+
+
+def test_a_long_list_arrives_in_pages(page, server):
+    prefix = unique("Paged")
+    total = server.get_json("/api/sessions")["total"]
+    for n in range(max(0, 105 - total)):
+        server.post_json("/api/session/new", {"title": f"{prefix} {n}"})
+    total = server.get_json("/api/sessions")["total"]
+    goto_app(page)
+    page.check("#show-archived")
+    more = page.locator("#session-list .show-more")
+    expect(more).to_be_visible()
+    pinned = sum(1 for r in server.get_json("/api/sessions")["sessions"] if r["pinned"])
+    expect(page.locator("#session-list .session-row:not(.match-row):not(.agent-row)")).to_have_count(
+        100 + pinned
+    )
+    screenshot(page, "sidebar-show-more")
+    more.click()
+    expect(page.locator("#session-list .session-row:not(.match-row):not(.agent-row)")).to_have_count(total)
+    expect(more).to_have_count(0)

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.integration
 
 HEAD_TIMEOUT_S = 2.0
 REQUEST_TIMEOUT_S = 4.0
+MAX_STREAMS = 45
 SECURITY = {"x-content-type-options": "nosniff", "x-frame-options": "DENY", "referrer-policy": "no-referrer"}
 
 
@@ -32,6 +33,7 @@ def srv(tmp_path_factory):
             "TALARIA_REQUEST_HEAD_TIMEOUT": str(HEAD_TIMEOUT_S),
             "TALARIA_REQUEST_TIMEOUT": str(REQUEST_TIMEOUT_S),
             "TALARIA_MAX_BODY_BYTES": "65536",
+            "TALARIA_MAX_STREAMS": str(MAX_STREAMS),
         },
     )
     server.start()
@@ -110,6 +112,73 @@ def test_idle_and_trickling_sockets_leave_the_request_threads_free(srv):
             for path in ("/health", "/api/sessions"):
                 status, _, _ = srv.request("GET", path, timeout=5)
                 assert status == 200
+
+
+class Feed:
+    """One open ``/api/sessions/feed``; ``next_event`` reads the next named event."""
+
+    def __init__(self, srv: ServerProc, after: int | None = None):
+        query = "" if after is None else f"?after={after}"
+        self.sock = socket.create_connection((srv.host, srv.port), timeout=10)
+        self.sock.sendall(f"GET /api/sessions/feed{query} HTTP/1.0\r\n\r\n".encode())
+        self.reader = self.sock.makefile("rb")
+        self.status = int(self.reader.readline().split()[1])
+        self.headers = {}
+        while (line := self.reader.readline().decode("latin-1").strip()) != "":
+            name, _, value = line.partition(":")
+            self.headers[name.lower()] = value.strip()
+
+    def next_event(self) -> tuple[int, str, dict]:
+        fields: dict[str, str] = {}
+        while True:
+            line = self.reader.readline().decode("utf-8")
+            assert line, "the feed ended"
+            line = line.rstrip("\n")
+            if not line:
+                if "event" in fields:
+                    return int(fields["id"]), fields["event"], json.loads(fields["data"])
+                fields = {}
+            elif not line.startswith(":"):
+                key, _, value = line.partition(":")
+                fields[key] = value.strip()
+
+    def close(self) -> None:
+        self.reader.close()
+        self.sock.close()
+
+
+def test_open_streams_and_idle_sockets_leave_the_request_threads_free(srv):
+    feeds = [Feed(srv) for _ in range(40)]
+    try:
+        assert {feed.status for feed in feeds} == {200}
+        with slow_sockets(srv, idle=60, trickling=40):
+            for _ in range(10):
+                for path in ("/health", "/api/sessions?limit=50"):
+                    assert srv.request("GET", path, timeout=5)[0] == 200
+    finally:
+        for feed in feeds:
+            feed.close()
+
+
+def test_streams_past_their_budget_are_503_and_requests_still_answer(srv):
+    feeds = []
+    try:
+        deadline = time.monotonic() + 20
+        while len(feeds) < MAX_STREAMS and time.monotonic() < deadline:
+            feed = Feed(srv)
+            if feed.status == 200:
+                feeds.append(feed)
+            else:
+                feed.close()  # a stream of an earlier test still winding down
+                time.sleep(0.1)
+        assert len(feeds) == MAX_STREAMS
+        over = Feed(srv)
+        assert over.status == 503
+        over.close()
+        assert srv.request("GET", "/health", timeout=5)[0] == 200
+    finally:
+        for feed in feeds:
+            feed.close()
 
 
 def test_a_trickling_client_is_cut_off_at_the_head_deadline(srv):
@@ -295,3 +364,55 @@ def test_allowed_hosts_setting_admits_a_proxy_name(tmp_path):
 def test_an_http_1_0_request_without_host_is_served(srv):
     status, _, body = raw_exchange(srv, b"GET /health HTTP/1.0\r\n\r\n")
     assert status == 200 and json.loads(body)["ok"] is True
+
+
+# ---------------------------------------------------------------------- the sidebar list and its feed
+
+
+def test_the_sidebar_pages_and_the_feed_follow_every_change(srv):
+    listing = srv.get_json("/api/sessions?limit=2")
+    feed = Feed(srv, after=listing["feed_seq"])
+    try:
+        assert feed.status == 200 and feed.headers["content-type"].startswith("text/event-stream")
+        assert {k: feed.headers.get(k) for k in SECURITY} == SECURITY
+        sid = srv.post_json("/api/session/new", {"title": "followed"})["session"]["session_id"]
+        _, name, data = feed.next_event()
+        assert name == "sessions" and [r["title"] for r in data["upsert"]] == ["followed"]
+        srv.post_json("/api/session/rename", {"session_id": sid, "title": "renamed"})
+        _, _, data = feed.next_event()
+        assert [r["title"] for r in data["upsert"]] == ["renamed"]
+        srv.post_json("/api/session/delete", {"session_id": sid})
+        _, _, data = feed.next_event()
+        assert data["remove"] == [sid]
+    finally:
+        feed.close()
+
+
+def test_a_feed_resumed_from_an_unknown_number_says_reset(srv):
+    feed = Feed(srv, after=10**17)
+    try:
+        assert feed.next_event()[1] == "reset"
+    finally:
+        feed.close()
+
+
+def test_sidebar_pages_cover_every_session_once(srv):
+    for n in range(5):
+        srv.post_json("/api/session/new", {"title": f"paged {n}"})
+    total = srv.get_json("/api/sessions")["total"]
+    seen, cursor = [], None
+    while True:
+        query = "/api/sessions?limit=2" + (f"&cursor={cursor}" if cursor else "")
+        data = srv.get_json(query)
+        seen += [r["session_id"] for r in data["sessions"]]
+        assert ("agent_sessions" in data) is (cursor is None)
+        cursor = data["next_cursor"]
+        if not cursor:
+            break
+    assert len(seen) == len(set(seen)) == total
+
+
+@pytest.mark.parametrize("query", ["limit=0", "limit=x", "limit=100000", "cursor=%21%21", "limit=-1"])
+def test_bad_paging_parameters_are_400(srv, query):
+    status, data = srv.json("GET", f"/api/sessions?{query}")
+    assert status == 400 and "error" in data

@@ -150,7 +150,10 @@ def _send(srv: ServerProc, method: str, path: str, query: dict, body: bytes | No
     try:
         conn.request(method, target, body=body, headers=headers)
         resp = conn.getresponse()
-        return resp.status, resp.getheader("Content-Type") or "", resp.read()
+        content_type = resp.getheader("Content-Type") or ""
+        if content_type.startswith("text/event-stream"):
+            return resp.status, content_type, b""  # a stream that only ends when the client leaves
+        return resp.status, content_type, resp.read()
     finally:
         conn.close()
 

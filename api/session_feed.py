@@ -1,0 +1,113 @@
+"""The sidebar's change feed: every save or removal of a session, as Server-Sent Events.
+
+The index (``api.session_index``) reports each changed row; the feed keeps the newest change per
+session, numbered, for the last ``HISTORY`` sessions. A tab loads ``GET /api/sessions`` (which carries
+``feed_seq``), then follows ``GET /api/sessions/feed?after=<feed_seq>``:
+
+    id: 42
+    event: sessions
+    data: {"upsert": [sidebar row...], "remove": [session_id...]}
+
+A tab that fell further behind than the history gets ``event: reset`` and loads the list again.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from typing import Any
+
+from api import http_io, jsonio, session_index, session_list
+
+HISTORY = 2000
+HEARTBEAT_S = 15.0
+POLL_S = 1.0  # how soon a closed tab frees its place in the stream budget
+
+
+class ChangeLog:
+    """The newest change per session, numbered; waiters wake on each change."""
+
+    def __init__(self, history: int = HISTORY, start: int = 0):
+        self.history = history
+        # Numbers start where the clock is (ms), so a tab still holding a number from an earlier run of
+        # the server is below the floor and reloads rather than missing what changed in between.
+        self.seq = start
+        self.floor = start  # changes numbered at or below this are forgotten
+        self.closed = False
+        self._changes: collections.OrderedDict[str, tuple[int, dict | None]] = collections.OrderedDict()
+        self._cond = threading.Condition()
+
+    def record(self, sid: str, row: dict | None) -> None:
+        """``row`` None means the session is gone."""
+        with self._cond:
+            self.seq += 1
+            self._changes[sid] = (self.seq, None if row is None else session_list.sidebar_row(row))
+            self._changes.move_to_end(sid)
+            while len(self._changes) > self.history:
+                _, (dropped, _) = self._changes.popitem(last=False)
+                self.floor = dropped
+            self._cond.notify_all()
+
+    def reset(self) -> None:
+        """Forget everything (the index was rebuilt behind the feed): every follower loads the list again."""
+        with self._cond:
+            self.seq += 1
+            self.floor = self.seq
+            self._changes.clear()
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        with self._cond:
+            self.closed = True
+            self._cond.notify_all()
+
+    def since(self, after: int) -> tuple[int, dict[str, Any] | None]:
+        """``(seq, {"upsert", "remove"})`` of what changed after ``after``; None when that is forgotten."""
+        with self._cond:
+            if after < self.floor or after > self.seq:
+                return self.seq, None
+            upsert, remove = [], []
+            for sid, (seq, row) in reversed(self._changes.items()):
+                if seq <= after:
+                    break
+                if row is None:
+                    remove.append(sid)
+                else:
+                    upsert.append(row)
+            return self.seq, {"upsert": upsert, "remove": remove}
+
+    def wait(self, after: int, timeout: float) -> None:
+        with self._cond:
+            self._cond.wait_for(lambda: self.seq != after or self.closed, timeout)
+
+
+CHANGES = ChangeLog(start=time.time_ns() // 1_000_000)
+session_index.add_listener(CHANGES.record, CHANGES.reset)
+
+
+def frame(seq: int, name: str, payload: dict) -> bytes:
+    return b"id: %d\nevent: %s\ndata: %s\n\n" % (seq, name.encode("ascii"), jsonio.dumps(payload))
+
+
+def serve(handler, after: int | None, changes: ChangeLog = CHANGES, heartbeat_s: float = HEARTBEAT_S) -> None:
+    """Relay changes after ``after`` (None: from now on) until the client leaves or the server stops."""
+    http_io.start_stream(handler)
+    seq = changes.seq if after is None else after
+    try:
+        handler.wfile.write(b"retry: 2000\n\n")
+        quiet_since = time.monotonic()
+        while not changes.closed and not http_io.client_gone(handler):
+            current, delta = changes.since(seq)
+            if delta is None:
+                handler.wfile.write(frame(current, "reset", {}))
+            elif delta["upsert"] or delta["remove"]:
+                handler.wfile.write(frame(current, "sessions", delta))
+            if current != seq or time.monotonic() - quiet_since >= heartbeat_s:
+                if current == seq:
+                    handler.wfile.write(b": heartbeat\n\n")
+                quiet_since = time.monotonic()
+            seq = current
+            changes.wait(seq, min(POLL_S, heartbeat_s))
+    except OSError:
+        return  # the tab went away

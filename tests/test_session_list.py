@@ -1,0 +1,75 @@
+"""The sidebar list: projected rows, newest first, cursor pages with the pinned rows on the first."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from api import session_list
+from api.errors import BadRequest
+from api.models import Session
+
+
+def _saved(title: str, updated_at: float, **kw) -> Session:
+    session = Session(title=title, updated_at=updated_at, **kw)
+    session.save(touch_updated_at=False)
+    return session
+
+
+def _page(limit: int | None = None, cursor: str | None = None) -> dict:
+    return json.loads(b"".join(session_list.page_json(limit, cursor, {})))
+
+
+def test_rows_carry_only_the_sidebar_fields(state_dir):
+    _saved("one", 100.0, composer_draft="a long draft", pending_user_message=None)
+    (row,) = _page()["sessions"]
+    assert set(row) == set(session_list.SIDEBAR_FIELDS)
+    assert row["title"] == "one" and row["message_count"] == 0 and row["is_streaming"] is False
+
+
+def test_pages_walk_every_row_once_newest_first_with_ties_broken_by_id(state_dir):
+    saved = [_saved(f"s{i}", 1000.0 + i // 3) for i in range(20)]  # groups of three share updated_at
+    expected = [s.session_id for s in sorted(saved, key=lambda s: (s.updated_at, s.session_id), reverse=True)]
+    seen, cursor = [], None
+    while True:
+        data = _page(6, cursor)
+        seen += [r["session_id"] for r in data["sessions"]]
+        assert data["total"] == 20
+        cursor = data["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == expected
+
+
+def test_pinned_rows_are_always_on_the_first_page_and_never_on_later_ones(state_dir):
+    old_pinned = _saved("old pinned", 1.0, pinned=True)
+    for i in range(10):
+        _saved(f"s{i}", 100.0 + i)
+    first = _page(3)
+    titles = [r["title"] for r in first["sessions"]]
+    assert titles == ["old pinned", "s9", "s8", "s7"]
+    rest = _page(100, first["next_cursor"])
+    assert old_pinned.session_id not in [r["session_id"] for r in rest["sessions"]]
+    assert len(rest["sessions"]) == 7 and rest["next_cursor"] is None
+
+
+def test_a_page_follows_changes_to_the_index(state_dir):
+    one = _saved("one", 100.0)
+    assert [r["title"] for r in _page()["sessions"]] == ["one"]
+    one.title = "renamed"
+    one.save()
+    _saved("two", 50.0)
+    assert [r["title"] for r in _page()["sessions"]] == ["renamed", "two"]
+
+
+@pytest.mark.parametrize("cursor", ["!!!", "bm9waXBl", "", "x" * 500])
+def test_a_malformed_cursor_is_400(state_dir, cursor):
+    with pytest.raises(BadRequest):
+        session_list.page(10, cursor or "A")
+
+
+@pytest.mark.parametrize("limit", [0, session_list.MAX_LIMIT + 1])
+def test_a_limit_out_of_range_is_400(state_dir, limit):
+    with pytest.raises(BadRequest):
+        session_list.page(limit, None)
