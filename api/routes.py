@@ -126,7 +126,7 @@ def _handle_sessions(handler, query: dict) -> None:
 def _handle_sessions_feed(handler, query: dict) -> None:
     raw = header(handler, "Last-Event-ID")
     source = {"after": raw} if raw is not None and raw.strip() else query
-    session_feed.serve(handler, query_int(source, "after", max_digits=18))
+    sse.serve_session_changes(handler, session_feed.CHANGES, query_int(source, "after", max_digits=18))
 
 
 def _handle_sessions_search(handler, query: dict) -> None:

@@ -1,4 +1,4 @@
-"""The sidebar's change feed: every save or removal of a session, as Server-Sent Events.
+"""The sidebar's change feed: every save or removal of a session, numbered (relayed by ``api.sse``).
 
 The index (``api.session_index``) reports each changed row; the feed keeps the newest change per
 session, numbered, for the last ``HISTORY`` sessions. A tab loads ``GET /api/sessions`` (which carries
@@ -18,11 +18,9 @@ import threading
 import time
 from typing import Any
 
-from api import http_io, jsonio, session_index, session_list
+from api import session_index, session_list
 
 HISTORY = 2000
-HEARTBEAT_S = 15.0
-POLL_S = 1.0  # how soon a closed tab frees its place in the stream budget
 
 
 class ChangeLog:
@@ -84,30 +82,3 @@ class ChangeLog:
 
 CHANGES = ChangeLog(start=time.time_ns() // 1_000_000)
 session_index.add_listener(CHANGES.record, CHANGES.reset)
-
-
-def frame(seq: int, name: str, payload: dict) -> bytes:
-    return b"id: %d\nevent: %s\ndata: %s\n\n" % (seq, name.encode("ascii"), jsonio.dumps(payload))
-
-
-def serve(handler, after: int | None, changes: ChangeLog = CHANGES, heartbeat_s: float = HEARTBEAT_S) -> None:
-    """Relay changes after ``after`` (None: from now on) until the client leaves or the server stops."""
-    http_io.start_stream(handler)
-    seq = changes.seq if after is None else after
-    try:
-        handler.wfile.write(b"retry: 2000\n\n")
-        quiet_since = time.monotonic()
-        while not changes.closed and not http_io.client_gone(handler):
-            current, delta = changes.since(seq)
-            if delta is None:
-                handler.wfile.write(frame(current, "reset", {}))
-            elif delta["upsert"] or delta["remove"]:
-                handler.wfile.write(frame(current, "sessions", delta))
-            if current != seq or time.monotonic() - quiet_since >= heartbeat_s:
-                if current == seq:
-                    handler.wfile.write(b": heartbeat\n\n")
-                quiet_since = time.monotonic()
-            seq = current
-            changes.wait(seq, min(POLL_S, heartbeat_s))
-    except OSError:
-        return  # the tab went away

@@ -6,8 +6,9 @@ A dropped connection ends only the relay; the turn goes on and a reconnect resum
 from __future__ import annotations
 
 import json
+import time
 
-from api import http_io
+from api import http_io, jsonio
 
 HEARTBEAT_S = 15.0
 
@@ -38,3 +39,36 @@ def serve_turn_events(handler, turn, last_event_id: int | None, heartbeat_s: flo
                 break
     except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, OSError):
         return  # the browser went away; the turn keeps running
+
+
+# ---------------------------------------------------------------------- the sidebar feed
+
+FEED_POLL_S = 1.0  # how soon a closed tab frees its place in the stream budget
+
+
+def change_frame(seq: int, name: str, payload: dict) -> bytes:
+    return b"id: %d\nevent: %s\ndata: %s\n\n" % (seq, name.encode("ascii"), jsonio.dumps(payload))
+
+
+def serve_session_changes(handler, changes, after: int | None, heartbeat_s: float = HEARTBEAT_S) -> None:
+    """Relay a ``session_feed.ChangeLog`` after ``after`` (None: from now on) until the client leaves
+    or the log closes (the server stops); ``event: reset`` when the tab must load the list again."""
+    http_io.start_stream(handler)
+    seq = changes.seq if after is None else after
+    try:
+        handler.wfile.write(b"retry: 2000\n\n")
+        quiet_since = time.monotonic()
+        while not changes.closed and not http_io.client_gone(handler):
+            current, delta = changes.since(seq)
+            if delta is None:
+                handler.wfile.write(change_frame(current, "reset", {}))
+            elif delta["upsert"] or delta["remove"]:
+                handler.wfile.write(change_frame(current, "sessions", delta))
+            if current != seq or time.monotonic() - quiet_since >= heartbeat_s:
+                if current == seq:
+                    handler.wfile.write(b": heartbeat\n\n")
+                quiet_since = time.monotonic()
+            seq = current
+            changes.wait(seq, min(FEED_POLL_S, heartbeat_s))
+    except OSError:
+        return  # the tab went away

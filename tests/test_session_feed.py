@@ -8,7 +8,8 @@ import time
 
 from api import session_admin
 from api.models import Session
-from api.session_feed import CHANGES, ChangeLog, serve
+from api.session_feed import CHANGES, ChangeLog
+from api.sse import serve_session_changes
 
 
 def _row(sid: str, title: str = "t") -> dict:
@@ -63,7 +64,7 @@ def test_serve_relays_changes_then_ends_when_the_log_closes():
     log = ChangeLog()
     log.record("a", _row("a"))
     handler = _Handler()
-    relay = threading.Thread(target=serve, args=(handler, 1, log, 0.05))
+    relay = threading.Thread(target=serve_session_changes, args=(handler, log, 1, 0.05))
     relay.start()
     log.record("b", None)
     deadline = time.monotonic() + 5
