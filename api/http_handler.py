@@ -11,6 +11,7 @@ import io
 import logging
 import mimetypes
 import socket
+import time
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
@@ -89,8 +90,10 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "Talaria"
     protocol_version = "HTTP/1.0"  # one request per connection
 
-    def __init__(self, sock: socket.socket, client_address, server, raw: bytes):
+    def __init__(self, sock: socket.socket, client_address, server, raw: bytes, received_at: float):
         # Not the base initialiser: that one reads the socket, and the serving loop has read it already.
+        self.received_at = received_at  # when the whole request had arrived (perf_counter)
+        self.started_at = received_at
         self.request = self.connection = sock
         self.client_address = client_address
         self.server = server
@@ -99,10 +102,21 @@ class Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
     def run(self) -> None:
+        self.started_at = time.perf_counter()
         try:
             self.handle_one_request()
         except (ConnectionError, TimeoutError):
             pass  # the client went away or stopped reading; nothing is left to tell it
+
+    def end_headers(self) -> None:
+        # The server's own time, for the benchmarks and the browser's network panel: waiting for a
+        # request worker, then the route up to this response head.
+        now = time.perf_counter()
+        queue_ms = (self.started_at - self.received_at) * 1000
+        self.send_header(
+            "Server-Timing", f"queue;dur={queue_ms:.2f}, app;dur={(now - self.started_at) * 1000:.2f}"
+        )
+        super().end_headers()
 
     def handle_expect_100(self) -> bool:
         return True  # the serving loop answered "100 Continue" while it read the body

@@ -174,7 +174,7 @@ class TalariaServer:
         host: str,
         port: int,
         *,
-        handler_factory: Callable[[socket.socket, tuple, TalariaServer, bytes], None],
+        handler_factory: Callable[[socket.socket, tuple, TalariaServer, bytes, float], None],
         is_stream: Callable[[str, str], bool],
         threads: int,
         max_streams: int,
@@ -392,10 +392,11 @@ class TalariaServer:
         sock.setblocking(True)
         sock.settimeout(WRITE_TIMEOUT_S)
         path = head.target.split("?", 1)[0]
+        received_at = time.perf_counter()
 
         def answer() -> None:
             try:
-                self._handler_factory(sock, pending.address, self, raw)
+                self._handler_factory(sock, pending.address, self, raw, received_at)
             finally:
                 _close_after_response(sock)
 
@@ -428,13 +429,15 @@ def make_server(
     port: int | None = None,
     *,
     threads: int | None = None,
-    handler_factory: Callable[[socket.socket, tuple, TalariaServer, bytes], None] | None = None,
+    handler_factory: Callable[[socket.socket, tuple, TalariaServer, bytes, float], None] | None = None,
 ) -> TalariaServer:
     """Bind ``host:port`` (settings by default) and build the server; raises ``OSError`` if it cannot."""
     from api import http_handler, routes
 
-    def answer(sock: socket.socket, address: tuple, server: TalariaServer, raw: bytes) -> None:
-        http_handler.Handler(sock, address, server, raw).run()
+    def answer(
+        sock: socket.socket, address: tuple, server: TalariaServer, raw: bytes, received_at: float
+    ) -> None:
+        http_handler.Handler(sock, address, server, raw, received_at).run()
 
     host = config.setting("host") if host is None else host
     port = int(config.setting("port")) if port is None else port

@@ -280,3 +280,117 @@ def get_session_child(root: str, sid: str, conn) -> None:
             conn.send((handler.status, handler.json()))
         except BaseException as exc:  # noqa: BLE001 - reported to the parent as a crash
             conn.send((None, f"{type(exc).__name__}: {exc}"))
+
+
+# ---------------------------------------------------------------------- hostile HTTP requests
+
+HOSTILE_METHODS = (
+    "GET", "POST", "HEAD", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "CONNECT", "BREW", "get", "PROPFIND",
+    "G\x00T", "GET /", "", "POST\t", "X" * 300,
+)  # fmt: skip
+HOSTILE_HOSTS = (
+    None, "127.0.0.1:{port}", "localhost:{port}", "attacker.example", "attacker.example:{port}", "",
+    "localhost.attacker.example", "[::1]:{port}", "127.0.0.1:{port}:9", "[nothost]", "user@127.0.0.1",
+    "xn--80ak6aa92e.com", "a" * 5000,
+)  # fmt: skip
+HOSTILE_ORIGINS = (
+    None, "http://127.0.0.1:{port}", "http://attacker.example", "null", "file://", "http://localhost:{port}",
+    "javascript:alert(1)", "http://127.0.0.1:{port}.attacker.example",
+)  # fmt: skip
+HOSTILE_LENGTHS = ("{n}", "+{n}", " {n}", "{n} ", "-1", "0x10", "1e3", "{n}, {n}", "99999999999999999999", "")
+HOSTILE_TYPES = (
+    "application/json", "text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x",
+    None, "application/json; charset=utf-16", "application/merge-patch+json", "APPLICATION/JSON",
+)  # fmt: skip
+HTTP_PATHS = (
+    "/health", "/api/sessions", "/api/sessions?limit=2", "/api/sessions?cursor=%ff", "/api/sessions/search?q=a",
+    "/api/session?session_id={sid}", "/api/session/new", "/api/session/rename", "/api/session/import",
+    "/api/session/delete", "/api/chat/start", "/api/chat/stream?stream_id=nosuch", "/api/sessions/feed",
+    "/", "/static/../server.py", "/%2e%2e/etc/passwd", "*", "http://evil/", "/api/" + "a" * 9000,
+)  # fmt: skip
+
+
+def _deep_json(depth: int) -> bytes:
+    return b'{"title": "deep", "messages": ' + b"[" * depth + b"]" * depth + b"}"
+
+
+def hostile_http_request(rng, port: int, sids: list[str]) -> bytes:
+    """One raw request with a hostile method, target, header set, framing or body (never a real turn)."""
+    method = rng.choice(HOSTILE_METHODS[:6]) if rng.random() < 0.7 else rng.choice(HOSTILE_METHODS)
+    path = rng.choice(HTTP_PATHS).format(sid=rng.choice(sids))
+    version = (
+        rng.choice(("HTTP/1.1", "HTTP/1.0")) if rng.random() < 0.9 else rng.choice(("HTTP/2.0", "HTTP/1", ""))
+    )
+    body_kind = rng.random()
+    if body_kind < 0.5:
+        body = json.dumps({"session_id": rng.choice(sids + ["nosuch", "../x"]), "title": "fuzz"}).encode()
+        if path.startswith("/api/chat/start"):
+            body = b'{"session_id": "fuzz-no-such-session", "message": "hi"}'
+    elif body_kind < 0.6:
+        body = _deep_json(rng.choice((10, 70, 1000, 5000)))
+    elif body_kind < 0.7:
+        body = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 64)))
+    else:
+        body = b""
+    lines = [f"{method} {path} {version}".rstrip()]
+    host = rng.choice(HOSTILE_HOSTS)
+    if host is not None:
+        lines.append(f"Host: {host.format(port=port)}")
+        if rng.random() < 0.05:
+            lines.append(f"Host: {host.format(port=port)}")
+    origin = rng.choice(HOSTILE_ORIGINS)
+    if origin is not None:
+        lines.append(f"Origin: {origin.format(port=port)}")
+    if rng.random() < 0.2:
+        lines.append(f"Sec-Fetch-Site: {rng.choice(('cross-site', 'same-origin', 'none', 'same-site', 'x'))}")
+    if rng.random() < 0.1:
+        lines.append(
+            f"Referer: {rng.choice(('http://attacker.example/', 'garbage', f'http://127.0.0.1:{port}/'))}"
+        )
+    content_type = rng.choice(HOSTILE_TYPES)
+    if content_type is not None:
+        lines.append(f"Content-Type: {content_type}")
+    if body or rng.random() < 0.5:
+        for _ in range(1 if rng.random() < 0.9 else 2):
+            lines.append("Content-Length: " + rng.choice(HOSTILE_LENGTHS).format(n=len(body)))
+    extra = rng.random()
+    if extra < 0.05:
+        lines.append("Transfer-Encoding: chunked")
+    elif extra < 0.1:
+        lines.append(" folded: continuation")
+    elif extra < 0.15:
+        lines.append("X-Nul: a\x00b")
+    elif extra < 0.2:
+        lines.append("X-Big: " + "b" * rng.choice((100, 70_000)))
+    elif extra < 0.25:
+        lines.append("Expect: " + rng.choice(("100-continue", "nothing")))
+    elif extra < 0.3:
+        lines.extend(f"X-{n}: y" for n in range(120))
+    elif extra < 0.35:
+        lines.append("Last-Event-ID: " + rng.choice(("1", "-1", "x", "9" * 30)))
+    head = "\r\n".join(lines) + "\r\n\r\n"
+    return head.encode("utf-8", "surrogateescape") + body
+
+
+def read_response_head(sock, limit: int = 1 << 20) -> tuple[bytes, dict[str, str], bytes]:
+    """(status line, headers, body) — the body only when the response says how long it is."""
+    data = b""
+    while b"\r\n\r\n" not in data and len(data) < limit:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.decode("latin-1").partition(":")
+        headers[name.strip().lower()] = value.strip()
+    length = headers.get("content-length")
+    if length and length.isdigit():
+        while len(rest) < int(length):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            rest += chunk
+    return lines[0], headers, rest

@@ -7,8 +7,11 @@ id with a JSON 4xx and changes nothing; fuzzed requests never get a 500.
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures
 import json
 import random
+import socket
 import string
 
 import pytest
@@ -24,11 +27,14 @@ from talaria_testing.hostile import (
     build_hostile_folder,
     contents_present,
     get_session_child,
+    hostile_http_request,
     hostile_state_dbs,
+    read_response_head,
     tree_signature,
 )
 from talaria_testing.killing import run_child
 from talaria_testing.scenarios import SID, bound, messages
+from talaria_testing.server_proc import ServerProc
 
 SECTION = "hostile_input"
 
@@ -348,3 +354,73 @@ def test_lone_surrogates_in_a_title_do_not_stop_the_index_from_being_written(cou
         counters.add(SECTION, "hostile_files")
         problems = promises.index_violations(sessions)
     assert not problems, problems
+
+
+def _exchange(port: int, raw: bytes) -> tuple[bytes, dict[str, str], bytes]:
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
+        try:
+            sock.sendall(raw)
+        except OSError:
+            pass  # the server may answer (and close) before the whole request is sent
+        status, headers, body = read_response_head(sock)
+        if status.startswith(b"HTTP/1.1 100"):
+            status, headers, body = read_response_head(sock)
+        return status, headers, body
+
+
+def test_hostile_methods_headers_and_framing_on_the_real_server_never_get_a_500(
+    durability, counters, tmp_path
+):
+    """Raw requests with hostile methods, Host/Origin headers, Content-Length, framing and bodies: every
+    answer has a status line, the security headers and, for an error, the JSON shape; none is a 500."""
+    n_requests = 10_000 if durability.full else 600
+    rng = random.Random(1515)
+    env = {
+        "TALARIA_REQUEST_HEAD_TIMEOUT": "2",
+        "TALARIA_REQUEST_TIMEOUT": "2",
+        "TALARIA_MAX_BODY_BYTES": "65536",
+    }
+    server = ServerProc(tmp_path / "srv", env=env)
+    server.start()
+    try:
+        sids = [
+            server.post_json("/api/session/new", {"title": f"h{k}"})["session"]["session_id"]
+            for k in range(3)
+        ]
+        requests = [hostile_http_request(rng, server.port, sids) for _ in range(n_requests)]
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(lambda raw: _exchange(server.port, raw), requests))
+        failures, statuses = [], collections.Counter()
+        for raw, (status_line, headers, body) in zip(requests, answers, strict=True):
+            parts = status_line.split()
+            status = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
+            statuses[status] += 1
+            problem = None
+            if status is None or not status_line.startswith(b"HTTP/1."):
+                problem = "no status line"
+            elif status >= 500 and status not in (501, 503, 505):
+                problem = "server error"
+            elif headers.get("x-content-type-options") != "nosniff" or not headers.get(
+                "content-security-policy"
+            ):
+                problem = "missing security headers"
+            elif (
+                status >= 400
+                and headers.get("content-type", "").startswith("application/json")
+                and body
+                and not isinstance(json.loads(body).get("error"), str)
+            ):
+                problem = "error without the JSON shape"
+            if problem:
+                failures.append(f"{problem}: {raw[:160]!r} -> {status_line[:80]!r}")
+        counters.add(SECTION, "hostile_http_requests", n_requests)
+        counters.add(
+            SECTION, "hostile_http_refused_4xx", sum(n for s, n in statuses.items() if s and s >= 400)
+        )
+        assert not failures, "\n".join(failures[:20])
+        assert server.request("GET", "/health")[0] == 200
+        listed = {r["session_id"] for r in server.get_json("/api/sessions")["sessions"]}
+        assert set(sids) <= listed
+    finally:
+        server.stop()
+    assert "Traceback" not in server.log_text(), server.log_text()[-4000:]
