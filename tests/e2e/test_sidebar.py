@@ -8,7 +8,7 @@ import uuid
 import pytest
 from playwright.sync_api import expect
 
-from .helpers import goto_app, import_session, open_page, screenshot, screenshots
+from .helpers import PHONE, goto_app, import_session, open_page, screenshot, screenshots
 
 pytestmark = pytest.mark.e2e
 
@@ -195,7 +195,16 @@ def test_a_long_list_arrives_in_pages(page, server):
     expect(more).to_be_visible()
     rows = page.locator("#session-list .session-row:not(.match-row):not(.agent-row)")
     expect(rows).to_have_count(_listed(first_page.value.json()["sessions"]))
-    screenshot(page, "sidebar-show-more")
+    more.scroll_into_view_if_needed()
+    screenshots(page, "sidebar-show-more")
+    page.set_viewport_size(PHONE)
+    page.click("#open-sidebar")
+    page.wait_for_function("() => document.getElementById('sidebar').getBoundingClientRect().left >= 0")
+    more.scroll_into_view_if_needed()
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        screenshot(page, f"sidebar-show-more-phone-drawer-{scheme}")
+    page.emulate_media(color_scheme="light")
     more.click()
     expect(rows).to_have_count(_listed(server.get_json("/api/sessions")["sessions"]))
     expect(more).to_have_count(0)
