@@ -130,23 +130,21 @@ def floor_server(body: bytes) -> Iterator[int]:
 # ---------------------------------------------------------------------- concurrent streaming turns
 
 
-def _read_sse_until_done(srv: ServerProc, stream_id: str, stop: threading.Event) -> int:
+def _read_sse_until_done(srv: ServerProc, stream_id: str, stop: threading.Event, stats: dict) -> None:
     conn = http.client.HTTPConnection(srv.host, srv.port, timeout=120)
-    events = 0
     try:
         conn.request("GET", f"/api/chat/stream?stream_id={stream_id}")
         resp = conn.getresponse()
         for raw in resp:
             line = raw.decode("utf-8", "replace")
             if line.startswith("event:"):
-                events += 1
+                stats["events"] += 1
                 if line.strip() == "event: done":
                     break
             if stop.is_set():
                 break
     finally:
         conn.close()
-    return events
 
 
 @contextlib.contextmanager
@@ -169,16 +167,16 @@ def streaming_turns(srv: ServerProc, count: int, token_delay: float) -> Iterator
                 time.sleep(0.5)
                 continue
             stats["turns_started"] += 1
-            stats["events"] += _read_sse_until_done(srv, data["stream_id"], stop)
+            _read_sse_until_done(srv, data["stream_id"], stop, stats)
             stats["turns_finished"] += 1
 
     threads = [threading.Thread(target=worker, args=(n,), daemon=True) for n in range(count)]
     for t in threads:
         t.start()
-    deadline = time.monotonic() + 60
-    while stats["turns_started"] < count and time.monotonic() < deadline:
+    deadline = time.monotonic() + 120
+    # The agent takes a while to start its first turns: measure only once tokens are flowing.
+    while (stats["turns_started"] < count or stats["events"] < 20 * count) and time.monotonic() < deadline:
         time.sleep(0.1)
-    time.sleep(1.0)  # let the tokens flow
     try:
         yield stats
     finally:
