@@ -67,25 +67,57 @@ class _Snapshot:
     source: list[dict]
     pinned: list[bytes]
     others: list[tuple[tuple[float, str], bytes]]  # (order key, JSON), newest first
+    by_content: dict[tuple, bytes]  # sidebar fields → their JSON, reused by the next snapshot
 
 
 _SNAPSHOT: dict[str, _Snapshot | None] = {"snapshot": None}
+# One rebuild at a time: while turns stream, saves change the index often, and fifty requests arriving
+# together must not all sort and serialize the same rows.
 _SNAPSHOT_LOCK = threading.Lock()
+_FIELDS = SIDEBAR_FIELDS + OPTIONAL_FIELDS
+
+
+def _row_json(row: dict, previous: dict[tuple, bytes], current: dict[tuple, bytes]) -> bytes:
+    """A row's sidebar JSON, serialized again only when one of its sidebar fields changed."""
+    try:
+        key = tuple(row.get(name) for name in _FIELDS)
+        hash(key)
+    except TypeError:  # an odd value (a dict as profile...): no reuse for this row
+        return jsonio.dumps(sidebar_row(row))
+    data = previous.get(key)
+    if data is None:
+        data = jsonio.dumps(sidebar_row(row))
+    current[key] = data
+    return data
+
+
+def _still_current(rows: list[dict]) -> _Snapshot | None:
+    """The cached snapshot when the index still hands out exactly these row objects."""
+    cached = _SNAPSHOT["snapshot"]
+    if cached is not None and len(cached.source) == len(rows) and all(map(operator.is_, cached.source, rows)):
+        return cached
+    return None
 
 
 def _snapshot() -> _Snapshot:
     """Sorted, serialized rows; rebuilt only when the index hands out different row objects."""
-    rows = models.all_sessions()
-    cached = _SNAPSHOT["snapshot"]
-    if cached is not None and len(cached.source) == len(rows) and all(map(operator.is_, cached.source, rows)):
-        return cached
-    ordered = sorted(rows, key=order_key, reverse=True)
-    pinned = [jsonio.dumps(sidebar_row(r)) for r in ordered if r.get("pinned")]
-    others = [(order_key(r), jsonio.dumps(sidebar_row(r))) for r in ordered if not r.get("pinned")]
-    snapshot = _Snapshot(rows, pinned, others)
+    current_snapshot = _still_current(models.all_sessions())
+    if current_snapshot is not None:
+        return current_snapshot
     with _SNAPSHOT_LOCK:
+        rows = models.all_sessions()
+        current_snapshot = _still_current(rows)
+        if current_snapshot is not None:
+            return current_snapshot  # another request rebuilt it meanwhile
+        cached = _SNAPSHOT["snapshot"]
+        previous = cached.by_content if cached is not None else {}
+        current: dict[tuple, bytes] = {}
+        ordered = sorted(rows, key=order_key, reverse=True)
+        pinned = [_row_json(r, previous, current) for r in ordered if r.get("pinned")]
+        others = [(order_key(r), _row_json(r, previous, current)) for r in ordered if not r.get("pinned")]
+        snapshot = _Snapshot(rows, pinned, others, current)
         _SNAPSHOT["snapshot"] = snapshot  # holding ``rows`` keeps their ids from being reused
-    return snapshot
+        return snapshot
 
 
 def _after(others: list[tuple[tuple[float, str], bytes]], cursor: tuple[float, str]) -> int:
