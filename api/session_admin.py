@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 import os
 import re
+import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -242,13 +244,28 @@ def list_sessions() -> dict:
     return {"sessions": rows, "agent_sessions": agent_sessions(rows)}
 
 
+# The agent writes state.db all through a turn, so its stat-keyed cache misses on nearly every request
+# while turns stream; the first page reuses the agent's rows for a moment instead of a query each time.
+AGENT_ROWS_MAX_AGE_S = 2.0
+_AGENT_ROWS: dict[str, Any] = {"at": -AGENT_ROWS_MAX_AGE_S, "rows": []}
+_AGENT_ROWS_LOCK = threading.Lock()
+
+
+def _recent_agent_sessions() -> list[dict]:
+    with _AGENT_ROWS_LOCK:
+        if time.monotonic() - _AGENT_ROWS["at"] >= AGENT_ROWS_MAX_AGE_S:
+            _AGENT_ROWS["rows"] = agent_sessions(models.all_sessions())
+            _AGENT_ROWS["at"] = time.monotonic()
+        return _AGENT_ROWS["rows"]
+
+
 def sessions_page_json(limit: int | None = None, cursor: str | None = None) -> list[bytes]:
     """A page of sidebar rows (``api.session_list``) with ``feed_seq`` and, on the first page, the
     agent's own sessions; as chunks to send in order."""
     # Read before the rows: a change after this number reaches the tab through the feed.
     extra: dict[str, Any] = {"feed_seq": session_feed.CHANGES.seq}
     if cursor is None:
-        extra["agent_sessions"] = agent_sessions(models.all_sessions())
+        extra["agent_sessions"] = _recent_agent_sessions()
     return session_list.page_json(limit, cursor, extra)
 
 
