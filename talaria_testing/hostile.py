@@ -310,6 +310,17 @@ HTTP_PATHS = (
 )  # fmt: skip
 
 
+_POST_PATHS = frozenset(
+    {
+        "/api/session/new",
+        "/api/session/rename",
+        "/api/session/import",
+        "/api/session/delete",
+        "/api/chat/start",
+    }
+)
+
+
 def _deep_json(depth: int) -> bytes:
     return b'{"title": "deep", "messages": ' + b"[" * depth + b"]" * depth + b"}"
 
@@ -318,6 +329,8 @@ def hostile_http_request(rng, port: int, sids: list[str]) -> bytes:
     """One raw request with a hostile method, target, header set, framing or body (never a real turn)."""
     method = rng.choice(HOSTILE_METHODS[:6]) if rng.random() < 0.7 else rng.choice(HOSTILE_METHODS)
     path = rng.choice(HTTP_PATHS).format(sid=rng.choice(sids))
+    if rng.random() < 0.5:  # the method the route takes, so the hostile headers meet the route itself
+        method = "POST" if path in _POST_PATHS else "GET"
     version = (
         rng.choice(("HTTP/1.1", "HTTP/1.0")) if rng.random() < 0.9 else rng.choice(("HTTP/2.0", "HTTP/1", ""))
     )
@@ -333,12 +346,13 @@ def hostile_http_request(rng, port: int, sids: list[str]) -> bytes:
     else:
         body = b""
     lines = [f"{method} {path} {version}".rstrip()]
-    host = rng.choice(HOSTILE_HOSTS)
+    # Mostly well-formed framing and our own Host, so most requests reach a route with the rest hostile.
+    host = rng.choice(HOSTILE_HOSTS[:3]) if rng.random() < 0.7 else rng.choice(HOSTILE_HOSTS)
     if host is not None:
         lines.append(f"Host: {host.format(port=port)}")
         if rng.random() < 0.05:
             lines.append(f"Host: {host.format(port=port)}")
-    origin = rng.choice(HOSTILE_ORIGINS)
+    origin = rng.choice(HOSTILE_ORIGINS[:2]) if rng.random() < 0.6 else rng.choice(HOSTILE_ORIGINS)
     if origin is not None:
         lines.append(f"Origin: {origin.format(port=port)}")
     if rng.random() < 0.2:
@@ -347,12 +361,13 @@ def hostile_http_request(rng, port: int, sids: list[str]) -> bytes:
         lines.append(
             f"Referer: {rng.choice(('http://attacker.example/', 'garbage', f'http://127.0.0.1:{port}/'))}"
         )
-    content_type = rng.choice(HOSTILE_TYPES)
+    content_type = "application/json" if rng.random() < 0.6 else rng.choice(HOSTILE_TYPES)
     if content_type is not None:
         lines.append(f"Content-Type: {content_type}")
     if body or rng.random() < 0.5:
         for _ in range(1 if rng.random() < 0.9 else 2):
-            lines.append("Content-Length: " + rng.choice(HOSTILE_LENGTHS).format(n=len(body)))
+            length = "{n}" if rng.random() < 0.8 else rng.choice(HOSTILE_LENGTHS)
+            lines.append("Content-Length: " + length.format(n=len(body)))
     extra = rng.random()
     if extra < 0.05:
         lines.append("Transfer-Encoding: chunked")
