@@ -415,9 +415,7 @@ def test_hostile_methods_headers_and_framing_on_the_real_server_never_get_a_500(
                 failures.append(f"{problem}: {raw[:160]!r} -> {status_line[:80]!r}")
         counters.add(SECTION, "hostile_http_requests", n_requests)
         counters.add(SECTION, "hostile_http_answered_200", statuses[200])
-        counters.add(
-            SECTION, "hostile_http_refused", sum(n for s, n in statuses.items() if s and s >= 400)
-        )
+        counters.add(SECTION, "hostile_http_refused", sum(n for s, n in statuses.items() if s and s >= 400))
         assert not failures, "\n".join(failures[:20])
         assert server.request("GET", "/health")[0] == 200
         assert server.request("GET", "/api/sessions")[0] == 200
