@@ -356,8 +356,9 @@ def render_cache_info() -> dict[str, Any]:
     return _CACHE.info()
 
 
-def message_text(content: Any) -> str | None:
-    """The readable text of message content: the string itself, or its text parts joined; else None."""
+def renderable_text(content: Any) -> str | None:
+    """What the Markdown renderer is given: string content, or its text parts joined by blank lines; else None
+    (``api.messages.message_text`` is the plain words of a message, for search and export)."""
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
@@ -379,7 +380,7 @@ def render_message(msg: dict[str, Any]) -> dict[str, Any] | None:
     """``{"html": ...}`` for a message with string content or text parts; None for anything else."""
     if not isinstance(msg, dict):
         return None
-    text = message_text(msg.get("content"))
+    text = renderable_text(msg.get("content"))
     if text is None:
         return None
     return {"html": render_markdown(text)}
