@@ -124,8 +124,21 @@ def truncate_session_at_keep(session: models.Session, keep: int) -> tuple[int, i
     session.context_messages = truncate_context_for_display_keep(old_msgs, session.context_messages, keep)
     session.messages = kept
     _stamp_intentional_shrink_generation(session, old_n, len(kept))
-    session.truncation_watermark = session.truncation_boundary = _truncation_watermark_for(kept)
+    _stamp_edit_watermark(session)
     return old_n, old_ctx
+
+
+def _stamp_edit_watermark(session: models.Session) -> None:
+    """Watermark and boundary at the newest kept row of the transcript or of the compressed context.
+
+    A compressed context's rows carry the time of the compression, later than the transcript rows they
+    stand for; a boundary below them would let the removed turn's state.db rows back into the model's
+    context as rows newer than the context.
+    """
+    mark = max(
+        _truncation_watermark_for(session.messages), _truncation_watermark_for(session.context_messages)
+    )
+    session.truncation_watermark = session.truncation_boundary = mark
 
 
 def _last_user_index(messages: list) -> int | None:
@@ -147,11 +160,11 @@ def _cut_to_last_user(session: models.Session, empty_message: str) -> tuple[dict
         forget_compression(session)
     session.messages = session.messages[:idx]
     _stamp_intentional_shrink_generation(session, old_n, idx)
-    session.truncation_watermark = session.truncation_boundary = _truncation_watermark_for(session.messages)
     if session.context_messages:
         cidx = _last_user_index(session.context_messages)
         if cidx is not None:
             session.context_messages = session.context_messages[:cidx]
+    _stamp_edit_watermark(session)
     return last_user, removed
 
 

@@ -184,3 +184,24 @@ def test_a_history_edit_whose_save_fails_changes_nothing_and_a_later_pin_keeps_t
         failed_saves.fails_and_changes_nothing(
             mnt, "ops", lambda: HISTORY_EDITS[edit]("ops"), failed_saves.FAULTS[fault]
         )
+
+
+def test_undo_in_a_compressed_session_keeps_the_removed_turns_state_db_rows_out_of_the_context(state_dir):
+    from api.anchor import anchor_message_key
+    from api.models import reconciled_state_db_messages_for_session
+
+    _compressed(state_dir)
+    session = Session.load("cmp")
+    session.compression_anchor_message_key = anchor_message_key(session.messages[3])
+    # The compressed context was stamped when it was made, later than the rows it stands for.
+    for k, row in enumerate(session.context_messages):
+        row["timestamp"] = 50.0 + k
+    session.messages.append(_msg("user", "removed", 60.0))
+    session.context_messages.append(_msg("user", "removed", 60.0))
+    session.save()
+    session_ops.undo_last("cmp")
+    loaded = Session.load("cmp")
+    earlier = [_msg("user" if i % 2 == 0 else "assistant", f"m{i}", float(i + 1)) for i in range(6)]
+    state_rows = [*earlier, _msg("user", "removed", 60.0), _msg("assistant", "its answer", 61.0)]
+    view = reconciled_state_db_messages_for_session(loaded, prefer_context=True, state_messages=state_rows)
+    assert "removed" not in [m["content"] for m in view] and "its answer" not in [m["content"] for m in view]
