@@ -38,8 +38,14 @@ def test_random_turns_edits_compressions_and_restarts_keep_the_model_true(durabi
     seeds, steps_per_seed = (range(1, 11), 500) if durability.full else ((1, 2), 150)
     with ThreadPoolExecutor(max_workers=2) as pool:
         runs = [pool.submit(_run_seed, tmp_path / f"seed-{seed}", seed, steps_per_seed) for seed in seeds]
-        results = [run.result() for run in runs]
-    for figures in results:
+    failures = []
+    for run in runs:  # every seed's figures and every seed's failure, not only the first
+        try:
+            figures = run.result()
+        except AssertionError as exc:
+            failures.append(str(exc))
+            continue
         for name, value in figures.items():
             counters.add(SECTION, name, value)
         counters.add(SECTION, "seeds")
+    assert not failures, "\n\n".join(failures)
