@@ -204,7 +204,8 @@ def kill_mid_turn(srv: ServerProc, fake, sid: str, text: str, tag: str, tokens: 
         partial = "".join(_words(tag)[:tokens])
         deadline = time.monotonic() + 30
         while not any(
-            m.get("_partial") and m.get("content") == partial for m in on_disk(srv, sid)["messages"]
+            m.get("_partial") and (m.get("content") or "").strip() == partial.strip()
+            for m in on_disk(srv, sid)["messages"]
         ):
             assert time.monotonic() < deadline, "no checkpoint reached the disk"
             time.sleep(0.02)
