@@ -34,6 +34,7 @@ function sessionFromHash() {
 class App {
   constructor(authStatus) {
     this.auth = authStatus;
+    this.loading = null; // the session being opened, if any
     this.sessions = new SessionList({
       root: $("session-list"),
       filterInput: $("session-filter"),
@@ -113,7 +114,11 @@ class App {
     document.addEventListener("keydown", (event) => this.shortcut(event));
   }
 
-  async start() {
+  start() {
+    return this.track(this.startApp());
+  }
+
+  async startApp() {
     $("app").hidden = false;
     await this.sessions.refresh();
     this.modelPicker.load();
@@ -142,7 +147,21 @@ class App {
     await this.load(sid, opts);
   }
 
-  async load(sid, opts = {}) {
+  load(sid, opts = {}) {
+    return this.track(this.loadSession(sid, opts));
+  }
+
+  // Remembers what is opening, so a send made meanwhile waits for it (see ensureSession).
+  track(loading) {
+    this.loading = loading;
+    const settle = () => {
+      if (this.loading === loading) this.loading = null;
+    };
+    loading.then(settle, settle);
+    return loading;
+  }
+
+  async loadSession(sid, opts) {
     await this.flushPending();
     this.sessions.setCurrent(sid);
     try {
@@ -221,6 +240,8 @@ class App {
   }
 
   async ensureSession() {
+    // A message sent while the URL's session is still loading belongs to that session, not a new one.
+    if (this.loading) await this.loading;
     if (this.chat.sessionId) return this.chat.sessionId;
     const data = await api.newSession();
     this.sessions.upsert(data.session);

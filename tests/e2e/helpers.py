@@ -41,14 +41,43 @@ class PageGuard:
     def __init__(self, page):
         self.problems: list[str] = []
         self.allowed_statuses: set[int] = set()
+        self._page = page
+        self._navigations = 0
+        self._issued_at: dict = {}  # request -> navigations seen when it was issued
+        self._aborted: list[str] = []  # aborts no navigation has explained yet
         page.on("console", self._console)
         page.on("pageerror", lambda exc: self.problems.append(f"page error: {exc}"))
+        page.on("request", self._request)
+        page.on("framenavigated", self._navigated)
         page.on("requestfailed", self._request_failed)
+        page.on("requestfinished", lambda request: self._issued_at.pop(request, None))
         page.on("response", self._response)
 
+    def _request(self, request) -> None:
+        self._issued_at[request] = self._navigations
+
+    # The browser aborts what is in flight when the page navigates or reloads (the sidebar feed, a poll,
+    # the icon), and reports the abort before or after the navigation; an abort with no navigation after
+    # its request was issued stays a problem.
+    def _navigated(self, frame) -> None:
+        if frame != self._page.main_frame:
+            return
+        self._navigations += 1
+        excused = set(self._aborted)
+        self._aborted.clear()
+        self.problems[:] = [p for p in self.problems if p not in excused]
+
     def _request_failed(self, request) -> None:
-        # The sidebar feed never ends by itself: leaving or reloading the page aborts it.
+        issued_at = self._issued_at.pop(request, self._navigations)
+        # The sidebar feed never ends by itself: leaving or closing the page aborts it.
         if "/api/sessions/feed" in request.url and request.failure == "net::ERR_ABORTED":
+            return
+        if request.failure == "net::ERR_ABORTED":
+            if issued_at < self._navigations:
+                return
+            text = f"request failed: {request.method} {request.url} ({request.failure})"
+            self._aborted.append(text)
+            self.problems.append(text)
             return
         self.problems.append(f"request failed: {request.method} {request.url} ({request.failure})")
 
