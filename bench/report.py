@@ -1,8 +1,9 @@
 """One report of Talaria's durability and speed: ``artifacts/durability-report.md``.
 
 Runs the durability suite in full (``tests/durability --durability-full``: kill matrix, crash states,
-faults, concurrency, hostile input and fuzzing, load), every benchmark in ``bench/`` and, when present,
-the shared ``core_bench.py``; then writes the Markdown report and prints its summary.
+faults, concurrency, hostile input and fuzzing, load), every benchmark in ``bench/`` and, when given
+``--core-bench PATH``, an outside benchmark of the session core run against this checkout; then writes
+the Markdown report and prints its summary.
 
     .venv/bin/python -m bench.report                  # everything (about 15-25 minutes on 2 cores)
     .venv/bin/python -m bench.report --reduced        # the suite as CI runs it, benchmarks too
@@ -23,7 +24,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "artifacts"
-CORE_BENCH = REPO.parent / "shared" / "tools" / "core_bench.py"
 BENCH_TIMEOUT_S = 1800
 SUITE_TIMEOUT_S = 3600
 
@@ -70,17 +70,17 @@ def run_suite(full: bool, counters_path: Path) -> dict:
     return result
 
 
-def run_benchmarks() -> list[dict]:
+def run_benchmarks(core_bench: Path | None = None) -> list[dict]:
     out = []
     for path in sorted((REPO / "bench").glob("bench_*.py")):
         result = _run([_python(), str(path.relative_to(REPO))], BENCH_TIMEOUT_S)
         result["name"] = path.stem
         out.append(result)
-    if CORE_BENCH.exists():
+    if core_bench is not None:
         result = _run(
-            [sys.executable, str(CORE_BENCH), "--impl", ".", "--python", _python()], BENCH_TIMEOUT_S
+            [sys.executable, str(core_bench), "--impl", ".", "--python", _python()], BENCH_TIMEOUT_S
         )
-        result["name"] = "core_bench (shared)"
+        result["name"] = core_bench.stem
         out.append(result)
     return out
 
@@ -206,12 +206,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reduced", action="store_true", help="run the suite in its reduced (CI) form")
     parser.add_argument("--no-bench", action="store_true", help="skip the benchmarks")
     parser.add_argument("--out", type=Path, default=ARTIFACTS / "durability-report.md")
+    parser.add_argument(
+        "--core-bench", type=Path, help="also run this session-core benchmark script (--impl . --python ...)"
+    )
     args = parser.parse_args(argv)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     counters_path = args.out.with_suffix(".json")
     full = not args.reduced
     suite = run_suite(full, counters_path)
-    benches = [] if args.no_bench else run_benchmarks()
+    benches = [] if args.no_bench else run_benchmarks(args.core_bench)
     args.out.write_text(render(suite, benches, full), encoding="utf-8")
     print("\n".join(_table(summary_rows(suite["counters"]), ("what", "count", "violations"))))
     print(
