@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.bench_chat import Reader, pct, reply, timed_fake  # noqa: E402
 from talaria_testing.fake_llm import write_hermes_config  # noqa: E402
 from talaria_testing.server_proc import ServerProc  # noqa: E402
+from talaria_testing.transcripts import long_transcript  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 LONG_MESSAGES = 5000
@@ -63,20 +64,6 @@ OPEN_FLOOR = """async (sid) => {
   await r.json();
   return performance.now() - t0;
 }"""
-
-
-def long_transcript(count: int) -> list[dict]:
-    base = time.time() - 86400
-    out = []
-    for i in range(count):
-        if i % 2 == 0:
-            out.append(
-                {"role": "user", "content": f"Question {i}: what about item {i}?", "timestamp": base + i}
-            )
-        else:
-            text = f"Answer {i}: item {i - 1} is fine.\n\n```python\nprint({i})\n```\n\n- one\n- two"
-            out.append({"role": "assistant", "content": text, "timestamp": base + i})
-    return out
 
 
 def start_server(root: Path, llm) -> ServerProc:

@@ -7,26 +7,14 @@ import time
 import pytest
 from playwright.sync_api import expect
 
+from talaria_testing.transcripts import long_transcript
+
 from .helpers import goto_app, open_page, screenshot, session_store, start_server
 
 pytestmark = pytest.mark.e2e
 
 MESSAGES = 5000
 OPEN_BUDGET_S = 1.0
-
-
-def long_transcript(count: int) -> list[dict]:
-    base = time.time() - 86400
-    out = []
-    for i in range(count):
-        if i % 2 == 0:
-            out.append(
-                {"role": "user", "content": f"Question {i}: what about item {i}?", "timestamp": base + i}
-            )
-        else:
-            text = f"Answer {i}: item {i - 1} is fine.\n\n```python\nprint({i})\n```\n\n- one\n- two"
-            out.append({"role": "assistant", "content": text, "timestamp": base + i})
-    return out
 
 
 @pytest.fixture(scope="module")
