@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from api import agent_runtime, questions, session_admin
+from api import agent_runtime, session_admin
 from api import config as _config
 from api.agent_events import OnEvent
 from api.errors import BadRequest
 from api.questions import ANSWERED, CANCELLED, STOPPED, TIMEOUT, Question, Questions
 
 CHOICES = ("once", "session", "always", "deny")
-QUESTIONS = Questions("approval_id")
+QUESTIONS = Questions("approval")
 _YOLO: set[str] = set()  # sessions whose person turned "don't ask again" on (until the server stops)
 
 
@@ -33,6 +33,12 @@ def deny_reason(question: Question) -> str | None:
     }.get(question.outcome or "", "Talaria denied it")
 
 
+def decision(question: Question) -> tuple[str, str | None]:
+    """What the agent is told: ``(choice, deny_reason)``; anything but an answer is a deny."""
+    reason = deny_reason(question)
+    return (question.answer if reason is None else "deny"), reason
+
+
 def ask(
     session_id: str, emit: OnEvent, data: dict, interrupted: Callable[[], bool]
 ) -> tuple[str, str | None]:
@@ -44,21 +50,14 @@ def ask(
         "pattern_keys": [str(k) for k in data.get("pattern_keys") or []],
         "allow_permanent": data.get("allow_permanent") is not False,
     }
-    question = QUESTIONS.open(session_id, payload, float(_config.setting("approval_timeout")))
-    try:
-        questions.remember(session_id, {"kind": "approval", **question.payload})
-        emit("approval", question.public())
-        QUESTIONS.wait(question, interrupted)
-    finally:
-        QUESTIONS.close(question)  # an error above denies (the agent blocks a command whose ask failed)
-    reason = deny_reason(question)
-    choice = question.answer if reason is None else "deny"
-    questions.remember(session_id, None)  # durably, before the agent acts on the answer
-    emit(
-        "approval_resolved",
-        {"approval_id": question.id, "choice": choice, "outcome": question.outcome, "reason": reason},
-    )
-    return choice, reason
+    timeout_s = float(_config.setting("approval_timeout"))
+    question = QUESTIONS.ask(session_id, payload, timeout_s, emit, interrupted, _resolution)
+    return decision(question)
+
+
+def _resolution(question: Question) -> dict:
+    choice, reason = decision(question)
+    return {"choice": choice, "reason": reason}
 
 
 def respond(session_id: str, approval_id: Any, choice: Any) -> dict:

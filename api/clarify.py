@@ -10,13 +10,13 @@ from collections.abc import Callable
 from typing import Any
 
 from api import config as _config
-from api import questions, session_admin
+from api import session_admin
 from api.agent_events import OnEvent
 from api.errors import BadRequest
 from api.questions import ANSWERED, CANCELLED, STOPPED, TIMEOUT, Question, Questions
 
 RESPONSE_MAX_CHARS = 20_000
-QUESTIONS = Questions("clarify_id")
+QUESTIONS = Questions("clarify")
 
 
 def no_answer_text(question: Question) -> str:
@@ -31,19 +31,12 @@ def no_answer_text(question: Question) -> str:
 def ask(
     session_id: str, emit: OnEvent, question_text: str, choices: list | None, interrupted: Callable[[], bool]
 ) -> str:
+    """Put the agent's question to the person and block: their answer, or a plain "no answer" text."""
     offered = [str(c) for c in choices] if choices else None
     payload = {"question": str(question_text or ""), "choices": offered}
-    question = QUESTIONS.open(session_id, payload, float(_config.setting("clarify_timeout")))
-    try:
-        questions.remember(session_id, {"kind": "clarify", **question.payload})
-        emit("clarify", question.public())
-        QUESTIONS.wait(question, interrupted)
-    finally:
-        QUESTIONS.close(question)
-    questions.remember(session_id, None)
-    answered = question.outcome == ANSWERED
-    emit("clarify_resolved", {"clarify_id": question.id, "outcome": question.outcome})
-    return str(question.answer) if answered else no_answer_text(question)
+    timeout_s = float(_config.setting("clarify_timeout"))
+    question = QUESTIONS.ask(session_id, payload, timeout_s, emit, interrupted)
+    return str(question.answer) if question.outcome == ANSWERED else no_answer_text(question)
 
 
 def respond(session_id: str, clarify_id: Any, response: Any) -> dict:

@@ -21,6 +21,7 @@ from typing import Any
 
 from api import config as _config
 from api import models
+from api.agent_events import OnEvent
 from api.errors import Conflict, NotFound
 
 ANSWERED = "answered"
@@ -49,14 +50,49 @@ class Question:
 
 
 class Questions:
-    """The open questions of one kind, by id; at most one open question per session."""
+    """The open questions of one kind, by id; at most one open question per session.
 
-    def __init__(self, id_field: str):
-        self.id_field = id_field
+    The kind names the question's events (``<kind>``, ``<kind>_resolved``), its id field (``<kind>_id``)
+    and its durable trace (``{"kind": <kind>, ...}``).
+    """
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self.id_field = f"{kind}_id"
         self._lock = threading.Lock()
         self._open: dict[str, Question] = {}
         self._settled: OrderedDict[str, str] = OrderedDict()  # id → session id
         self._stopped = False
+
+    def ask(
+        self,
+        session_id: str,
+        payload: dict,
+        timeout_s: float,
+        emit: OnEvent,
+        interrupted: Callable[[], bool],
+        resolution: Callable[[Question], dict] = lambda _question: {},
+    ) -> Question:
+        """Put a question to the person and block until it is settled; returns the settled question.
+
+        It is written into the session file before the page can see it, and erased (durably) before the
+        asker acts on the answer. Whatever fails while it waits, it is settled (cancelled: an approval is
+        then denied) and erased, and the error goes on to the asker. ``resolution`` adds the asker's own
+        fields to the ``<kind>_resolved`` event.
+        """
+        question = self.open(session_id, payload, timeout_s)
+        try:
+            remember(session_id, {"kind": self.kind, **question.payload})
+            emit(self.kind, question.public())
+            self.wait(question, interrupted)
+        finally:
+            self.close(question)
+            remember(session_id, None)
+        emit(
+            f"{self.kind}_resolved",
+            {self.id_field: question.id, "outcome": question.outcome, **resolution(question)},
+        )
+        return question
 
     def open(self, session_id: str, payload: dict, timeout_s: float) -> Question:
         """Register a question; ``Conflict`` when the session already waits on one (it is refused)."""
