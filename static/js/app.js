@@ -4,6 +4,7 @@
 import { api, setCsrfToken } from "./api.js";
 import { AttachmentTray } from "./attachments.js";
 import { ChatView } from "./chat.js";
+import { findCommand, refusal } from "./commands.js";
 import { Composer } from "./composer.js";
 import { showLogin } from "./login.js";
 import { showLineage } from "./lineage.js";
@@ -374,57 +375,18 @@ class App {
     if (pending) await pending.flush();
   }
 
+  // A slash command from the composer or a message's action: its handler lives in commands.js.
   async command(name, arg) {
     await this.flushPending();
+    const command = findCommand(name);
     const sid = this.chat.sessionId;
-    if (!sid && name !== "title") {
-      toast("Open a session first.");
-      return false;
-    }
-    if (this.chat.streaming) {
-      toast("Wait for the answer to finish, or stop it first.");
+    const refused = refusal(command, { sessionId: sid, streaming: this.chat.streaming });
+    if (refused) {
+      toast(refused);
       return false;
     }
     try {
-      if (name === "compress") {
-        this.composer.setStatus(arg ? `Compressing the context (focus: ${arg})…` : "Compressing the context…");
-        const data = await api.compress(sid, arg || null);
-        const summary = data.summary || {};
-        toast([summary.headline, summary.token_line].filter(Boolean).join(" — ") || "Context compressed.");
-        await this.chat.reload();
-      } else if (name === "uncompress") {
-        await api.uncompress(sid);
-        toast("The context from before the last compression is back.");
-        await this.chat.reload();
-      } else if (name === "undo") {
-        const data = await api.undo(sid);
-        if (data.error) {
-          toast(data.error);
-          return true;
-        }
-        toast(`Removed ${data.removed_count} message${data.removed_count === 1 ? "" : "s"}.`);
-        await this.chat.reload();
-      } else if (name === "retry") {
-        const data = await api.retry(sid);
-        if (data.error) {
-          toast(data.error);
-          return true;
-        }
-        await this.chat.reload();
-        return this.send(data.last_user_text);
-      } else if (name === "clear") {
-        return await this.clearUndoably(sid);
-      } else if (name === "title") {
-        if (!arg) {
-          toast("Usage: /title <new title>");
-          return false;
-        }
-        const target = sid || (await this.ensureSession());
-        const data = await api.rename(target, arg);
-        this.sessions.upsert(data.session);
-        this.updateHeader({ ...this.chat.session, ...data.session });
-      }
-      return true;
+      return await command.run(this, sid, arg);
     } catch (err) {
       toastError(err);
       return false;

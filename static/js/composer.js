@@ -1,32 +1,8 @@
-// The composer: Enter sends, Shift+Enter adds a line, slash commands with a completion list, and the
-// "edit your last message" mode.
+// The composer: Enter sends, Shift+Enter adds a line, slash commands (commands.js) with a completion list,
+// and the "edit your last message" mode.
 
+import { completions, parseSlash } from "./commands.js";
 import { el } from "./render.js";
-
-export const COMMANDS = [
-  { name: "compress", args: "[focus]", help: "Compress the model's context; the transcript stays" },
-  { name: "uncompress", args: "", help: "Undo the last compression of the context" },
-  { name: "undo", args: "", help: "Remove the last exchange" },
-  { name: "retry", args: "", help: "Resend your last message" },
-  { name: "clear", args: "", help: "Clear this conversation" },
-  { name: "title", args: "<text>", help: "Rename this session" },
-];
-
-// "/compress the plan" → {name: "compress", arg: "the plan"}; null when the text is not a known command.
-export function parseSlash(text) {
-  const match = /^\/([a-z]+)(?:\s+([\s\S]*))?$/i.exec(String(text).trim());
-  if (!match) return null;
-  const name = match[1].toLowerCase();
-  if (!COMMANDS.some((c) => c.name === name)) return null;
-  return { name, arg: (match[2] || "").trim() };
-}
-
-export function completions(text) {
-  const match = /^\/([a-z]*)$/i.exec(text);
-  if (!match) return [];
-  const prefix = match[1].toLowerCase();
-  return COMMANDS.filter((c) => c.name.startsWith(prefix));
-}
 
 export class Composer {
   constructor({ form, input, sendButton, stopButton, list, editNote, editCancel, status, onSend, onCommand, onStop }) {

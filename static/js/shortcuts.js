@@ -1,6 +1,6 @@
 // The keyboard shortcuts, listed by `?`.
 
-import { COMMANDS } from "./composer.js";
+import { COMMANDS } from "./commands.js";
 import { ask } from "./dialog.js";
 import { el } from "./render.js";
 

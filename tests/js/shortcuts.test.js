@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { COMMANDS } from "../../static/js/composer.js";
+import { COMMANDS } from "../../static/js/commands.js";
 import { SHORTCUTS } from "../../static/js/shortcuts.js";
 
 test("the slash-command line lists every command of the table", () => {

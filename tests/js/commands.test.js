@@ -1,0 +1,46 @@
+// The slash commands' pure parts: one table (name, hint, help, handler) that parsing, completion and the
+// checks before a command runs all read.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { COMMANDS, completions, findCommand, parseSlash, refusal } from "../../static/js/commands.js";
+
+test("a known slash command parses with its argument", () => {
+  assert.deepEqual(parseSlash("/compress  the plan "), { name: "compress", arg: "the plan" });
+  assert.deepEqual(parseSlash("/UNDO"), { name: "undo", arg: "" });
+});
+
+test("an unknown command or plain text is not a command", () => {
+  assert.equal(parseSlash("/launch rockets"), null);
+  assert.equal(parseSlash("compress this"), null);
+  assert.equal(parseSlash("/"), null);
+  assert.equal(findCommand("launch"), null);
+});
+
+test("every command in the table has its help and handler, parses and completes from its first letter", () => {
+  assert.deepEqual(
+    COMMANDS.map((c) => c.name),
+    ["compress", "uncompress", "undo", "retry", "clear", "title"],
+  );
+  for (const command of COMMANDS) {
+    assert.equal(typeof command.run, "function", command.name);
+    assert.ok(command.help, command.name);
+    assert.equal(findCommand(command.name), command);
+    assert.equal(parseSlash(`/${command.name}`).name, command.name);
+    assert.ok(completions(`/${command.name[0]}`).includes(command));
+  }
+  assert.deepEqual(completions("/zz"), []);
+  assert.deepEqual(completions("no slash"), []);
+});
+
+test("only /title runs with no session open, and no command runs while an answer streams", () => {
+  const open = { sessionId: "s1", streaming: false };
+  for (const command of COMMANDS) {
+    assert.equal(refusal(command, open), null, command.name);
+    assert.match(refusal(command, { sessionId: "s1", streaming: true }), /Wait for the answer/);
+    const alone = refusal(command, { sessionId: null, streaming: false });
+    if (command.name === "title") assert.equal(alone, null);
+    else assert.equal(alone, "Open a session first.", command.name);
+  }
+  assert.ok(refusal(null, open));
+});
