@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from api import agent_runtime, session_admin
+from api import agent_runtime, session_lookup
 from api import config as _config
 from api.agent_events import OnEvent
 from api.errors import BadRequest
@@ -70,7 +70,7 @@ def respond(session_id: str, approval_id: Any, choice: Any) -> dict:
 
 
 def pending(session_id: str) -> dict:
-    session_admin.load_session(session_id)
+    session_lookup.load_session(session_id)
     return {"pending": QUESTIONS.pending(session_id), "yolo": yolo(session_id)}
 
 
@@ -82,7 +82,7 @@ def set_yolo(session_id: str, enabled: Any) -> dict:
     """The session's explicit "don't ask again" switch (the agent's session yolo; off until turned on)."""
     if not isinstance(enabled, bool):
         raise BadRequest("enabled must be true or false")
-    session_admin.load_session(session_id)
+    session_lookup.load_session(session_id)
     (_YOLO.add if enabled else _YOLO.discard)(session_id)
     agent_runtime.apply_session_yolo(session_id, enabled)
     return {"ok": True, "session_id": session_id, "yolo": enabled}

@@ -15,9 +15,10 @@ from typing import Any
 from api import config as _config
 from api import models
 from api.errors import BadRequest, Conflict
-from api.session_admin import TITLE_MAX, full_session
+from api.session_catalogue import TITLE_MAX
 from api.session_fields import new_session_id
 from api.session_ops import editable_session
+from api.session_views import full_session
 
 # Row flags of the live turn machinery that mean nothing in a new session.
 _TURN_FLAGS = ("_partial", "_pending")

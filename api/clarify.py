@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from api import config as _config
-from api import session_admin
+from api import session_lookup
 from api.agent_events import OnEvent
 from api.errors import BadRequest
 from api.questions import ANSWERED, CANCELLED, STOPPED, TIMEOUT, Question, Questions
@@ -51,5 +51,5 @@ def respond(session_id: str, clarify_id: Any, response: Any) -> dict:
 
 
 def pending(session_id: str) -> dict:
-    session_admin.load_session(session_id)
+    session_lookup.load_session(session_id)
     return {"pending": QUESTIONS.pending(session_id)}

@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Any
 
-from api import agent_runtime, session_admin
+from api import agent_runtime, session_catalogue, session_lookup
 from api import config as _config
 from api.errors import BadRequest
 
@@ -126,7 +126,7 @@ def switch_session_model(sid: str, model: Any, provider: Any) -> dict:
     """Set the session's model for its next turn; ``model=""`` goes back to the configured default."""
     model = clean_text(model, "model", MODEL_MAX)
     provider = clean_text("" if provider is None else provider, "model_provider", PROVIDER_MAX)
-    session_admin.load_session(sid)  # an unknown session is a 404 before any endpoint is asked
+    session_lookup.load_session(sid)  # an unknown session is a 404 before any endpoint is asked
     if model and not is_choice(catalog(), model, provider):
         choices = catalog(refresh=True)  # the endpoint may list a model the cache does not have yet
         if not is_choice(choices, model, provider):
@@ -136,4 +136,4 @@ def switch_session_model(sid: str, model: Any, provider: Any) -> dict:
         session.model = model
         session.model_provider = provider.lower() if model and provider else None
 
-    return session_admin.edit_session(sid, change)
+    return session_catalogue.edit_session(sid, change)

@@ -22,10 +22,12 @@ from api import (
     models,
     routes_agent,
     routes_control,
-    session_admin,
+    session_catalogue,
     session_export,
     session_feed,
     session_ops,
+    session_recovery,
+    session_views,
     sse,
     streaming,
 )
@@ -96,7 +98,7 @@ def _with_full_session(result: dict, sid: str) -> dict:
     return {
         "ok": True,
         **{k: v for k, v in result.items() if k != "session"},
-        "session": session_admin.full_session_by_id(sid),
+        "session": session_views.full_session_by_id(sid),
     }
 
 
@@ -120,7 +122,7 @@ def _handle_health(handler, query: dict) -> None:
 
 def _handle_sessions(handler, query: dict) -> None:
     limit = query_int(query, "limit", minimum=1)
-    http_io.j_bytes(handler, session_admin.sessions_page_json(limit, query.get("cursor") or None))
+    http_io.j_bytes(handler, session_views.sessions_page_json(limit, query.get("cursor") or None))
 
 
 def _handle_sessions_feed(handler, query: dict) -> None:
@@ -131,37 +133,37 @@ def _handle_sessions_feed(handler, query: dict) -> None:
 
 def _handle_sessions_search(handler, query: dict) -> None:
     content = query.get("content", "") in ("1", "true", "yes", "on")
-    j(handler, session_admin.search_sessions(query.get("q", ""), content=content))
+    j(handler, session_catalogue.search_sessions(query.get("q", ""), content=content))
 
 
 def _handle_session_get(handler, query: dict) -> None:
     sid = _sid(query)
-    j(handler, session_admin.get_session_payload(sid, _msg_limit(query), query_int(query, "msg_before")))
+    j(handler, session_views.get_session_payload(sid, _msg_limit(query), query_int(query, "msg_before")))
 
 
 def _handle_session_new(handler, body: dict) -> None:
-    session = session_admin.create_session(body.get("model"), body.get("workspace"), body.get("title"))
+    session = session_catalogue.create_session(body.get("model"), body.get("workspace"), body.get("title"))
     j(handler, {"session": session})
 
 
 def _handle_session_rename(handler, body: dict) -> None:
-    j(handler, {"session": session_admin.rename_session(_sid(body), body.get("title"))})
+    j(handler, {"session": session_catalogue.rename_session(_sid(body), body.get("title"))})
 
 
 def _handle_session_pin(handler, body: dict) -> None:
-    j(handler, {"session": session_admin.set_flag(_sid(body), "pinned", body.get("pinned"))})
+    j(handler, {"session": session_catalogue.set_flag(_sid(body), "pinned", body.get("pinned"))})
 
 
 def _handle_session_archive(handler, body: dict) -> None:
-    j(handler, {"session": session_admin.set_flag(_sid(body), "archived", body.get("archived"))})
+    j(handler, {"session": session_catalogue.set_flag(_sid(body), "archived", body.get("archived"))})
 
 
 def _handle_session_delete(handler, body: dict) -> None:
-    j(handler, session_admin.delete_session(_sid(body)))
+    j(handler, session_catalogue.delete_session(_sid(body)))
 
 
 def _handle_session_restore_deleted(handler, body: dict) -> None:
-    j(handler, {"session": session_admin.restore_deleted(body.get("undo_token"))})
+    j(handler, {"session": session_catalogue.restore_deleted(body.get("undo_token"))})
 
 
 def _handle_session_export(handler, query: dict) -> None:
@@ -256,11 +258,11 @@ def _handle_session_uncompress(handler, body: dict) -> None:
 
 
 def _handle_recovery_audit(handler, query: dict) -> None:
-    j(handler, session_admin.recovery_audit())
+    j(handler, session_recovery.audit_live_sessions())
 
 
 def _handle_recovery_repair_safe(handler, body: dict) -> None:
-    j(handler, session_admin.recovery_repair_safe())
+    j(handler, session_recovery.repair_safe_live_sessions())
 
 
 def _handle_recovery_startup(handler, query: dict) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from api import approvals, clarify, session_admin, workspace
+from api import approvals, clarify, session_catalogue, workspace
 from api.http_io import j, require_session_id
 
 
@@ -37,7 +37,7 @@ def _handle_clarify_pending(handler, query: dict) -> None:
 
 
 def _handle_session_workspace(handler, body: dict) -> None:
-    j(handler, {"session": session_admin.set_workspace(_sid(body), body.get("workspace"))})
+    j(handler, {"session": session_catalogue.set_workspace(_sid(body), body.get("workspace"))})
 
 
 def _handle_workspaces(handler, query: dict) -> None:

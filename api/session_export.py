@@ -27,8 +27,10 @@ from api.errors import BadRequest, NotFound, PayloadTooLarge
 from api.messages import message_time
 from api.render import pygments_css, render_markdown
 from api.sanitize import scrub_surrogates
-from api.session_admin import TITLE_MAX, agent_session, load_session
+from api.session_catalogue import TITLE_MAX
 from api.session_fields import message_text, new_session_id
+from api.session_lookup import load_session
+from api.session_views import agent_session
 
 FORMATS = {
     "json": "application/json; charset=utf-8",

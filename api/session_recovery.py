@@ -246,6 +246,16 @@ def repair_safe_session_recovery(session_dir: Path, state_db_path: Path | None =
     }
 
 
+def audit_live_sessions() -> dict:
+    """The audit of the server's own session folder and state.db (the recovery audit route)."""
+    return audit_session_recovery(Path(models.SESSION_DIR), config.STATE_DB_PATH)
+
+
+def repair_safe_live_sessions() -> dict:
+    """The safe repair of the server's own session folder and state.db (the repair-safe route)."""
+    return repair_safe_session_recovery(Path(models.SESSION_DIR), config.STATE_DB_PATH)
+
+
 _EXIT = {"ok": 0, "warn": 1, "needs_manual_review": 2}
 
 

@@ -28,9 +28,9 @@ from api import (
     models,
     provider_errors,
     questions,
-    session_admin,
     session_index,
     session_ops,
+    session_views,
     titles,
     turn_rows,
     turn_scope,
@@ -420,7 +420,7 @@ def _finalize(turn: Turn, result, error: tuple[str, str | None] | None) -> None:
         turn.append("error", {"message": INTERRUPTED_TEXT})
     elif outcome.stopped:
         turn.append("cancelled", {})
-    turn.append("done", {"session": session_admin.full_session(session, msg_limit=100)})
+    turn.append("done", {"session": session_views.full_session(session, msg_limit=100)})
 
 
 def _apply_usage(session: models.Session, result) -> None:

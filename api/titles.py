@@ -14,7 +14,7 @@ import threading
 
 from api import agent_runtime, models
 from api import config as _config
-from api.session_admin import clean_title
+from api.session_catalogue import clean_title
 from api.session_fields import message_text
 
 log = logging.getLogger("talaria.titles")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from api import agent_runtime, session_admin
+from api import agent_runtime, session_catalogue, session_lookup
 from api import config as _config
 from api.errors import BadRequest
 
@@ -62,7 +62,7 @@ def list_for_session(sid: str | None) -> dict:
     """Every toolset with ``enabled`` for the session (or for a new session when ``sid`` is None)."""
     chosen = None
     if sid is not None:
-        chosen = session_admin.load_session(sid).enabled_toolsets
+        chosen = session_lookup.load_session(sid).enabled_toolsets
     enabled = set(chosen) if isinstance(chosen, list) else set(default_toolsets())
     rows = [{**row, "enabled": row["name"] in enabled} for row in available_toolsets()]
     return {
@@ -91,7 +91,7 @@ def clean_choice(value: Any, known: set[str]) -> list[str] | None:
 
 def set_session_toolsets(sid: str, value: Any) -> dict:
     """Set (or with ``None`` reset) the toolsets of the session's next turn; the sidebar row after it."""
-    session_admin.load_session(sid)
+    session_lookup.load_session(sid)
     known = {row["name"] for row in available_toolsets()} | set(default_toolsets())
     choice = clean_choice(value, known)
-    return session_admin.edit_session(sid, lambda session: setattr(session, "enabled_toolsets", choice))
+    return session_catalogue.edit_session(sid, lambda session: setattr(session, "enabled_toolsets", choice))

@@ -150,7 +150,7 @@ def _plan(op: str, messages: list, rng: random.Random, serial: int) -> tuple[lis
 
 
 def _perform(op: str, sid: str, args: dict) -> None:
-    from api import compression, config, models, session_admin, session_ops
+    from api import compression, config, models, session_catalogue, session_ops
 
     if op == "turn":
         with config._get_session_agent_lock(sid):
@@ -183,7 +183,7 @@ def _perform(op: str, sid: str, args: dict) -> None:
     elif op == "uncompress":
         compression.uncompress(sid)
     elif op == "rename":
-        session_admin.rename_session(sid, args["title"])
+        session_catalogue.rename_session(sid, args["title"])
 
 
 def random_ops_child(root: str, seed: int, conn) -> None:

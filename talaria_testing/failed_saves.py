@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from api import jsonio, session_admin
+from api import jsonio, session_catalogue, session_views
 from api.errors import ApiError
 from talaria_testing.faults import fill, remount, small_tmpfs
 from talaria_testing.scenarios import bound
@@ -75,9 +75,9 @@ def fails_and_changes_nothing(
         assert any(w in caught.value.message.lower() for w in ("read-only", "space")), caught.value.message
     assert path.read_bytes() == before, "the failed operation changed the file"
     on_disk = jsonio.loads(before)
-    shown = session_admin.get_session_payload(sid)["session"]
+    shown = session_views.get_session_payload(sid)["session"]
     assert _visible(shown) == _visible(on_disk), "GET shows a change that was never saved"
-    session_admin.set_flag(sid, "pinned", not on_disk.get("pinned"))
+    session_catalogue.set_flag(sid, "pinned", not on_disk.get("pinned"))
     after = jsonio.loads(path.read_bytes())
     assert _visible(after) == _visible(on_disk), "a later pin wrote the change that failed"
     assert after["pinned"] is (not on_disk.get("pinned"))

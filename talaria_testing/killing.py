@@ -14,7 +14,7 @@ _PRELOAD = [
     "api.models",
     "api.compression",
     "api.session_ops",
-    "api.session_admin",
+    "api.session_catalogue",
     "api.session_recovery",
     "api.reconcile",
     "api.routes",

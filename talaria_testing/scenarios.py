@@ -186,11 +186,11 @@ def build_corrupt(sessions: Path, n: int) -> dict:
 
 
 def build_deleted(sessions: Path, n: int) -> dict:
-    from api import session_admin, session_ops
+    from api import session_catalogue, session_ops
 
     _base(sessions, n)
     session_ops.undo_last(SID)  # leaves a .bak behind, so an orphan backup could spring back
-    return {"undo_token": session_admin.delete_session(SID)["undo_token"]}
+    return {"undo_token": session_catalogue.delete_session(SID)["undo_token"]}
 
 
 def build_streaming(sessions: Path, n: int) -> dict:
@@ -237,9 +237,9 @@ def run_index_flush(sessions: Path, info: dict) -> None:
 
 
 def run_rename(sessions: Path, info: dict) -> None:
-    from api import session_admin
+    from api import session_catalogue
 
-    session_admin.rename_session(SID, "A new title")
+    session_catalogue.rename_session(SID, "A new title")
 
 
 def run_compress(sessions: Path, info: dict) -> None:
@@ -283,15 +283,15 @@ def run_recovery(sessions: Path, info: dict) -> None:
 
 
 def run_delete(sessions: Path, info: dict) -> None:
-    from api import session_admin
+    from api import session_catalogue
 
-    session_admin.delete_session(SID)
+    session_catalogue.delete_session(SID)
 
 
 def run_undelete(sessions: Path, info: dict) -> None:
-    from api import session_admin
+    from api import session_catalogue
 
-    session_admin.restore_deleted(info["undo_token"])
+    session_catalogue.restore_deleted(info["undo_token"])
 
 
 def run_checkpoint(sessions: Path, info: dict) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from api import branch, session_admin
+from api import branch, session_catalogue, session_views
 from api.errors import BadRequest, Conflict, NotFound
 from api.models import SESSIONS, Session
 
@@ -38,7 +38,7 @@ def test_a_branch_holds_the_history_up_to_the_message_and_names_its_parent(paren
     assert child.parent_session_id == "parent"
     # The parent is unchanged, and the sidebar row of the branch names its parent.
     assert [m["content"] for m in Session.load("parent").messages] == ["u1", "a1", "u2", "a2"]
-    rows = {row["session_id"]: row for row in session_admin.list_sessions()["sessions"]}
+    rows = {row["session_id"]: row for row in session_views.list_sessions()["sessions"]}
     assert rows[child_id]["parent_session_id"] == "parent"
 
 
@@ -49,10 +49,10 @@ def test_live_turn_flags_are_not_carried_into_the_branch(parent):
 
 @pytest.mark.parametrize("keep", [-1, 5, "2", True, None, 2.5])
 def test_a_bad_count_is_a_400_and_creates_nothing(parent, keep):
-    before = {row["session_id"] for row in session_admin.list_sessions()["sessions"]}
+    before = {row["session_id"] for row in session_views.list_sessions()["sessions"]}
     with pytest.raises(BadRequest):
         branch.branch_session("parent", keep)
-    assert {row["session_id"] for row in session_admin.list_sessions()["sessions"]} == before
+    assert {row["session_id"] for row in session_views.list_sessions()["sessions"]} == before
 
 
 def test_a_missing_session_is_a_404(state_dir):
@@ -70,7 +70,7 @@ def test_a_streaming_session_cannot_branch(parent):
 def test_a_long_title_stays_within_the_limit(state_dir):
     Session(session_id="long", messages=[_msg("user", "x", 1.0)], title="t" * 200).save()
     title = branch.branch_session("long", 1)["title"]
-    assert len(title) <= session_admin.TITLE_MAX and title.endswith("(branch)")
+    assert len(title) <= session_catalogue.TITLE_MAX and title.endswith("(branch)")
 
 
 def test_a_branch_before_the_first_message_is_an_empty_linked_session(parent):

@@ -7,7 +7,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from api import models, session_admin, session_export
+from api import models, session_export, session_views
 from api.errors import BadRequest, NotFound, PayloadTooLarge
 from api.models import Session
 from api.session_export import export_session, import_session, to_markdown
@@ -172,7 +172,7 @@ def test_import_rejects_too_many_messages(state_dir, monkeypatch):
 def test_import_accepts_a_saved_get_answer(state_dir):
     session = Session(title="round trip", messages=[_msg("user", f"m{i}", float(i)) for i in range(3)])
     session.save()
-    answer = session_admin.get_session_payload(session.session_id)
+    answer = session_views.get_session_payload(session.session_id)
     row = import_session(json.loads(json.dumps(answer)))
     assert row["title"] == "round trip" and row["message_count"] == 3
     stored = json.loads((state_dir / f"{row['session_id']}.json").read_bytes())

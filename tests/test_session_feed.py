@@ -6,7 +6,7 @@ import io
 import threading
 import time
 
-from api import session_admin
+from api import session_catalogue
 from api.models import Session
 from api.session_feed import CHANGES, ChangeLog
 from api.sse import serve_session_changes
@@ -82,8 +82,8 @@ def test_saves_renames_and_deletes_reach_the_log(state_dir):
     start = CHANGES.seq
     session = Session(title="fed")
     session.save()
-    session_admin.rename_session(session.session_id, "renamed")
-    session_admin.delete_session(session.session_id)
+    session_catalogue.rename_session(session.session_id, "renamed")
+    session_catalogue.delete_session(session.session_id)
     seq, delta = CHANGES.since(start)
     assert seq >= start + 3
     assert delta["remove"] == [session.session_id] and delta["upsert"] == []

@@ -12,7 +12,7 @@ import random
 import threading
 import time
 
-from api import compression, models, session_admin, session_index, session_ops
+from api import compression, models, session_catalogue, session_index, session_ops
 from api import config as api_config
 from api.errors import ApiError
 from talaria_testing import promises
@@ -73,7 +73,7 @@ def _worker(tid: int, n_ops: int, ledger: Ledger, tallies: list, errors: list, s
                 except ApiError:
                     tally["refused"] += 1  # changed meanwhile (409) or too short (400): nothing applied
             elif op == "rename":
-                session_admin.rename_session(sid, f"title {tid}-{k}")
+                session_catalogue.rename_session(sid, f"title {tid}-{k}")
             elif op == "list":
                 rows = models.all_sessions()
                 if not all(isinstance(r.get("message_count"), int) for r in rows):
@@ -165,7 +165,7 @@ def test_compress_never_saves_over_a_turn_acknowledged_while_it_ran(state_dir, m
                 models.get_session(sid)
 
         monkeypatch.setattr(atomic, "STEP_HOOK", reader_in_the_window)
-        session_admin.rename_session(sid, "renamed")
+        session_catalogue.rename_session(sid, "renamed")
         monkeypatch.setattr(atomic, "STEP_HOOK", None)
         with api_config._get_session_agent_lock(sid):
             live = models.get_session(sid)

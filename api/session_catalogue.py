@@ -1,0 +1,283 @@
+"""The session catalogue (HTTP-free): the operations that change or find sessions — create, rename,
+pin, archive, the workspace, delete and its undo, search. How a session looks on the page lives in
+``api.session_views``; export and import in ``api.session_export``.
+
+Changes hold ``api.config._get_session_agent_lock(sid)`` (looked up at call time) around the
+in-memory change and the save. Errors are ``api.errors`` classes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from api import atomic, models, session_index, tombstones
+from api import config as _config
+from api import workspace as _workspace
+from api.errors import BadRequest, Conflict, NotFound
+from api.session_fields import is_safe_session_id, message_text, new_session_id
+from api.session_lookup import load_session, session_dir
+from api.session_views import full_session, is_display_role
+
+TITLE_MAX = 200
+SEARCH_MAX_RESULTS = 50
+SEARCH_QUERY_MAX = 500
+_UNDO_TOKEN = re.compile(r"([A-Za-z0-9-][A-Za-z0-9_-]{0,199})-(\d{10,16})")
+
+
+def _index_file() -> Path:
+    return Path(models.SESSION_INDEX_FILE)
+
+
+def trash_dir() -> Path:
+    """``<state_dir>/trash`` (the session folder's parent, so tests that patch ``models.SESSION_DIR`` follow)."""
+    return session_dir().parent / "trash"
+
+
+def _lock(sid: str):
+    return _config._get_session_agent_lock(sid)
+
+
+def clean_title(value: Any, field: str = "title") -> str:
+    if not isinstance(value, str):
+        raise BadRequest(f"{field} must be a string")
+    title = " ".join(value.split())
+    if not title:
+        raise BadRequest(f"{field} must not be empty")
+    if len(title) > TITLE_MAX:
+        raise BadRequest(f"{field} is too long (at most {TITLE_MAX} characters)")
+    return title
+
+
+# ---------------------------------------------------------------------- create and edit
+
+
+def create_session(model: Any = None, workspace: Any = None, title: Any = None) -> dict:
+    """A new, empty session, saved at once; the full session as the page shows it."""
+    if model is not None and (not isinstance(model, str) or len(model) > TITLE_MAX):
+        raise BadRequest("model must be a string of at most 200 characters")
+    folder = _workspace.default() if workspace is None else _workspace.choose(workspace)
+    kwargs: dict[str, Any] = {"session_id": new_session_id(), "model": model or None, "workspace": folder}
+    if title is not None:
+        kwargs["title"] = clean_title(title)
+        kwargs["manual_title"] = True
+    session = models.Session(**kwargs)
+    with _lock(session.session_id):
+        session.save()
+        models.cache_session(session)
+    return full_session(session)
+
+
+def set_workspace(sid: str, value: Any) -> dict:
+    """Point a session's turns at another folder (``api.workspace.choose`` decides which are allowed)."""
+    folder = _workspace.choose(value)
+
+    def change(session: models.Session) -> None:
+        if session.read_only:
+            raise Conflict("This session is read-only.")
+        session.workspace = folder
+
+    return edit_session(sid, change)
+
+
+def edit_session(sid: str, change: Callable[[models.Session], object]) -> dict:
+    """Apply ``change(session)`` under the session lock and save; the sidebar row after it."""
+    with _lock(sid):
+        session = load_session(sid)
+        change(session)
+        # Metadata edits keep updated_at, so renaming or pinning does not reorder the sidebar.
+        session.save(touch_updated_at=False)
+        return session.compact()
+
+
+def rename_session(sid: str, title: Any) -> dict:
+    title = clean_title(title)
+
+    def change(session: models.Session) -> None:
+        session.title = title
+        session.manual_title = True
+
+    return edit_session(sid, change)
+
+
+def set_flag(sid: str, name: str, value: Any) -> dict:
+    """Set ``pinned`` or ``archived``."""
+    if name not in ("pinned", "archived"):
+        raise BadRequest(f"unknown flag {name}")
+    if not isinstance(value, bool):
+        raise BadRequest(f"{name} must be true or false")
+    return edit_session(sid, lambda session: setattr(session, name, value))
+
+
+# ---------------------------------------------------------------------- delete and undo
+
+
+def _move_durable(src: Path, dst: Path) -> None:
+    """Rename ``src`` to ``dst`` (both folders are synced by the caller); copy+unlink across devices."""
+    try:
+        os.replace(src, dst)
+    except OSError as exc:
+        if exc.errno != 18:  # EXDEV
+            raise
+        atomic.copy_durable(src, dst)
+        atomic.unlink_durable(src)
+
+
+def _new_trash_folder(sid: str) -> Path:
+    trash = trash_dir()
+    if not trash.is_dir():
+        trash.mkdir(parents=True, exist_ok=True)
+        atomic.fsync_dir(trash.parent)
+    stamp = atomic.unix_ms()
+    while (trash / f"{sid}-{stamp}").exists():
+        stamp += 1
+    folder = trash / f"{sid}-{stamp}"
+    folder.mkdir()
+    atomic.fsync_dir(trash)
+    return folder
+
+
+def delete_session(sid: str) -> dict:
+    """Move ``<sid>.json``, its ``.bak`` and set-aside backups to ``<state>/trash/<sid>-<ms>/``; tombstone the id.
+
+    The tombstone is written first: after a crash at any point the session is either still live, or
+    gone and unable to come back from an orphaned backup or from ``state.db``.
+    """
+    if not is_safe_session_id(sid):
+        raise NotFound("Session not found")
+    folder = session_dir()
+    live, bak = folder / f"{sid}.json", folder / f"{sid}.json.bak"
+    with _lock(sid):
+        if not live.exists() and not bak.exists():
+            raise NotFound("Session not found")
+        with models.LOCK:
+            cached = models.SESSIONS.get(sid)
+        if cached is not None and cached.active_stream_id:
+            raise Conflict("Session is still streaming; stop the turn before deleting it.")
+        tombstones.add_deleted(folder, sid)
+        dest = _new_trash_folder(sid)
+        for path in (live, bak, *folder.glob(f"{sid}.json.bak.precompress-*")):
+            if path.exists():
+                _move_durable(path, dest / path.name)
+        atomic.fsync_dir(dest)
+        atomic.fsync_dir(folder)
+        session_index.note_removed(folder, _index_file(), sid)
+        with models.LOCK:
+            models.SESSIONS.pop(sid, None)
+    return {"ok": True, "undo_token": dest.name}
+
+
+def restore_deleted(token: Any) -> dict:
+    """Undo a delete: move the files back from the trash and lift the tombstone."""
+    match = _UNDO_TOKEN.fullmatch(token) if isinstance(token, str) else None
+    if match is None:
+        raise BadRequest("Invalid undo_token")
+    sid = match.group(1)
+    src = trash_dir() / token
+    folder = session_dir()
+    with _lock(sid):
+        if not (src / f"{sid}.json").is_file():
+            raise NotFound("Nothing to restore: the undo token is unknown or was used already")
+        if (folder / f"{sid}.json").exists():
+            raise Conflict("A session with this id exists again; nothing was restored")
+        folder.mkdir(parents=True, exist_ok=True)
+        for kept in [src / f"{sid}.json.bak", *src.glob(f"{sid}.json.bak.precompress-*")]:
+            if kept.is_file() and not (folder / kept.name).exists():
+                _move_durable(kept, folder / kept.name)
+        _move_durable(src / f"{sid}.json", folder / f"{sid}.json")
+        atomic.fsync_dir(folder)
+        atomic.fsync_dir(src)
+        tombstones.remove_deleted(folder, sid)
+        try:
+            src.rmdir()
+            atomic.fsync_dir(src.parent)
+        except OSError:
+            pass  # something else lives there; the folder stays
+        session = load_session(sid)
+        st = os.stat(session.path)
+        row = session.compact()
+        session_index.note_saved(folder, _index_file(), row, (st.st_size, st.st_mtime_ns))
+    return row
+
+
+# ---------------------------------------------------------------------- search
+
+# Lowercase forms of U+212A KELVIN SIGN and U+0130 (their .lower() is ASCII-ish), raw or escaped.
+_ASCII_LOWERING = (b"\xe2\x84\xaa", b"\xc4\xb0", b"\\u212a", b"\\u0130")
+
+
+def _raw_may_contain(raw: bytes, needle: str) -> bool:
+    """A cheap, exact pre-check on a file's bytes: False only when no message can contain ``needle``."""
+    if not needle.isascii() or any(c in needle for c in '"\\') or any(ord(c) < 32 for c in needle):
+        return True  # JSON may escape it: only the parsed text can tell
+    lowered = raw.lower()
+    return needle.encode() in lowered or any(token in lowered for token in _ASCII_LOWERING)
+
+
+def snippet(text: str, pos: int, length: int, before: int = 60, after: int = 100) -> str:
+    start, end = max(0, pos - before), min(len(text), pos + length + after)
+    body = " ".join(text[start:end].split())
+    return ("…" if start else "") + body + ("…" if end < len(text) else "")
+
+
+def find_in_messages(messages: list, needle: str) -> dict | None:
+    """``{"message_idx", "snippet"}`` of the first user/assistant message containing ``needle`` (lowercase)."""
+    for idx, msg in enumerate(messages):
+        if not isinstance(msg, dict) or not is_display_role(msg.get("role")):
+            continue
+        text = message_text(msg)
+        lowered = text.lower()
+        pos = lowered.find(needle)
+        if pos >= 0:
+            source = text if len(lowered) == len(text) else lowered
+            return {"message_idx": idx, "snippet": snippet(source, pos, len(needle))}
+    return None
+
+
+def _content_match(sid: str, needle: str) -> dict | None:
+    with models.LOCK:
+        cached = models.SESSIONS.get(sid)
+    if cached is not None and not cached._loaded_metadata_only:
+        return find_in_messages(list(cached.messages), needle)
+    try:
+        found = models.read_session_file(session_dir() / f"{sid}.json")
+    except (OSError, ValueError):
+        return None
+    if found is None:
+        return None
+    raw = found[1]
+    if not _raw_may_contain(raw, needle):
+        return None
+    try:
+        data = models.loads_json(raw)
+    except Exception:  # noqa: BLE001 - a damaged file is simply not a match
+        return None
+    messages = data.get("messages") if isinstance(data, dict) else None
+    return find_in_messages(messages, needle) if isinstance(messages, list) else None
+
+
+def search_sessions(query: Any, content: bool = False) -> dict:
+    """Rows whose title contains ``query`` (case-insensitive), and with ``content`` those whose messages do.
+
+    Newest first, at most ``SEARCH_MAX_RESULTS``; files are read one at a time, only when needed.
+    """
+    if not isinstance(query, str):
+        raise BadRequest("q must be a string")
+    needle = " ".join(query.split()).lower()[:SEARCH_QUERY_MAX]
+    if not needle:
+        return {"sessions": []}
+    out: list[dict] = []
+    for row in models.all_sessions():
+        title = row.get("title")
+        if isinstance(title, str) and needle in title.lower():
+            out.append(row)
+        elif content:
+            match = _content_match(row["session_id"], needle)
+            if match is not None:
+                out.append({**row, "match": match})
+        if len(out) >= SEARCH_MAX_RESULTS:
+            break
+    return {"sessions": out}

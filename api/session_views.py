@@ -1,0 +1,218 @@
+"""Sessions as the page shows them (HTTP-free): a session with a page of rendered messages, the sidebar
+list and its pages, and the agent's own sessions from ``state.db`` (read-only rows).
+
+Changes to sessions live in ``api.session_catalogue``; this module only reads. A Talaria session is
+snapshotted under ``api.config._get_session_agent_lock(sid)`` (looked up at call time) and rendered
+outside the lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from api import config as _config
+from api import models, session_feed, session_list, state_db, tombstones
+from api.anchor import anchor_message_index
+from api.errors import NotFound
+from api.render import render_message
+from api.session_fields import is_safe_session_id
+from api.session_lookup import load_session, session_dir
+
+log = logging.getLogger("talaria.admin")
+
+DISPLAY_ROLES = frozenset({"user", "assistant"})
+# Extra keys of a "full session" beyond the sidebar row (docs/http-api.md).
+_FULL_FIELDS = ("tool_calls", "context_length", "last_prompt_tokens", "compression_generation")
+
+
+# ---------------------------------------------------------------------- one session
+
+
+def is_display_role(role: Any) -> bool:
+    """User and assistant rows are the text a person reads (rendered here, searched by the catalogue)."""
+    return isinstance(role, str) and role in DISPLAY_ROLES
+
+
+def display_message(msg: dict, idx: int) -> dict:
+    """A stored message plus ``_idx`` and, for user/assistant text, the sanitized ``html``."""
+    out = dict(msg)
+    out["_idx"] = idx
+    if is_display_role(msg.get("role")):
+        try:
+            rendered = render_message(msg)
+        except Exception:  # noqa: BLE001 - a renderer failure must not hide the transcript
+            log.exception("rendering message %d failed", idx)
+            rendered = None
+        if rendered:
+            out["html"] = rendered.get("html")
+    return out
+
+
+def page_bounds(total: int, msg_limit: int | None, msg_before: int | None) -> tuple[int, int]:
+    """``[start, end)`` of the page: the last ``msg_limit`` messages with ``_idx < msg_before``."""
+    end = total if msg_before is None else max(0, min(msg_before, total))
+    start = 0 if msg_limit is None else max(0, end - msg_limit)
+    return start, end
+
+
+def _paged_messages(messages: list, msg_limit: int | None, msg_before: int | None) -> dict:
+    start, end = page_bounds(len(messages), msg_limit, msg_before)
+    page = [display_message(m, i) for i, m in enumerate(messages[start:end], start) if isinstance(m, dict)]
+    return {"messages": page, "has_more_before": start > 0, "total_messages": len(messages)}
+
+
+def full_session(
+    session: models.Session, msg_limit: int | None = None, msg_before: int | None = None
+) -> dict:
+    """The sidebar row plus a page of messages and the context fields the page shows."""
+    with _config._get_session_agent_lock(session.session_id):  # a consistent snapshot
+        row = session.compact()
+        messages = list(session.messages)
+        for name in _FULL_FIELDS:
+            value = getattr(session, name, None)
+            row[name] = list(value) if isinstance(value, list) else value
+        row["can_uncompress"] = isinstance(getattr(session, "compression_undo", None), dict)
+        details = session.compression_anchor_details
+        row["compression_anchor_idx"] = anchor_message_index(
+            messages,
+            session.compression_anchor_message_key,
+            session.compression_anchor_visible_idx,
+            details.get("message_idx") if isinstance(details, dict) else None,
+        )
+    row.update(_paged_messages(messages, msg_limit, msg_before))
+    return row
+
+
+def full_session_by_id(sid: str, msg_limit: int | None = None) -> dict:
+    return full_session(load_session(sid), msg_limit)
+
+
+def get_session_payload(sid: str, msg_limit: int | None = None, msg_before: int | None = None) -> dict:
+    """``{"session": full}`` for a Talaria session, or a read-only agent session from ``state.db``."""
+    try:
+        session = load_session(sid)
+    except NotFound:
+        agent = agent_session(sid)
+        if agent is None:
+            raise
+        messages = agent.pop("messages")
+        agent.update(_paged_messages(messages, msg_limit, msg_before))
+        return {"session": agent}
+    return {"session": full_session(session, msg_limit, msg_before)}
+
+
+# ---------------------------------------------------------------------- agent sessions (state.db, read-only)
+
+
+def _agent_row(raw: Any) -> dict | None:
+    if not isinstance(raw, dict):
+        return None
+    sid = raw.get("id") or raw.get("session_id")
+    if not is_safe_session_id(sid):
+        return None
+    title = raw.get("title")
+    count = raw.get("message_count")
+    return {
+        "id": sid,
+        "title": title if isinstance(title, str) and title.strip() else f"Agent session {sid[:12]}",
+        "source": raw.get("source"),
+        "model": raw.get("model"),
+        "started_at": raw.get("started_at"),
+        "message_count": count if isinstance(count, int) and not isinstance(count, bool) else None,
+        "read_only": True,
+    }
+
+
+def _raw_agent_sessions() -> list:
+    try:
+        rows = state_db.list_agent_sessions()
+    except Exception as exc:  # noqa: BLE001 - state.db is optional and read-only: unreadable = absent
+        log.warning("listing agent sessions from state.db failed: %s", exc)
+        return []
+    return rows if isinstance(rows, list) else []
+
+
+def agent_sessions(talaria_rows: Sequence[dict] = ()) -> list[dict]:
+    """Sessions only the agent knows (CLI, other platforms), minus Talaria's own and deleted ones.
+
+    Rows with source ``webui`` are left out too: they are web UI sessions (ours, ids the agent rotated
+    during a compaction, or deleted ones), which the recovery audit reports when a sidecar is missing.
+    """
+    raw = _raw_agent_sessions()
+    if not raw:
+        return []
+    exclude = {r["session_id"] for r in talaria_rows}
+    deleted = tombstones.read_deleted_ids(session_dir())
+    out = []
+    for item in raw:
+        row = _agent_row(item)
+        if row is None or row["source"] == "webui" or row["id"] in exclude or row["id"] in deleted:
+            continue
+        out.append(row)
+    return out
+
+
+def agent_session(sid: str) -> dict | None:
+    """A read-only agent session with its messages, or None (no state.db, no such session, deleted here)."""
+    if sid in tombstones.read_deleted_ids(session_dir()):
+        return None
+    try:
+        messages = state_db.get_state_db_session_messages(sid)
+    except Exception as exc:  # noqa: BLE001
+        log.warning("reading agent session %s from state.db failed: %s", sid, exc)
+        return None
+    if not isinstance(messages, list) or not messages:
+        return None
+    meta = next(
+        (r for r in map(_agent_row, _raw_agent_sessions()) if r and r["id"] == sid), None
+    ) or _agent_row({"id": sid})
+    if meta is None:  # not a session id
+        return None
+    return {
+        "session_id": sid,
+        "title": meta["title"],
+        "model": meta["model"],
+        "source": meta["source"],
+        "created_at": meta["started_at"],
+        "read_only": True,
+        "message_count": len(messages),
+        "can_uncompress": False,
+        "messages": messages,
+    }
+
+
+# ---------------------------------------------------------------------- the sidebar
+
+
+def list_sessions() -> dict:
+    rows = models.all_sessions()
+    return {"sessions": rows, "agent_sessions": agent_sessions(rows)}
+
+
+# The agent writes state.db all through a turn, so its stat-keyed cache misses on nearly every request
+# while turns stream; the first page reuses the agent's rows for a moment instead of a query each time.
+AGENT_ROWS_MAX_AGE_S = 2.0
+_AGENT_ROWS: dict[str, Any] = {"at": -AGENT_ROWS_MAX_AGE_S, "rows": []}
+_AGENT_ROWS_LOCK = threading.Lock()
+
+
+def _recent_agent_sessions() -> list[dict]:
+    with _AGENT_ROWS_LOCK:
+        if time.monotonic() - _AGENT_ROWS["at"] >= AGENT_ROWS_MAX_AGE_S:
+            _AGENT_ROWS["rows"] = agent_sessions(models.all_sessions())
+            _AGENT_ROWS["at"] = time.monotonic()
+        return _AGENT_ROWS["rows"]
+
+
+def sessions_page_json(limit: int | None = None, cursor: str | None = None) -> list[bytes]:
+    """A page of sidebar rows (``api.session_list``) with ``feed_seq`` and, on the first page, the
+    agent's own sessions; as chunks to send in order."""
+    # Read before the rows: a change after this number reaches the tab through the feed.
+    extra: dict[str, Any] = {"feed_seq": session_feed.CHANGES.seq}
+    if cursor is None:
+        extra["agent_sessions"] = _recent_agent_sessions()
+    return session_list.page_json(limit, cursor, extra)
