@@ -1,6 +1,8 @@
-"""The one module that imports hermes-agent: build an ``AIAgent``, run a turn in a worker thread,
-interrupt it. Its callbacks become ``(name, data)`` events in ``api.agent_events``; ``AgentCallbacks`` here
-adds hermes' own tool-failure verdict (``TOOL_RESULT_CAP`` is re-exported).
+"""The one module that imports hermes-agent: every agent module is imported here, at call time
+(``agent_module``); build an ``AIAgent``, its side calls (title, token estimate, manual compression, image
+parts), interrupt and close. Its callbacks become ``(name, data)`` events in ``api.agent_events``;
+``AgentCallbacks`` here adds hermes' own tool-failure verdict (``TOOL_RESULT_CAP`` is re-exported). A turn
+runs in ``api.agent_turn``; its thread is bound to the session in ``api.agent_binding``.
 
 hermes-agent modules (``run_agent``, ``hermes_state``, ``hermes_cli.*``) are imported at call time,
 never at module import, so tests can put fakes in ``sys.modules`` and the rest of Talaria imports
@@ -10,14 +12,11 @@ installs root logging handlers). ``$HERMES_HOME`` must be final before the first
 
 from __future__ import annotations
 
-import contextlib
+import importlib
 import inspect
 import logging
-import sys
-import threading
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,8 +56,7 @@ class ProviderNotConfigured(ServiceUnavailable):
 
 
 def _import(module: str):
-    import importlib
-
+    # At call time, never at import: tests put fakes in sys.modules, and the agent's import has side effects.
     try:
         return importlib.import_module(module)
     except Exception as exc:  # ImportError, or the agent's own import-time failures
@@ -128,7 +126,7 @@ def resolve_runtime(model: str | None, provider: str | None = None) -> dict:
     try:
         resolve = runtime_provider.resolve_runtime_provider
         runtime = resolve(
-            **_accepted_kwargs(resolve, {"requested": provider or None, "target_model": model or None})
+            **accepted_kwargs(resolve, {"requested": provider or None, "target_model": model or None})
         )
     except Exception as exc:
         # AuthError ("No inference provider configured…"), unknown providers, unreadable config:
@@ -143,7 +141,7 @@ def resolve_runtime(model: str | None, provider: str | None = None) -> dict:
     return dict(runtime)
 
 
-def _accepted_kwargs(func: Callable, kwargs: dict) -> dict:
+def accepted_kwargs(func: Callable, kwargs: dict) -> dict:
     """Only the kwargs ``func`` accepts, so a newer or older agent still constructs."""
     try:
         params = inspect.signature(func).parameters
@@ -214,7 +212,7 @@ def build_agent(
         kwargs["max_iterations"] = max_iterations
     kwargs = {k: v for k, v in kwargs.items() if v is not None}  # [] (no tools) is kept
     try:
-        agent = run_agent.AIAgent(**_accepted_kwargs(run_agent.AIAgent.__init__, kwargs))
+        agent = run_agent.AIAgent(**accepted_kwargs(run_agent.AIAgent.__init__, kwargs))
     except Exception as exc:
         if session_db is not None:
             session_db.close()
@@ -310,9 +308,7 @@ def manual_compression_feedback(original: list, compressed: list, before: int, a
 def tool_failed(name: str, result: Any) -> bool:
     """hermes' own verdict on a tool result (``agent.display``); False when it cannot say."""
     try:
-        from agent.display import _detect_tool_failure
-
-        return bool(_detect_tool_failure(name, result)[0])
+        return bool(_import("agent.display")._detect_tool_failure(name, result)[0])
     except Exception:
         return False
 
@@ -358,287 +354,3 @@ def compress_messages(
         aborted=bool(getattr(compressor, "_last_compress_aborted", False)),
         fallback_summary=bool(getattr(compressor, "_last_summary_fallback_used", False)),
     )
-
-
-# ----------------------------------------------------------------------------------------------
-# A turn's session context: workspace, approvals, clarify
-# ----------------------------------------------------------------------------------------------
-
-AskApproval = Callable[[dict, Callable[[], bool]], tuple[str, str | None]]
-AskClarify = Callable[[str, list | None, Callable[[], bool]], str]
-
-
-@dataclass
-class TurnScope:
-    """What one turn's tools see: the session's workspace and how the person is asked.
-
-    ``ask_approval(data, interrupted)`` blocks until the person (or a deadline, cancel, stop) decides and
-    returns ``(choice, deny_reason)``; ``ask_clarify(question, choices, interrupted)`` returns the answer.
-    ``interrupted()`` is the agent's own interrupt flag of the asking thread.
-    """
-
-    session_id: str  # Talaria's id: the approval session key, stable when the agent rotates its own id
-    workspace: str
-    ask_approval: AskApproval
-    ask_clarify: AskClarify
-    yolo: bool = False
-
-
-def apply_session_yolo(session_id: str, enabled: bool) -> None:
-    """The agent's per-session "don't ask again" (its gateway /yolo), if the agent is loaded yet;
-    ``session_bound`` applies it again at the start of every turn."""
-    approval = sys.modules.get("tools.approval")
-    if approval is not None:
-        (approval.enable_session_yolo if enabled else approval.disable_session_yolo)(session_id)
-
-
-@contextlib.contextmanager
-def session_bound(agent, scope: TurnScope | None) -> Iterator[None]:
-    """Bind the calling thread to the agent's session the way hermes' gateways do.
-
-    Context variables (the agent's session context, its approval session key, the logical cwd) are
-    local to this thread and the tool threads the agent starts from it, and the terminal and file tools
-    read the session's cwd record by task id, so concurrent turns of different sessions never see each
-    other's workspace or approvals. Nothing process-wide (``os.chdir``, ``os.environ``) changes.
-    """
-    if scope is None:
-        yield
-        return
-    key = scope.session_id
-    task_id = str(agent.session_id)  # the tools' record key (``run_conversation(task_id=...)``)
-    approval = _import("tools.approval")
-    session_context = _import("gateway.session_context")
-    is_interrupted = _import("tools.interrupt").is_interrupted
-    _import("tools.terminal_tool").register_task_env_overrides(task_id, {"cwd": scope.workspace})
-
-    def notify(data: dict) -> None:
-        choice, reason = scope.ask_approval(data, is_interrupted)
-        approval.resolve_gateway_approval(key, choice, reason=reason)
-
-    tokens = session_context.set_session_vars(
-        platform="webui",
-        session_key=key,
-        session_id=task_id,
-        cwd=scope.workspace,
-        async_delivery=False,
-    )
-    key_token = approval.set_current_session_key(key)
-    (approval.enable_session_yolo if scope.yolo else approval.disable_session_yolo)(key)
-    approval.register_gateway_notify(key, notify)
-    agent.clarify_callback = lambda question, choices: scope.ask_clarify(question, choices, is_interrupted)
-    try:
-        yield
-    finally:
-        agent.clarify_callback = None
-        approval.unregister_gateway_notify(key)
-        approval.reset_current_session_key(key_token)
-        session_context.clear_session_vars(tokens)
-
-
-# ----------------------------------------------------------------------------------------------
-# One turn
-# ----------------------------------------------------------------------------------------------
-
-# fmt: off
-_USAGE_KEYS = ("input_tokens", "output_tokens", "prompt_tokens", "completion_tokens", "total_tokens",
-               "cache_read_tokens", "cache_write_tokens", "reasoning_tokens", "estimated_cost_usd", "api_calls")
-# fmt: on
-
-
-@dataclass
-class TurnResult:
-    final_response: str = ""
-    messages: list[dict] = field(default_factory=list)
-    completed: bool = False
-    failed: bool = False
-    interrupted: bool = False
-    error: str | None = None
-    interrupt_message: str | None = None
-    turn_exit_reason: str = ""
-    session_id: str = ""  # agent.session_id after the turn
-    previous_session_id: str = ""  # before the turn; differs when compaction rotated the session
-    compressed: bool = False  # the agent compacted the context during this turn
-    compression_count: int = 0
-    compression_events: list[dict] = field(default_factory=list)
-    usage: dict = field(default_factory=dict)
-    last_prompt_tokens: int | None = None
-    context_length: int | None = None
-    threshold_tokens: int | None = None
-    duration_s: float = 0.0
-    raw: dict = field(default_factory=dict)  # the agent's result dict, untouched
-
-    @property
-    def rotated(self) -> bool:
-        return bool(
-            self.previous_session_id and self.session_id and self.session_id != self.previous_session_id
-        )
-
-    def to_dict(self) -> dict:
-        """JSON-able summary (without ``raw``)."""
-        out = {k: v for k, v in self.__dict__.items() if k != "raw"}
-        out["rotated"] = self.rotated
-        return out
-
-
-def _compression_count(agent) -> int:
-    try:
-        return int(getattr(agent.context_compressor, "compression_count", 0) or 0)
-    except Exception:
-        return 0
-
-
-def _int_or_none(value: Any) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
-
-
-def summarize_result(
-    raw: dict, agent, *, before_sid: str, before_count: int, compress_events: list[dict]
-) -> TurnResult:
-    """Pure-ish: the agent's result dict plus its post-turn attributes → ``TurnResult``."""
-    compressor = getattr(agent, "context_compressor", None)
-    after_sid = str(getattr(agent, "session_id", "") or raw.get("session_id") or "")
-    count = _compression_count(agent)
-    last_prompt = _int_or_none(raw.get("last_prompt_tokens"))
-    if last_prompt is None and compressor is not None:
-        last_prompt = _int_or_none(getattr(compressor, "last_prompt_tokens", None))
-    error = raw.get("error")
-    result = TurnResult(
-        final_response=str(raw.get("final_response") or ""),
-        messages=list(raw.get("messages") or []),
-        completed=bool(raw.get("completed")),
-        failed=bool(raw.get("failed")),
-        interrupted=bool(raw.get("interrupted")),
-        error=str(error) if error else None,
-        interrupt_message=raw.get("interrupt_message") or None,
-        turn_exit_reason=str(raw.get("turn_exit_reason") or ""),
-        session_id=after_sid,
-        previous_session_id=before_sid,
-        compression_count=count,
-        compression_events=compress_events,
-        usage={k: raw[k] for k in _USAGE_KEYS if k in raw},
-        last_prompt_tokens=last_prompt,
-        context_length=_int_or_none(getattr(compressor, "context_length", None)),
-        threshold_tokens=_int_or_none(getattr(compressor, "threshold_tokens", None)),
-        raw=raw,
-    )
-    result.compressed = bool(compress_events) or count > before_count or result.rotated
-    return result
-
-
-class TurnRunner:
-    """Runs one ``run_conversation`` in a worker thread; ``wait()`` returns its ``TurnResult``."""
-
-    def __init__(
-        self,
-        agent,
-        user_text: Any,
-        history: list[dict] | None,
-        on_event: OnEvent,
-        *,
-        persist_text: str | None = None,
-        persist_timestamp: float | None = None,
-        system_message: str | None = None,
-        scope: TurnScope | None = None,
-    ):
-        self.agent = agent
-        self.scope = scope
-        self.user_text = user_text
-        self.history = list(history or [])
-        self.on_event = on_event
-        self.persist_text = (
-            persist_text if persist_text is not None else (user_text if isinstance(user_text, str) else None)
-        )
-        self.persist_timestamp = persist_timestamp
-        self.system_message = system_message
-        self.result: TurnResult | None = None
-        self.done = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> TurnRunner:
-        callbacks_for(self.agent).begin_turn(self.on_event)
-        clear = getattr(self.agent, "clear_interrupt", None)
-        if callable(clear):  # a cancel that arrived after the previous turn ended must not kill this one
-            clear()
-        self._thread = threading.Thread(target=self._run, name=f"turn-{self.agent.session_id}", daemon=True)
-        self._thread.start()
-        return self
-
-    def wait(self, timeout: float | None = None) -> TurnResult | None:
-        self.done.wait(timeout)
-        return self.result
-
-    def interrupt(self, message: str | None = None) -> None:
-        """Stop the turn; a no-op once it has finished (a pending interrupt would hit the next turn)."""
-        if not self.done.is_set():
-            interrupt(self.agent, message)
-
-    def _call_kwargs(self) -> dict:
-        sid = self.agent.session_id
-        kwargs = {
-            "user_message": self.user_text,
-            "system_message": self.system_message,
-            "conversation_history": self.history,
-            "task_id": sid,
-            "persist_user_message": self.persist_text,
-            "persist_user_timestamp": self.persist_timestamp,
-        }
-        kwargs = {k: v for k, v in kwargs.items() if v is not None or k == "conversation_history"}
-        return _accepted_kwargs(self.agent.run_conversation, kwargs)
-
-    def _run(self) -> None:
-        callbacks = callbacks_for(self.agent)
-        before_sid = str(getattr(self.agent, "session_id", "") or "")
-        before_count = _compression_count(self.agent)
-        started = time.monotonic()
-        raw: dict
-        try:
-            with session_bound(self.agent, self.scope):
-                raw = self.agent.run_conversation(**self._call_kwargs())
-            if not isinstance(raw, dict):
-                raw = {"final_response": str(raw or ""), "completed": True}
-        except Exception as exc:  # the agent returns most errors; this is the rest
-            log.exception("run_conversation raised")
-            raw = {"failed": True, "completed": False, "error": f"{type(exc).__name__}: {exc}"}
-        finally:
-            compress_events = callbacks.end_turn()
-        try:
-            self.result = summarize_result(
-                raw,
-                self.agent,
-                before_sid=before_sid,
-                before_count=before_count,
-                compress_events=compress_events,
-            )
-        except Exception as exc:
-            log.exception("summarizing the turn failed")
-            self.result = TurnResult(failed=True, error=f"{type(exc).__name__}: {exc}", raw=raw)
-        self.result.duration_s = time.monotonic() - started
-        self.done.set()
-
-
-def run_turn(
-    agent,
-    user_text: Any,
-    history: list[dict] | None,
-    on_event: OnEvent,
-    *,
-    persist_timestamp: float | None = None,
-    persist_text: str | None = None,
-    system_message: str | None = None,
-) -> TurnResult:
-    """Run one turn to completion (in a worker thread) and return its result."""
-    runner = TurnRunner(
-        agent,
-        user_text,
-        history,
-        on_event,
-        persist_text=persist_text,
-        persist_timestamp=persist_timestamp,
-        system_message=system_message,
-    ).start()
-    result = runner.wait()
-    assert result is not None
-    return result

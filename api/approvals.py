@@ -1,6 +1,6 @@
 """Approvals: a command hermes-agent flags waits for the person's once / session / always / deny.
 
-The agent's own gateway path (``tools.approval``, wired in ``api.agent_runtime.session_bound``) detects
+The agent's own gateway path (``tools.approval``, wired in ``api.agent_binding.session_bound``) detects
 the command, keeps the session and "always" allow-lists and the session yolo; here are the question, the
 person's answer, and what the agent is told when nobody answered: it fails closed (deny) on a timeout, a
 cancelled turn or a stopping server, and says which.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from api import agent_runtime, session_lookup
+from api import agent_binding, session_lookup
 from api import config as _config
 from api.agent_events import OnEvent
 from api.errors import BadRequest
@@ -84,5 +84,5 @@ def set_yolo(session_id: str, enabled: Any) -> dict:
         raise BadRequest("enabled must be true or false")
     session_lookup.load_session(session_id)
     (_YOLO.add if enabled else _YOLO.discard)(session_id)
-    agent_runtime.apply_session_yolo(session_id, enabled)
+    agent_binding.apply_session_yolo(session_id, enabled)
     return {"ok": True, "session_id": session_id, "yolo": enabled}

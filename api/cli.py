@@ -19,10 +19,10 @@ from pathlib import Path
 from api import (
     agent_pool,
     agent_runtime,
+    app_server,
     auth,
     config,
     doctor,
-    http_server,
     log_setup,
     model_catalog,
     provider_errors,
@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
 
     routes.configure(auth=auth, startup_recovery=summary)
     try:
-        server = http_server.make_server(values["host"], values["port"])
+        server = app_server.make_server(values["host"], values["port"])
     except OSError as exc:
         print(f"talaria: cannot listen on {values['host']}:{values['port']}: {exc}", file=sys.stderr)
         return 1
@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     print(banner(f"http://{shown}:{port}", log_path), flush=True)
     if values["warm_up"]:
         agent_pool.start_warm_up()
-    http_server.serve(server)
+    app_server.serve(server)
     log.info("stopped")
     return 0
 

@@ -7,6 +7,7 @@ the socket. Requests outside ``/api`` and ``/health`` are the page's static file
 
 from __future__ import annotations
 
+import functools
 import io
 import logging
 import mimetypes
@@ -138,7 +139,7 @@ class Handler(BaseHTTPRequestHandler):
     def _handle(self) -> None:
         try:
             path, query = http_io.split_target(self.path)
-            origin.check_request(self, self.command, path)
+            origin.check_request(self.command, functools.partial(http_io.header, self))
             if routes.is_api_path(path):
                 routes.dispatch(self, self.command, path, query)
             elif self.command in ("GET", "HEAD"):

@@ -52,9 +52,7 @@ HTML_CSP = (
 
 def page_csp() -> str:
     """The page's policy; the remote_images setting lets https images load."""
-    from api import config  # at call time: settings are applied after import
-
-    if config.setting("remote_images"):
+    if _config.setting("remote_images"):
         return HTML_CSP.replace("img-src 'self' data:;", "img-src 'self' data: https:;")
     return HTML_CSP
 

@@ -8,8 +8,8 @@ goes to one of ``server_threads`` request workers; a Server-Sent Events stream g
 from a separate budget (``max_streams``), so open streams never hold the threads that answer requests.
 Framing errors (``api.http_parse``) are answered here, as JSON, before any route sees the request.
 
-    server = make_server("127.0.0.1", 8787)
-    serve(server)               # until SIGTERM/SIGINT; then the shutdown sequence
+``api.app_server`` builds the server from Talaria's parts (the request handler, the route table, the
+settings) and runs it.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import logging
 import queue
 import resource
 import selectors
-import signal
 import socket
 import threading
 import time
@@ -28,7 +27,7 @@ from dataclasses import dataclass, field
 from email.utils import formatdate
 from http import HTTPStatus
 
-from api import config, http_io, origin
+from api import http_io
 from api.http_parse import (
     MAX_HEAD_BYTES,
     MAX_REQUEST_LINE,
@@ -422,70 +421,3 @@ def _close_after_response(sock: socket.socket) -> None:
     except OSError:
         pass
     sock.close()
-
-
-def make_server(
-    host: str | None = None,
-    port: int | None = None,
-    *,
-    threads: int | None = None,
-    handler_factory: Callable[[socket.socket, tuple, TalariaServer, bytes, float], None] | None = None,
-) -> TalariaServer:
-    """Bind ``host:port`` (settings by default) and build the server; raises ``OSError`` if it cannot."""
-    from api import http_handler, routes
-
-    def answer(
-        sock: socket.socket, address: tuple, server: TalariaServer, raw: bytes, received_at: float
-    ) -> None:
-        http_handler.Handler(sock, address, server, raw, received_at).run()
-
-    host = config.setting("host") if host is None else host
-    port = int(config.setting("port")) if port is None else port
-    server = TalariaServer(
-        host,
-        port,
-        handler_factory=handler_factory or answer,
-        is_stream=routes.is_stream_route,
-        threads=int(config.setting("server_threads")) if threads is None else threads,
-        max_streams=int(config.setting("max_streams")),
-        max_pending=int(config.setting("max_pending_connections")),
-        head_timeout=float(config.setting("request_head_timeout")),
-        request_timeout=float(config.setting("request_timeout")),
-        max_body_bytes=int(config.setting("max_body_bytes")),
-    )
-    origin.configure(host, str(config.setting("allowed_hosts")))
-    return server
-
-
-SHUTDOWN_GRACE_S = 10.0
-
-
-def serve(server: TalariaServer, grace_s: float = SHUTDOWN_GRACE_S) -> None:
-    """Serve until SIGTERM/SIGINT, then stop: live turns marked interrupted, requests in flight given
-    ``grace_s`` to finish, the sidebar index flushed. Call from the main thread."""
-
-    def stop(signum, _frame):
-        log.info("signal %s: shutting down", signum)
-        threading.Thread(target=server.shutdown, name="shutdown", daemon=True).start()
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    try:
-        server.serve_forever()
-    finally:
-        shutdown_sequence(server, grace_s)
-
-
-def shutdown_sequence(server: TalariaServer, grace_s: float = SHUTDOWN_GRACE_S) -> None:
-    """After the loop stopped: end live turns, wait for requests in flight, flush the index."""
-    from api import session_feed, session_index, streaming
-
-    session_feed.CHANGES.close()  # the sidebar feeds end; the tabs reconnect to the next server
-    try:
-        streaming.shutdown()
-    except Exception:  # noqa: BLE001
-        log.exception("stopping live turns failed")
-    if not server.wait_idle(grace_s):
-        log.warning("requests still running after %.0f s; exiting anyway", grace_s)
-    server.server_close()
-    session_index.flush()

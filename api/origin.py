@@ -17,6 +17,7 @@ The rules are pure functions of a ``HostPolicy``; ``configure`` installs the ser
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -149,18 +150,17 @@ def configure(bind_host: str, allowed_hosts: str = "") -> HostPolicy:
     return policy
 
 
-def check_request(handler, method: str, path: str) -> None:
-    """Raise ``MisdirectedRequest`` for a foreign Host, ``Forbidden`` for a cross-site state change."""
-    from api.http_io import header
+def check_request(method: str, header: Callable[[str], str | None]) -> None:
+    """Raise ``MisdirectedRequest`` for a foreign Host, ``Forbidden`` for a cross-site state change.
 
+    ``header(name)`` is the request's header field of that name, or None.
+    """
     policy = _POLICY["policy"]
-    host = header(handler, "Host")
+    host = header("Host")
     # No Host at all is an HTTP/1.0 client that is not a browser; a browser always sends one.
     if policy is not None and host is not None and not host_allowed(policy, host):
         raise MisdirectedRequest("This server does not answer to that Host name")
     if method in SAFE_METHODS:
         return
-    if not same_origin(
-        host, header(handler, "Origin"), header(handler, "Sec-Fetch-Site"), header(handler, "Referer")
-    ):
+    if not same_origin(host, header("Origin"), header("Sec-Fetch-Site"), header("Referer")):
         raise Forbidden("Cross-origin request refused")

@@ -54,6 +54,8 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_by_name
 from pygments.util import ClassNotFound
 
+from api import config
+
 # Highlighting cost grows with the block; past this size a block is shown as escaped text.
 HIGHLIGHT_MAX_CHARS = 200_000
 # Past these a whole text is shown as escaped preformatted text (worst-case parse 2-4 s below them).
@@ -312,9 +314,7 @@ def sanitize_html(html: str, *, remote_images: bool = False) -> str:
 
 
 def _remote_images() -> bool:
-    from api import config  # at call time: the setting can change while the server runs
-
-    return bool(config.setting("remote_images"))
+    return bool(config.setting("remote_images"))  # read per call: the setting can change while serving
 
 
 def _render_uncached(text: str, *, partial: bool = False, remote_images: bool = False) -> str:

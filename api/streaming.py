@@ -2,7 +2,7 @@
 
 1. ``start_turn`` appends the user message under the session lock, marks the turn pending and saves
    durably before the agent starts.
-2. The agent runs in a worker thread (``api.agent_runtime``); every event lands in the turn's journal
+2. The agent runs in a worker thread (``api.agent_turn``); every event lands in the turn's journal
    with an increasing sequence number, which ``api.sse`` relays and resumes from.
 3. The partial answer is checkpointed into ``messages`` as a ``_partial`` row every few seconds.
 4. On completion the result replaces the partial row, pending fields clear, and the session is saved once.
@@ -23,6 +23,7 @@ from typing import Any
 from api import (
     agent_pool,
     agent_runtime,
+    agent_turn,
     attachments,
     compression,
     models,
@@ -61,7 +62,7 @@ class Turn:
         self.finished_at: float | None = None
         self.events: list[tuple[int, str, dict]] = []
         self.cond = threading.Condition()
-        self.runner: agent_runtime.TurnRunner | None = None
+        self.runner: agent_turn.TurnRunner | None = None
         self.cancel_requested = False
         self.stopped_by_shutdown = False
         self.partial_text: list[str] = []
@@ -217,7 +218,7 @@ def _run_turn(turn: Turn, session: models.Session, message: str, history: list, 
     live_render = LiveRender(turn.append)
     try:
         key, agent = agent_pool.take(session)
-        runner = agent_runtime.TurnRunner(
+        runner = agent_turn.TurnRunner(
             agent,
             agent_runtime.user_content(agent, message, turn.image_paths),
             history,

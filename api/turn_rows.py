@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from api.sanitize import scrub_surrogates
 from api.session_fields import message_text
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the type only: api.streaming imports this module
     from api.streaming import Turn
 
 log = logging.getLogger("talaria.turn_rows")

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import functools
 
-from api import agent_runtime, approvals, clarify, models, workspace
+from api import agent_binding, approvals, clarify, models, workspace
 from api.agent_events import OnEvent
 from api.questions import CANCELLED
 
 
-def for_turn(session: models.Session, emit: OnEvent) -> agent_runtime.TurnScope:
+def for_turn(session: models.Session, emit: OnEvent) -> agent_binding.TurnScope:
     sid = session.session_id
-    return agent_runtime.TurnScope(
+    return agent_binding.TurnScope(
         session_id=sid,
         workspace=workspace.for_turn(session),
         ask_approval=functools.partial(approvals.ask, sid, emit),

@@ -1,6 +1,6 @@
 """A scripted stand-in for the agent inside ``api.streaming`` (for crash tests of a chat turn).
 
-``install(monkeypatch)`` swaps ``api.agent_runtime.build_agent`` and ``TurnRunner`` for a scripted agent
+``install(monkeypatch)`` swaps ``api.agent_runtime.build_agent`` and ``api.agent_turn.TurnRunner`` for a scripted agent
 and runner that stream ``ANSWER_TOKENS`` one by one (a few milliseconds apart) and then complete with
 ``ANSWER``; the checkpoint interval drops to 20 ms, so a turn checkpoints several times.
 """
@@ -52,7 +52,7 @@ class ScriptedTurnRunner:
         return self
 
     def _run(self) -> None:
-        from api.agent_runtime import TurnResult
+        from api.agent_turn import TurnResult
 
         sent = []
         for tok in ANSWER_TOKENS:
@@ -82,11 +82,11 @@ class ScriptedTurnRunner:
 
 
 def install(monkeypatch) -> None:
-    from api import agent_runtime
+    from api import agent_runtime, agent_turn
     from api import config as api_config
 
     monkeypatch.setattr(agent_runtime, "build_agent", build_agent)
-    monkeypatch.setattr(agent_runtime, "TurnRunner", ScriptedTurnRunner)
+    monkeypatch.setattr(agent_turn, "TurnRunner", ScriptedTurnRunner)
     monkeypatch.setattr(agent_runtime, "close_agent", lambda agent: None)
     monkeypatch.setitem(api_config.SETTINGS_VALUES, "checkpoint_interval", 0.02)
     # The stand-in agent has no tools, so no turn asks the agent's own configuration for its defaults.

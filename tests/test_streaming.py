@@ -10,8 +10,8 @@ from collections import OrderedDict
 
 import pytest
 
-from api import agent_pool, agent_runtime, models, streaming
-from api.agent_runtime import TurnResult
+from api import agent_pool, agent_runtime, agent_turn, models, streaming
+from api.agent_turn import TurnResult
 from api.errors import Conflict, NotFound
 from api.models import Session
 from talaria_testing import scripted_turns
@@ -135,7 +135,7 @@ def test_after_an_agent_exception_the_next_turn_is_sent_without_the_failed_messa
                 return
             super()._run()
 
-    monkeypatch.setattr(agent_runtime, "TurnRunner", RaisingOnce)
+    monkeypatch.setattr(agent_turn, "TurnRunner", RaisingOnce)
     first = streaming.get_turn(streaming.start_turn("chat", "lost words")["stream_id"])
     _wait(first)
     assert "error" in _names(first)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from api import streaming, turn_rows
-from api.agent_runtime import TurnResult
+from api.agent_turn import TurnResult
 
 
 def test_failed_turn_keeps_the_error_visible_but_out_of_the_answer():

@@ -1,4 +1,4 @@
-"""The real hermes-agent driven through ``api.agent_runtime`` against the fake LLM server."""
+"""The real hermes-agent driven through ``api.agent_runtime`` and ``api.agent_turn`` against the fake LLM server."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from api import agent_runtime, config
+from api import agent_runtime, agent_turn, config
 from talaria_testing.fake_llm import FakeLLM, Reply, write_hermes_config
 
 pytestmark = pytest.mark.integration
@@ -76,14 +76,14 @@ def test_streamed_multi_turn_chat_passes_history_back(fake, tmp_path):
     fake.script(Reply(text="Hello there, how can I help?"), Reply(text="Paris is the capital."))
     agent = make_agent(tmp_path)
     first_events = Recorder()
-    first = agent_runtime.run_turn(agent, "hi", [], first_events)
+    first = agent_turn.run_turn(agent, "hi", [], first_events)
     assert first.completed and not first.failed
     assert first.final_response == "Hello there, how can I help?"
     assert first_events.text() == "Hello there, how can I help?"
     assert len(first_events.named("token")) == 6
     assert not first_events.named("reasoning")  # the reasoning.available echo is dropped
     second_events = Recorder()
-    second = agent_runtime.run_turn(agent, "capital of France?", first.messages, second_events)
+    second = agent_turn.run_turn(agent, "capital of France?", first.messages, second_events)
     assert second.final_response == "Paris is the capital."
     sent = fake.chat_requests()[-1]["body"]["messages"]
     assert [m["role"] for m in sent if m["role"] != "system"] == ["user", "assistant", "user"]
@@ -110,7 +110,7 @@ def test_tool_call_turn_reports_tool_events_and_transcript(fake, tmp_path):
     )
     agent = make_agent(tmp_path, toolsets=["todo"])
     events = Recorder()
-    result = agent_runtime.run_turn(agent, "plan my day", [], events)
+    result = agent_turn.run_turn(agent, "plan my day", [], events)
     assert result.completed and result.final_response == "Planned one task."
     assert events.named("tool") == [{"id": "call_t1", "name": "todo", "args": TODO_ARGS}]
     (done,) = events.named("tool_complete")
@@ -128,7 +128,7 @@ def test_provider_error_ends_the_turn_quickly_with_a_clear_error(fake, tmp_path,
     fake.script(*[Reply(status=status, error="upstream exploded")] * 3)
     agent = make_agent(tmp_path)
     started = time.monotonic()
-    result = agent_runtime.run_turn(agent, "hello?", [], Recorder())
+    result = agent_turn.run_turn(agent, "hello?", [], Recorder())
     elapsed = time.monotonic() - started
     assert result.failed and not result.completed
     assert f"HTTP {status}" in result.error and "upstream exploded" in result.error
@@ -139,7 +139,7 @@ def test_interrupt_mid_stream_returns_partial_text(fake, tmp_path):
     fake.script(Reply(text="one two three four five six", hang_after=2))
     agent = make_agent(tmp_path)
     events = Recorder()
-    runner = agent_runtime.TurnRunner(agent, "count", [], events).start()
+    runner = agent_turn.TurnRunner(agent, "count", [], events).start()
     assert fake.wait_for_hang(10)
     assert events.first_token.wait(10)
     deadline = time.monotonic() + 10
@@ -156,7 +156,7 @@ def test_interrupt_mid_stream_returns_partial_text(fake, tmp_path):
 def test_an_interrupt_right_after_start_is_not_lost_and_the_next_turn_runs(fake, tmp_path):
     fake.script(Reply(text="never streamed", hang_after=0), Reply(text="next turn fine"))
     agent = make_agent(tmp_path)
-    runner = agent_runtime.TurnRunner(agent, "stop at once", [], Recorder()).start()
+    runner = agent_turn.TurnRunner(agent, "stop at once", [], Recorder()).start()
     runner.interrupt()
     result = runner.wait(10)
     assert result is not None and result.interrupted
@@ -164,7 +164,7 @@ def test_an_interrupt_right_after_start_is_not_lost_and_the_next_turn_runs(fake,
     fake.release()
     fake.reset()
     fake.script("next turn fine")
-    after = agent_runtime.run_turn(agent, "again", [], Recorder())
+    after = agent_turn.run_turn(agent, "again", [], Recorder())
     assert after.completed and after.final_response == "next turn fine"
 
 
@@ -195,7 +195,7 @@ def test_automatic_compression_inside_a_turn_is_detected(fake, tmp_path, in_plac
     agent = make_agent(tmp_path, sid=f"sess_c{int(in_place)}")
     events = Recorder()
     history = long_history()
-    result = agent_runtime.run_turn(agent, "and now?", history, events)
+    result = agent_turn.run_turn(agent, "and now?", history, events)
     assert result.completed, result.error
     assert result.final_response == "Still here after compaction."
     assert result.compressed and result.compression_count >= 1

@@ -1,0 +1,221 @@
+"""One turn of the agent: ``run_conversation`` in a worker thread bound to the session
+(``api.agent_binding``), its callbacks as events, and the agent's result as a ``TurnResult``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from api.agent_binding import TurnScope, session_bound
+from api.agent_events import OnEvent
+from api.agent_runtime import accepted_kwargs, callbacks_for, interrupt
+
+log = logging.getLogger(__name__)
+
+# fmt: off
+_USAGE_KEYS = ("input_tokens", "output_tokens", "prompt_tokens", "completion_tokens", "total_tokens",
+               "cache_read_tokens", "cache_write_tokens", "reasoning_tokens", "estimated_cost_usd", "api_calls")
+# fmt: on
+
+
+@dataclass
+class TurnResult:
+    final_response: str = ""
+    messages: list[dict] = field(default_factory=list)
+    completed: bool = False
+    failed: bool = False
+    interrupted: bool = False
+    error: str | None = None
+    interrupt_message: str | None = None
+    turn_exit_reason: str = ""
+    session_id: str = ""  # agent.session_id after the turn
+    previous_session_id: str = ""  # before the turn; differs when compaction rotated the session
+    compressed: bool = False  # the agent compacted the context during this turn
+    compression_count: int = 0
+    compression_events: list[dict] = field(default_factory=list)
+    usage: dict = field(default_factory=dict)
+    last_prompt_tokens: int | None = None
+    context_length: int | None = None
+    threshold_tokens: int | None = None
+    duration_s: float = 0.0
+    raw: dict = field(default_factory=dict)  # the agent's result dict, untouched
+
+    @property
+    def rotated(self) -> bool:
+        return bool(
+            self.previous_session_id and self.session_id and self.session_id != self.previous_session_id
+        )
+
+    def to_dict(self) -> dict:
+        """JSON-able summary (without ``raw``)."""
+        out = {k: v for k, v in self.__dict__.items() if k != "raw"}
+        out["rotated"] = self.rotated
+        return out
+
+
+def _compression_count(agent) -> int:
+    try:
+        return int(getattr(agent.context_compressor, "compression_count", 0) or 0)
+    except Exception:
+        return 0
+
+
+def _int_or_none(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def summarize_result(
+    raw: dict, agent, *, before_sid: str, before_count: int, compress_events: list[dict]
+) -> TurnResult:
+    """Pure-ish: the agent's result dict plus its post-turn attributes → ``TurnResult``."""
+    compressor = getattr(agent, "context_compressor", None)
+    after_sid = str(getattr(agent, "session_id", "") or raw.get("session_id") or "")
+    count = _compression_count(agent)
+    last_prompt = _int_or_none(raw.get("last_prompt_tokens"))
+    if last_prompt is None and compressor is not None:
+        last_prompt = _int_or_none(getattr(compressor, "last_prompt_tokens", None))
+    error = raw.get("error")
+    result = TurnResult(
+        final_response=str(raw.get("final_response") or ""),
+        messages=list(raw.get("messages") or []),
+        completed=bool(raw.get("completed")),
+        failed=bool(raw.get("failed")),
+        interrupted=bool(raw.get("interrupted")),
+        error=str(error) if error else None,
+        interrupt_message=raw.get("interrupt_message") or None,
+        turn_exit_reason=str(raw.get("turn_exit_reason") or ""),
+        session_id=after_sid,
+        previous_session_id=before_sid,
+        compression_count=count,
+        compression_events=compress_events,
+        usage={k: raw[k] for k in _USAGE_KEYS if k in raw},
+        last_prompt_tokens=last_prompt,
+        context_length=_int_or_none(getattr(compressor, "context_length", None)),
+        threshold_tokens=_int_or_none(getattr(compressor, "threshold_tokens", None)),
+        raw=raw,
+    )
+    result.compressed = bool(compress_events) or count > before_count or result.rotated
+    return result
+
+
+class TurnRunner:
+    """Runs one ``run_conversation`` in a worker thread; ``wait()`` returns its ``TurnResult``."""
+
+    def __init__(
+        self,
+        agent,
+        user_text: Any,
+        history: list[dict] | None,
+        on_event: OnEvent,
+        *,
+        persist_text: str | None = None,
+        persist_timestamp: float | None = None,
+        system_message: str | None = None,
+        scope: TurnScope | None = None,
+    ):
+        self.agent = agent
+        self.scope = scope
+        self.user_text = user_text
+        self.history = list(history or [])
+        self.on_event = on_event
+        self.persist_text = (
+            persist_text if persist_text is not None else (user_text if isinstance(user_text, str) else None)
+        )
+        self.persist_timestamp = persist_timestamp
+        self.system_message = system_message
+        self.result: TurnResult | None = None
+        self.done = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> TurnRunner:
+        callbacks_for(self.agent).begin_turn(self.on_event)
+        clear = getattr(self.agent, "clear_interrupt", None)
+        if callable(clear):  # a cancel that arrived after the previous turn ended must not kill this one
+            clear()
+        self._thread = threading.Thread(target=self._run, name=f"turn-{self.agent.session_id}", daemon=True)
+        self._thread.start()
+        return self
+
+    def wait(self, timeout: float | None = None) -> TurnResult | None:
+        self.done.wait(timeout)
+        return self.result
+
+    def interrupt(self, message: str | None = None) -> None:
+        """Stop the turn; a no-op once it has finished (a pending interrupt would hit the next turn)."""
+        if not self.done.is_set():
+            interrupt(self.agent, message)
+
+    def _call_kwargs(self) -> dict:
+        sid = self.agent.session_id
+        kwargs = {
+            "user_message": self.user_text,
+            "system_message": self.system_message,
+            "conversation_history": self.history,
+            "task_id": sid,
+            "persist_user_message": self.persist_text,
+            "persist_user_timestamp": self.persist_timestamp,
+        }
+        kwargs = {k: v for k, v in kwargs.items() if v is not None or k == "conversation_history"}
+        return accepted_kwargs(self.agent.run_conversation, kwargs)
+
+    def _run(self) -> None:
+        callbacks = callbacks_for(self.agent)
+        before_sid = str(getattr(self.agent, "session_id", "") or "")
+        before_count = _compression_count(self.agent)
+        started = time.monotonic()
+        raw: dict
+        try:
+            with session_bound(self.agent, self.scope):
+                raw = self.agent.run_conversation(**self._call_kwargs())
+            if not isinstance(raw, dict):
+                raw = {"final_response": str(raw or ""), "completed": True}
+        except Exception as exc:  # the agent returns most errors; this is the rest
+            log.exception("run_conversation raised")
+            raw = {"failed": True, "completed": False, "error": f"{type(exc).__name__}: {exc}"}
+        finally:
+            compress_events = callbacks.end_turn()
+        try:
+            self.result = summarize_result(
+                raw,
+                self.agent,
+                before_sid=before_sid,
+                before_count=before_count,
+                compress_events=compress_events,
+            )
+        except Exception as exc:
+            log.exception("summarizing the turn failed")
+            self.result = TurnResult(failed=True, error=f"{type(exc).__name__}: {exc}", raw=raw)
+        self.result.duration_s = time.monotonic() - started
+        self.done.set()
+
+
+def run_turn(
+    agent,
+    user_text: Any,
+    history: list[dict] | None,
+    on_event: OnEvent,
+    *,
+    persist_timestamp: float | None = None,
+    persist_text: str | None = None,
+    system_message: str | None = None,
+) -> TurnResult:
+    """Run one turn to completion (in a worker thread) and return its result."""
+    runner = TurnRunner(
+        agent,
+        user_text,
+        history,
+        on_event,
+        persist_text=persist_text,
+        persist_timestamp=persist_timestamp,
+        system_message=system_message,
+    ).start()
+    result = runner.wait()
+    assert result is not None
+    return result
