@@ -1,4 +1,7 @@
 // The HTTP client: JSON in and out, the CSRF header on every POST, one error type for every failure.
+// A session in an answer is marked with the sidebar feed's position when its request started (freshness.js).
+
+import { feedPosition, stampRead } from "./freshness.js";
 
 let csrfToken = null;
 
@@ -43,25 +46,27 @@ async function parse(response) {
 }
 
 export async function getJSON(path, params) {
+  const startedAt = feedPosition();
   let response;
   try {
     response = await fetch(path + query(params), { headers: { Accept: "application/json" }, credentials: "same-origin" });
   } catch (err) {
     throw new ApiError("The server cannot be reached.", 0, { cause: String(err) });
   }
-  return parse(response);
+  return stampRead(await parse(response), startedAt);
 }
 
 export async function postJSON(path, body) {
   const headers = { "Content-Type": "application/json", Accept: "application/json" };
   if (csrfToken) headers["X-CSRF-Token"] = csrfToken;
+  const startedAt = feedPosition();
   let response;
   try {
     response = await fetch(path, { method: "POST", headers, body: JSON.stringify(body || {}), credentials: "same-origin" });
   } catch (err) {
     throw new ApiError("The server cannot be reached.", 0, { cause: String(err) });
   }
-  return parse(response);
+  return stampRead(await parse(response), startedAt);
 }
 
 export function csrfHeaders() {

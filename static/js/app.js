@@ -6,6 +6,7 @@ import { AttachmentTray } from "./attachments.js";
 import { ChatView } from "./chat.js";
 import { findCommand, refusal } from "./commands.js";
 import { Composer } from "./composer.js";
+import { isNewerThan } from "./freshness.js";
 import { showLogin } from "./login.js";
 import { showLineage } from "./lineage.js";
 import { showRecoveryBanner, updateContextMeter } from "./markers.js";
@@ -14,7 +15,6 @@ import { ModelPicker } from "./model_picker.js";
 import { PendingAction } from "./pending.js";
 import { showRecoveryReport } from "./recovery.js";
 import { showShortcuts } from "./shortcuts.js";
-import { isFirstExchange, watchTitle } from "./titles.js";
 import { messageText } from "./render.js";
 import { SessionList } from "./sessions.js";
 import { SetupDialog } from "./setup.js";
@@ -46,6 +46,13 @@ class App {
       },
       onChanged: (row) => {
         if (row && row.session_id === this.chat.sessionId) this.updateHeader({ ...this.chat.session, ...row });
+      },
+      // A change made elsewhere (a rename, the title the model gave after the first exchange).
+      onFeedChanged: (row) => {
+        if (row && row.session_id === this.chat.sessionId && row.title !== this.chat.session.title) {
+          this.chat.session = { ...this.chat.session, title: row.title };
+          this.updateHeader(this.chat.session);
+        }
       },
     });
     this.chat = new ChatView({
@@ -185,18 +192,16 @@ class App {
   }
 
   onSession(session) {
-    this.updateHeader(session);
-    if (isFirstExchange(session) && !this.chat.streaming) {
-      watchTitle(session, (row) => {
-        const { messages: _rows, ...meta } = row;
-        this.sessions.upsert(meta);
-        if (this.chat.sessionId === row.session_id) {
-          this.chat.session = { ...this.chat.session, title: row.title };
-          this.updateHeader(this.chat.session);
-        }
-      });
+    if (session && !session.read_only && session.session_id) {
+      this.sessions.upsert(session);
+      // The sidebar keeps the newest copy of the row: an answer older than it shows the row's title.
+      const row = this.sessions.find(session.session_id);
+      if (isNewerThan(row, session) && row.title !== session.title) {
+        session = { ...session, title: row.title };
+        if (this.chat.sessionId === session.session_id) this.chat.session = session;
+      }
     }
-    if (session && !session.read_only && session.session_id) this.sessions.upsert(session);
+    this.updateHeader(session);
   }
 
   updateHeader(session) {

@@ -4,6 +4,7 @@
 
 import { api } from "./api.js";
 import { confirmAction } from "./dialog.js";
+import { chooseRow, feedPosition, mergePage, noteFeedPosition, readPosition } from "./freshness.js";
 import { el } from "./render.js";
 import { toast, toastError } from "./toast.js";
 
@@ -48,14 +49,16 @@ function isEmptyUntitled(row, currentId) {
 }
 
 export class SessionList {
-  constructor({ root, filterInput, archivedToggle, onOpen, onDeleted, onChanged }) {
+  constructor({ root, filterInput, archivedToggle, onOpen, onDeleted, onChanged, onFeedChanged }) {
     this.root = root;
     this.filterInput = filterInput;
     this.archivedToggle = archivedToggle;
     this.onOpen = onOpen;
     this.onDeleted = onDeleted;
     this.onChanged = onChanged;
-    this.rows = [];
+    this.onFeedChanged = onFeedChanged;
+    this.rows = []; // each with `_seq`, the feed position it is current to (freshness.js)
+    this.removedAt = new Map(); // session id -> the feed change that removed it
     this.agentRows = [];
     this.nextCursor = null;
     this.feed = null;
@@ -77,10 +80,19 @@ export class SessionList {
     });
   }
 
-  // The first page, then the feed from the moment the page was read.
+  // The first page, then the feed from the moment the page was read. While the feed runs, changes it
+  // brought after the page was read stay; otherwise the page replaces the list.
   async refresh() {
     const data = await api.sessions({ limit: PAGE_SIZE });
-    this.rows = Array.isArray(data.sessions) ? data.sessions : [];
+    const rows = Array.isArray(data.sessions) ? data.sessions : [];
+    const seq = Number.isFinite(data.feed_seq) ? data.feed_seq : feedPosition();
+    if (this.following()) {
+      this.rows = mergePage(this.rows, rows, seq, this.removedAt);
+    } else {
+      this.rows = mergePage([], rows, seq, new Map());
+      this.removedAt.clear();
+      noteFeedPosition(seq);
+    }
     this.agentRows = Array.isArray(data.agent_sessions) ? data.agent_sessions : [];
     this.nextCursor = data.next_cursor || null;
     this.render();
@@ -91,8 +103,10 @@ export class SessionList {
     if (!this.nextCursor) return;
     try {
       const data = await api.sessions({ limit: PAGE_SIZE, cursor: this.nextCursor });
+      const seq = Number.isFinite(data.feed_seq) ? data.feed_seq : feedPosition();
       const known = new Set(this.rows.map((r) => r.session_id));
-      this.rows.push(...(data.sessions || []).filter((r) => !known.has(r.session_id)));
+      const older = (data.sessions || []).filter((r) => !known.has(r.session_id));
+      this.rows.push(...mergePage([], older, seq, this.removedAt));
       this.nextCursor = data.next_cursor || null;
       this.render();
     } catch (err) {
@@ -100,9 +114,13 @@ export class SessionList {
     }
   }
 
+  following() {
+    return Boolean(this.feed && this.feed.readyState !== EventSource.CLOSED);
+  }
+
   // One EventSource per tab; it reconnects by itself with the last event id it saw.
   follow(feedSeq) {
-    if (this.feed && this.feed.readyState !== EventSource.CLOSED) return;
+    if (this.following()) return;
     const after = Number.isFinite(feedSeq) ? `?after=${feedSeq}` : "";
     this.feed = new EventSource(FEED_URL + after);
     this.feed.addEventListener("sessions", (event) => {
@@ -112,7 +130,10 @@ export class SessionList {
       } catch {
         return;
       }
-      this.apply(change.upsert || [], change.remove || []);
+      const seq = Number(event.lastEventId);
+      if (!Number.isFinite(seq)) return;
+      noteFeedPosition(seq);
+      this.apply(change.upsert || [], change.remove || [], seq);
     });
     this.feed.addEventListener("reset", () => {
       this.feed.close();
@@ -121,21 +142,28 @@ export class SessionList {
     });
   }
 
-  apply(upserts, removes) {
-    for (const row of upserts) this.merge(row);
+  // A change of the feed, numbered `seq`: its rows are current to it.
+  apply(upserts, removes, seq) {
+    for (const row of upserts) this.merge(row, seq);
+    for (const sid of removes) this.removedAt.set(sid, seq);
     if (removes.length) this.rows = this.rows.filter((r) => !removes.includes(r.session_id));
     this.render();
+    const open = upserts.find((row) => row && row.session_id === this.currentId);
+    if (open) this.onFeedChanged?.(this.find(open.session_id));
   }
 
-  merge(row) {
+  // Keeps the newer of the tab's row and `row` (current to `seq`; null when its age is unknown).
+  merge(row, seq) {
     if (!row || !row.session_id) return;
     const index = this.rows.findIndex((r) => r.session_id === row.session_id);
-    if (index >= 0) this.rows[index] = { ...this.rows[index], ...row };
-    else this.rows.unshift(row);
+    const kept = chooseRow(this.rows[index], row, seq, this.removedAt.get(row.session_id));
+    if (index >= 0) this.rows[index] = kept;
+    else if (kept) this.rows.unshift(kept);
   }
 
+  // A session from an answer (api.js marks when its request started), or a copy of one.
   upsert(row) {
-    this.merge(row);
+    this.merge(row, readPosition(row));
     this.render();
   }
 

@@ -86,7 +86,8 @@ def test_delete_then_undo_brings_the_session_back(page, server):
     row(page, title).get_by_role("menuitem", name="Delete").click()
     page.locator("dialog.modal").get_by_role("button", name="Delete").click()
     row(page, title).wait_for(state="detached")
-    assert page.locator("#empty-state").is_visible()
+    # The feed can take the row away before the delete's own answer empties the chat.
+    expect(page.locator("#empty-state")).to_be_visible()
     assert not any(
         r["session_id"] == session["session_id"] for r in server.get_json("/api/sessions")["sessions"]
     )
@@ -98,6 +99,22 @@ def test_delete_then_undo_brings_the_session_back(page, server):
     assert any(r["session_id"] == session["session_id"] for r in server.get_json("/api/sessions")["sessions"])
     row(page, title).locator(".session-open").click()
     expect(page.locator('.msg[data-idx="1"]')).to_contain_text("Paris")
+
+
+def test_a_deleted_session_is_not_asked_for_again(page, server):
+    """The delete-and-undo test failed about one run in ten with a 404: the page polled a session after
+    its first exchange for the title the model would give it, and went on polling once it was deleted.
+    The title now reaches the page through the sidebar feed, so nothing asks for the session again."""
+    session = import_session(server, unique("First exchange"), CHAT)
+    sid = session["session_id"]
+    goto_app(page, f"/#/s/{sid}")
+    page.wait_for_selector('.msg[data-idx="1"]')
+    asked = []
+    page.on("request", lambda request: asked.append(request.url) if sid in request.url else None)
+    server.post_json("/api/session/delete", {"session_id": sid})
+    row(page, session["title"]).wait_for(state="detached")
+    page.wait_for_timeout(2000)  # longer than the old poll's period (1.5 s)
+    assert asked == []
 
 
 def test_rename_pin_and_archive_from_the_row_menu(page, server):
@@ -159,11 +176,6 @@ def test_keyboard_shortcuts_focus_search_and_create_a_session(page, server):
     assert len(server.get_json("/api/sessions")["sessions"]) == before + 1
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="known race, under investigation: after a full module run the tab that made the session "
-    "sometimes keeps it untitled after a rename arrives through the feed (about one run in four)",
-)
 def test_a_change_in_one_tab_shows_in_every_other_tab_without_a_reload(browser, server):
     with open_page(browser, server.base_url) as first, open_page(browser, server.base_url) as second:
         goto_app(first)
@@ -179,6 +191,30 @@ def test_a_change_in_one_tab_shows_in_every_other_tab_without_a_reload(browser, 
         expect(row(second, title)).to_have_class(re.compile("pinned"))
         server.post_json("/api/session/delete", {"session_id": sid})
         expect(row(second, title)).to_have_count(0)
+
+
+def test_an_answer_read_before_a_rename_does_not_undo_it_when_it_arrives_after_the_feed(page, server):
+    """The tab that made a session sometimes kept it untitled after a rename reached it through the feed
+    (about one module run in four): opening the session read it before the rename, that answer reached the
+    page after the feed's change, and the page wrote the older title back over the row. Here the answer is
+    held until the rename has arrived, so the order is forced."""
+    held = []
+    page.route(re.compile(r"/api/session\?session_id="), lambda route: held.append((route, route.fetch())))
+    goto_app(page)
+    page.click("#new-session")
+    page.wait_for_url(re.compile(r"#/s/[A-Za-z0-9_-]+$"))
+    sid = page.url.rsplit("/", 1)[1]
+    while not held:
+        page.wait_for_timeout(20)
+    title = unique("Renamed elsewhere")
+    server.post_json("/api/session/rename", {"session_id": sid, "title": title})
+    expect(row(page, title)).to_have_count(1)
+
+    route, answer = held.pop()
+    route.fulfill(response=answer)
+    page.wait_for_function("() => performance.getEntriesByName('talaria:open').length > 0")
+    expect(row(page, title)).to_have_count(1)
+    expect(page.locator("#chat-title")).to_have_text(title)
 
 
 def _listed(rows: list[dict]) -> int:
