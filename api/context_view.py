@@ -8,10 +8,13 @@ combines them with the append-only merge into the reconciled view and re-exports
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from itertools import compress, repeat
+from operator import eq
 from typing import Any
 
 from api.merge_index import _raw_prefix
 from api.message_keys import (
+    UNTAGGED_TEXTS,
     Rows,
     collapse,
     reconcile_api_content_sidecars,
@@ -37,15 +40,7 @@ def state_db_delta_after_context(context: list[Any] | None, state: list[Any] | N
         limit = min(context_len - offset, state_len)
         if not facts.same_content(context_len, offset):
             continue
-        run = 1
-        found = _raw_prefix(state[:limit], context[offset : offset + limit], _CONTENT_COLUMNS)
-        if found is not None:  # rows the columns prove equal, then row by row from the first doubt
-            length, closer, _ = found
-            run = next(
-                (k for k in sorted(closer) if not facts.same_content(context_len + k, offset + k)), length
-            )
-        while run < limit and facts.same_content(context_len + run, offset + run):
-            run += 1
+        run = _run_length(facts, offset, limit)
         if run > best:
             best, best_offset = run, offset
     first = context[0]
@@ -62,6 +57,52 @@ def state_db_delta_after_context(context: list[Any] | None, state: list[Any] | N
             if context_cursor >= context_len:
                 return state[state_index + 1 :]
     return state[best:]
+
+
+def _run_length(facts: Rows, offset: int, limit: int) -> int:
+    """How many leading state rows (at most ``limit``) have the content keys of the context rows from
+    ``offset`` on. The first pair is known to match.
+
+    A state row equal as a dict to its context row has its content key, unless its text is not a plain
+    string or may open with a workspace tag (the state side drops it): only the other rows are compared
+    one by one. When many rows differ as dicts (rows with extra fields), the columns decide instead.
+    """
+    context_len = facts.transcript_len
+    state = facts.rows[context_len : context_len + limit]
+    context = facts.rows[offset : offset + limit]
+    equal = list(map(eq, state, context))
+    try:
+        contents = list(map(dict.get, state, repeat("content")))
+        doubtful = UNTAGGED_TEXTS.failing(contents)
+    except TypeError:  # a non-dict row or list content
+        return _run_by_columns(facts, offset, limit)
+    if equal.count(False) > limit // 8 + 8:
+        return _run_by_columns(facts, offset, limit)
+    closer: list[int] = []
+    k = -1
+    try:  # list.index finds the next unequal row at C speed
+        while True:
+            k = equal.index(False, k + 1)
+            closer.append(k)
+    except ValueError:
+        pass
+    if doubtful:
+        closer = sorted({*closer, *compress(range(limit), map(doubtful.__contains__, contents))})
+    return next((k for k in closer if not facts.same_content(context_len + k, offset + k)), limit)
+
+
+def _run_by_columns(facts: Rows, offset: int, limit: int) -> int:
+    """``_run_length`` from the content and role columns, then row by row from the first doubt."""
+    context_len = facts.transcript_len
+    state = facts.rows[context_len : context_len + limit]
+    run = 1
+    found = _raw_prefix(state, facts.rows[offset : offset + limit], _CONTENT_COLUMNS)
+    if found is not None:  # rows the columns prove equal, then row by row from the first doubt
+        length, closer, _ = found
+        run = next((k for k in sorted(closer) if not facts.same_content(context_len + k, offset + k)), length)
+    while run < limit and facts.same_content(context_len + run, offset + run):
+        run += 1
+    return run
 
 
 def _anchor_ts(value: Any) -> float | None:

@@ -43,6 +43,10 @@ class _Index:
         )
 
     def get(self, value: Any, with_local: bool = True) -> list[int]:
+        return self.synced(with_local).get(value, [])
+
+    def synced(self, with_local: bool = True) -> dict[Any, list[int]]:
+        """The table, holding every registered row (and the local rows, if ``with_local`` or loaded before)."""
         merge = self.merge
         if with_local and not self.local_loaded:
             self.local_loaded = True
@@ -57,7 +61,7 @@ class _Index:
             if its_value is not None:
                 self.table.setdefault(its_value, []).append(handle)
             self.state_upto += 1
-        return self.table.get(value, [])
+        return self.table
 
 
 class _FingerprintIndex:
@@ -213,6 +217,7 @@ class TranscriptTexts:
 
     def __init__(self, norms: list[str], tokenize: Callable[[str], str], max_chars: int):
         self.tokenize, self.max_chars = tokenize, max_chars
+        self.sources: list[Any] | None = None  # what the texts were made from, when that decides them
         self.texts: list[str] = list(norms)
         self.norm_set: set[str] = set(norms)
         self._norms: Containment | None = None
@@ -272,24 +277,44 @@ _RECENT_MAX = 8
 _HITS_MAX = 4096
 
 
-def transcript_texts(norms: list[str], tokenize: Callable[[str], str], max_chars: int) -> TranscriptTexts:
-    """The index of these texts, reusing a recent one whose texts are a prefix of them, or they of it.
+def transcript_texts(
+    sources: list[Any],
+    tokenize: Callable[[str], str],
+    max_chars: int,
+    texts_of: Callable[[list[Any]], list[str]] | None = None,
+) -> TranscriptTexts:
+    """The index of the texts of ``sources`` (``texts_of(sources)``; the sources are the texts when it is
+    not given), reusing a recent one whose sources are a prefix of them, or they of it.
 
-    A caller looking at a prefix of an index's texts passes ``len(norms)`` as the ``limit`` of its queries.
+    Sources that are strings or ``None`` decide their texts, so comparing them (identity first, at C speed)
+    stands in for making the texts again; any other source makes its index one that is never reused. A
+    caller looking at a prefix of an index's texts passes ``len(sources)`` as the ``limit`` of its queries.
     """
+    make = texts_of or list
     for k, entry in enumerate(_RECENT_TRANSCRIPTS):
-        if entry.tokenize is not tokenize or entry.max_chars != max_chars:
+        known = entry.sources
+        if known is None or entry.tokenize is not tokenize or entry.max_chars != max_chars:
             continue
-        known = entry.texts
-        if len(known) <= len(norms) and norms[: len(known)] == known:
-            if len(known) < len(norms):
-                entry.extend(norms[len(known) :])
-        elif not (len(known) > len(norms) and known[: len(norms)] == norms):
+        if len(known) <= len(sources) and sources[: len(known)] == known:
+            if len(known) < len(sources):
+                fresh = sources[len(known) :]
+                entry.extend(make(fresh))
+                entry.sources = known + fresh if _decisive(fresh) else None
+        elif not (len(known) > len(sources) and known[: len(sources)] == sources):
             continue
         del _RECENT_TRANSCRIPTS[k]
         _RECENT_TRANSCRIPTS.insert(0, entry)
         return entry
-    entry = TranscriptTexts(norms, tokenize, max_chars)
+    entry = TranscriptTexts(make(sources), tokenize, max_chars)
+    entry.sources = list(sources) if _decisive(sources) else None
     _RECENT_TRANSCRIPTS.insert(0, entry)
     del _RECENT_TRANSCRIPTS[_RECENT_MAX:]
     return entry
+
+
+def _decisive(sources: list[Any]) -> bool:
+    """Equal sources have equal texts: every source is a string or ``None``."""
+    return set(map(type, sources)) <= _DECISIVE_TYPES
+
+
+_DECISIVE_TYPES = frozenset({str, type(None)})

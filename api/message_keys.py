@@ -15,6 +15,7 @@ import math
 import re
 from collections.abc import Callable
 from itertools import compress, repeat
+from operator import is_
 from typing import Any, Protocol
 
 from api.messages import content_as_text, merge_timestamp, parse_timestamp
@@ -106,6 +107,54 @@ def clear_memos() -> None:
     """Forget every memoised text (benchmarks use it to measure a first, cold call)."""
     for memo in (collapse, fingerprint, tokens):
         memo.cache.clear()
+    for known in (_PLAIN_TEXTS, UNTAGGED_TEXTS):
+        known.clear()
+    _RECENT_TIMES.clear()
+
+
+class KnownTexts:
+    """Texts already seen to pass one test, so a list of texts asked about again (every chat turn asks about
+    the same transcript, a few rows longer) costs a comparison with the list asked about before and one set
+    lookup per newer text. Bounded: forgotten when it grows past ``max_size``."""
+
+    def __init__(self, test: Callable[[Any], bool], max_size: int = 200_000):
+        self.test, self.max_size = test, max_size
+        self.known: set[Any] = set()
+        self.recent: list[list[Any]] = []  # lists whose every text passed, newest first
+
+    def failing(self, texts: list[Any]) -> set[Any]:
+        """The distinct texts that fail the test; ``TypeError`` if one is unhashable."""
+        start = 0
+        for passed in self.recent:  # a list known to pass that starts this one: compared at C speed
+            if start < len(passed) <= len(texts) and texts[: len(passed)] == passed:
+                start = len(passed)
+        rest = texts[start:] if start else texts
+        known = self.known
+        if all(map(known.__contains__, rest)):  # no set built when every text is known
+            self._remember(texts)
+            return set()
+        unknown = set(rest) - known
+        passing = {text for text in unknown if self.test(text)}
+        if len(known) > self.max_size:
+            known.clear()
+        known.update(passing)
+        if len(passing) == len(unknown):
+            self._remember(texts)
+        return unknown - passing
+
+    def _remember(self, texts: list[Any]) -> None:
+        latest = self.recent[0] if self.recent else None
+        if latest is not None and len(latest) >= len(texts) and latest[: len(texts)] == texts:
+            return  # already known: a list asked about before, or its start
+        self.recent.insert(0, list(texts))
+        del self.recent[_RECENT_LISTS:]
+
+    def clear(self) -> None:
+        self.known.clear()
+        self.recent.clear()
+
+
+_RECENT_LISTS = 4
 
 
 def strip_workspace_tag(text: str) -> str:
@@ -116,6 +165,9 @@ def strip_workspace_tag(text: str) -> str:
         if match is not None:
             return text[match.end() :]
     return text
+
+
+UNTAGGED_TEXTS = KnownTexts(lambda content: type(content) is str and strip_workspace_tag(content) is content)
 
 
 def side_text(msg: dict[str, Any], state_side: bool) -> str:
@@ -353,26 +405,23 @@ def _is_narrow_marker(msg: Any) -> bool:
     return _opens_with_compaction_wording(text)
 
 
-_PLAIN_TEXTS: set[Any] = set()  # contents known not to open with the compaction wording
-_PLAIN_TEXTS_MAX = 200_000
+_PLAIN_TEXTS = KnownTexts(
+    lambda content: not (type(content) is str and _opens_with_compaction_wording(content))
+)
 
 
 def context_messages_include_compression_marker(messages: Any) -> bool:
     """A detector hit whose own text opens with the compaction wording (the narrow test).
 
-    Texts already seen not to open with that wording are remembered, so a context asked about again
-    (every turn asks about the same rows) costs one set difference.
+    Texts already seen not to open with that wording are remembered (``KnownTexts``), so a context asked
+    about again costs one set lookup per row.
     """
     if not isinstance(messages, list):
         return False
     try:
-        unknown = set(map(dict.get, messages, repeat("content"))) - _PLAIN_TEXTS
+        wording = _PLAIN_TEXTS.failing(list(map(dict.get, messages, repeat("content"))))
     except TypeError:  # a non-dict row or list content: row by row
         return any(map(_is_narrow_marker, _marker_candidates(messages)))
-    wording = {c for c in unknown if type(c) is str and _opens_with_compaction_wording(c)}
-    if len(_PLAIN_TEXTS) > _PLAIN_TEXTS_MAX:
-        _PLAIN_TEXTS.clear()
-    _PLAIN_TEXTS.update(unknown - wording)
     return bool(wording) and any(_is_narrow_marker(m) for m in messages if m.get("content") in wording)
 
 
@@ -445,6 +494,39 @@ def reconcile_api_content_sidecars(sidecar: list[Any], state: list[Any]) -> None
 # ----------------------------------------------------------------------------------------------
 
 
+def newest_time(values: list[Any]) -> float | None:
+    """The largest of these times that parses (``parse_timestamp``), or ``None``.
+
+    Every chat turn asks about the same transcript's times, a few rows longer: the answer for a list whose
+    first values are the very objects of a list asked about before reads only the newer values.
+    """
+    for k, (known, best) in enumerate(_RECENT_TIMES):
+        if len(known) <= len(values) and all(map(is_, known, values)):
+            newer = _newest(values[len(known) :])
+            if newer is not None and (best is None or newer > best):
+                best = newer
+            del _RECENT_TIMES[k]
+            break
+    else:
+        best = _newest(values)
+    _RECENT_TIMES.insert(0, (list(values), best))
+    del _RECENT_TIMES[_RECENT_LISTS:]
+    return best
+
+
+_RECENT_TIMES: list[tuple[list[Any], float | None]] = []
+
+
+def _newest(values: list[Any]) -> float | None:
+    times: list[float] = values
+    if not values or set(map(type, values)) != {float}:
+        times = [t for v in values if (t := parse_timestamp(v)) is not None]
+    best = max(times, default=None)
+    if best is not None and not math.isfinite(best):  # an inf or nan decided max(): filter (rare)
+        best = max((v for v in times if math.isfinite(v)), default=None)
+    return best
+
+
 class Rows:
     """Local rows (handles ``0..n-1``, sidecar side) then state rows (state side).
 
@@ -493,36 +575,32 @@ class Rows:
         self._fp[: self.transcript_len] = fps
         return fps
 
-    def local_norms(self, handles: range | list[int]) -> list[str]:
-        """Collapsed texts of these local rows, through the memo at C speed when the rows allow it."""
+    def local_contents(self, handles: range | list[int]) -> list[Any]:
+        """The ``content`` of these local (dict) rows."""
         if isinstance(handles, range):
-            try:
-                contents = list(map(dict.get, self.rows[: self.transcript_len], repeat("content")))
-                norms: list[str | None] = list(map(collapse.cache.get, contents))
-            except TypeError:  # a non-dict row or unhashable content: take the ordinary path
-                return [self.fact("norm", handle) for handle in handles]
-            if None in norms:
-                for handle in [handle for handle, v in enumerate(norms) if v is None]:
-                    norms[handle] = self.fact("norm", handle)
-            return norms  # type: ignore[return-value]  # every None was filled above
-        return [self.fact("norm", handle) for handle in handles]
+            return list(map(dict.get, self.rows[: self.transcript_len], repeat("content")))
+        return [self.rows[handle].get("content") for handle in handles]
 
-    def local_max_timestamp(self) -> float | None:
-        """Newest parseable timestamp among local rows ("newest" in docs/reconciliation.md)."""
-        values: list[Any]
+    @staticmethod
+    def local_norms(contents: list[Any]) -> list[str]:
+        """Collapsed texts of local rows with these contents, through the memo at C speed when it has them."""
         try:
-            values = list(map(dict.get, self.rows[: self.transcript_len], repeat("timestamp")))
-        except TypeError:
+            norms: list[str | None] = list(map(collapse.cache.get, contents))
+        except TypeError:  # unhashable content: the ordinary path
+            return [collapse(content_as_text(content)) for content in contents]
+        if None in norms:
+            for i in [i for i, v in enumerate(norms) if v is None]:
+                norms[i] = collapse(content_as_text(contents[i]))
+        return norms  # type: ignore[return-value]  # every None was filled above
+
+    def local_max_timestamp(self, values: list[Any] | None = None) -> float | None:
+        """Newest parseable timestamp among local rows ("newest" in docs/reconciliation.md); ``values`` are
+        their ``timestamp`` fields when the caller has them."""
+        if values is None:
             values = [
                 m.get("timestamp") if isinstance(m, dict) else None for m in self.rows[: self.transcript_len]
             ]
-        times: list[float] = values
-        if not values or set(map(type, values)) != {float}:
-            times = [t for v in values if (t := parse_timestamp(v)) is not None]
-        best = max(times, default=None)
-        if best is not None and not math.isfinite(best):  # an inf or nan decided max(): filter (rare)
-            best = max((v for v in times if math.isfinite(v)), default=None)
-        return best
+        return newest_time(values)
 
     def fact(self, kind: str, handle: int) -> Any:
         slot = (kind, handle)

@@ -12,6 +12,7 @@ how a merge avoids work per transcript row.
 
 from __future__ import annotations
 
+from functools import cached_property
 from itertools import compress, repeat
 from operator import gt
 from typing import Any
@@ -49,6 +50,7 @@ __all__ = [  # the message keys live in api.message_keys and are re-exported her
     "reconciled_view",
 ]
 
+_INF = float("inf")
 FUZZY_MAX_KEYS = 1000
 FUZZY_MAX_CHARS = 200_000
 _VISIBLE_COLUMNS = frozenset({"tool_calls", "api_content"})
@@ -122,9 +124,11 @@ class _Merge:
         self.facts = Rows(sidecar, state)
         self.transcript_len = len(sidecar)
         self.watermark, self.boundary = watermark, boundary
-        if set(map(type, sidecar)) == {dict}:  # the rows the replay walks: the transcript's dict rows
+        self._local_times: list[Any] | None = None
+        try:  # the rows the replay walks: the transcript's dict rows (dict.get refuses any other row)
+            self._local_times = list(map(dict.get, sidecar, repeat("timestamp")))
             self.replay_order: range | list[int] = range(self.transcript_len)
-        else:
+        except TypeError:
             self.replay_order = [
                 handle for handle in range(self.transcript_len) if isinstance(sidecar[handle], dict)
             ]
@@ -136,10 +140,6 @@ class _Merge:
         self._newest: float | None = None
         self._newest_known = False
         self._by_text = _Index(self, "raw")
-        self._by_fingerprint = _FingerprintIndex(self)
-        self._by_message_id = _Index(self, "mid")
-        self._by_row_id = _Index(self, "rowid")
-        self._matched = _Index(self, "raw", self.matched_state)
         self._matched_ts: set[float | None] = set()
         self._matched_ts_upto = 0
         self._fuzzy_ok: bool | None = None
@@ -150,13 +150,31 @@ class _Merge:
         self._by_ts: dict[float, list[int]] | None = None
         self._mirrored: set[int] = set()
 
+    # Indexes the path of a new turn's rows never asks: made on first use.
+
+    @cached_property
+    def _by_fingerprint(self) -> _FingerprintIndex:
+        return _FingerprintIndex(self)
+
+    @cached_property
+    def _by_message_id(self) -> _Index:
+        return _Index(self, "mid")
+
+    @cached_property
+    def _by_row_id(self) -> _Index:
+        return _Index(self, "rowid")
+
+    @cached_property
+    def _matched(self) -> _Index:
+        return _Index(self, "raw", self.matched_state)
+
     # -- facts about the whole transcript ---------------------------------------------------------
 
     @property
     def newest(self) -> float | None:
         """Newest parseable transcript timestamp."""
         if not self._newest_known:
-            self._newest, self._newest_known = self.facts.local_max_timestamp(), True
+            self._newest, self._newest_known = self.facts.local_max_timestamp(self._local_times), True
         return self._newest
 
     def stable_key(self, handle: int) -> str | None:
@@ -174,8 +192,11 @@ class _Merge:
     def fuzzy_allowed(self) -> bool:
         """Fuzzy likeness only while the transcript has at most 1000 distinct visible keys."""
         if self._fuzzy_ok is None:
-            if len(self.replay_order) <= FUZZY_MAX_KEYS:
+            texts = None if len(self.replay_order) <= FUZZY_MAX_KEYS else self._transcript_texts()
+            if texts is None:
                 self._fuzzy_ok = True
+            elif len(texts.texts) == len(self.replay_order) and len(texts.norm_set) > FUZZY_MAX_KEYS:
+                self._fuzzy_ok = False  # distinct texts never exceed distinct visible keys
             else:
                 buckets = set(self._by_fingerprint.local_list())
                 buckets.discard(None)
@@ -282,17 +303,16 @@ class _Merge:
             ],
         )
 
-    def _unlike_transcript(self, handle: int) -> bool:
-        """No unreplayed transcript row has this row's visible key or is fuzzily like it, so neither the
-        replay nor the visible-duplicate rule can fire. Decided from the transcript's text index, without
-        building the row's keys."""
-        if self.cursor >= len(self.replay_order):
-            return True  # nothing left to replay, and visible duplicates count only unreplayed rows
+    def _unlike_transcript(self, row: dict[str, Any], norm: str, texts: TranscriptTexts | None) -> bool:
+        """No unreplayed transcript row has this state row's visible key (its collapsed text is ``norm``) or is
+        fuzzily like it, so neither the replay nor the visible-duplicate rule can fire. Decided from the
+        transcript's text index ``texts``, without building the row's keys; ``None`` when the replay has
+        consumed the transcript (then no rule can fire: visible duplicates count only unreplayed rows)."""
+        if texts is None:
+            return True
         facts, replay_order = self.facts, self.replay_order
-        norm = facts.fact("norm", handle)
-        texts = self._transcript_texts()
         if norm in texts.norm_set:
-            calls = facts.rows[handle].get("tool_calls")
+            calls = row.get("tool_calls")
             if not calls:
                 return False
             # Equal tool calls have the same first call id; a row whose first id is new is unlike.
@@ -302,7 +322,7 @@ class _Merge:
                 return False
         if not norm or not self.fuzzy_allowed():
             return True
-        role, api = facts.role(handle), api_content(facts.rows[handle])
+        role, api = row.get("role"), api_content(row)
         limit = len(replay_order)
         for positions in texts.fuzzy_hits(norm):
             for i in positions:
@@ -333,26 +353,51 @@ class _Merge:
                 self._matched_ts.update(map(parse_timestamp, values))
         return self._matched_ts
 
-    def _append_if_plainly_new(self, handle: int, row: dict[str, Any]) -> bool:
-        """Append a row no rule but the last can take, without building its keys; the path of the rows a
-        new turn adds. Screenshot mirror aside (its caller checks it first), that holds with no watermark,
-        no identity fields, a time newer than every transcript row (so no transcript row shares its exact
-        or merge key), no registered or matched state row with its text or time, and no unreplayed
+    def _append_plainly_new(self, start: int) -> int:
+        """Append the rows from ``start`` on that no rule but the last can take, without building their keys;
+        the path of the rows a new turn adds. Returns how many it appended. Screenshot mirror aside (the
+        caller checks it for the first row; a later row it might take ends the run), that holds with no
+        watermark, no identity fields, a time newer than every transcript row (so no transcript row shares
+        its exact or merge key), no registered or matched state row with its text or time, and no unreplayed
         transcript row exactly or fuzzily like it (``_unlike_transcript``)."""
-        if self.watermark is not None or not row.keys().isdisjoint(_IDENTITY_KEYS):
-            return False
-        facts = self.facts
-        ts, newest = facts.ts(handle), self.newest
-        if ts is None or (newest is not None and ts <= newest):
-            return False
-        if self.matched_state and ts in self._matched_timestamps():
-            return False
-        if self.registered_state and self._by_text.get(facts.fact("raw", handle), with_local=False):
-            return False
-        if not self._unlike_transcript(handle):
-            return False
-        self._append(handle)
-        return True
+        if self.watermark is not None:
+            return 0
+        facts, newest = self.facts, self.newest
+        rows, end = facts.rows, len(facts.rows)
+        # Only appends happen below, so the matched rows and their times stay as they are.
+        matched_times = self._matched_timestamps() if self.matched_state else None
+        texts = self._transcript_texts() if self.cursor < len(self.replay_order) else None
+        registered: dict[Any, list[int]] | None = None  # texts of the rows registered before this run
+        added: set[str] = set()  # and of the rows it appends
+        handle = start
+        while handle < end:
+            row = rows[handle]
+            if type(row) is not dict or not row.keys().isdisjoint(_IDENTITY_KEYS):
+                break
+            content = row.get("content")
+            if handle > start and type(content) is list and row.get("role") == "user":
+                break
+            ts = row.get("timestamp")
+            if type(ts) is not float or not -_INF < ts < _INF:
+                ts = parse_timestamp(ts)
+            if ts is None or (newest is not None and ts <= newest):
+                break
+            if matched_times is not None and ts in matched_times:
+                break
+            raw = content if type(content) is str else content_as_text(content)
+            if self.registered_state:
+                if registered is None:
+                    registered = self._by_text.synced(with_local=False)
+                if raw in registered or raw in added:
+                    break
+            if not self._unlike_transcript(
+                row, collapse(strip_workspace_tag(raw) if row.get("role") == "user" else raw), texts
+            ):
+                break
+            self._append(handle)
+            added.add(raw)
+            handle += 1
+        return handle - start
 
     def _transcript_call_ids(self) -> set[str]:
         """The ``id`` of the first tool call of every transcript row that has tool calls."""
@@ -373,7 +418,9 @@ class _Merge:
 
     def _transcript_texts(self) -> TranscriptTexts:
         if self._texts is None:
-            self._texts = transcript_texts(self.facts.local_norms(self.replay_order), tokens, FUZZY_MAX_CHARS)
+            self._texts = transcript_texts(
+                self.facts.local_contents(self.replay_order), tokens, FUZZY_MAX_CHARS, self.facts.local_norms
+            )
         return self._texts
 
     def _members(self, candidate: int, key: tuple[Any, ...]) -> list[int]:
@@ -601,6 +648,9 @@ class _Merge:
         length = min(transcript_len, len(facts.rows) - transcript_len)
         if len(self.replay_order) != transcript_len or not length:
             return 0
+        first, expected = facts.rows[transcript_len], facts.rows[0]
+        if type(first) is not dict or first.get("content") != expected.get("content"):
+            return 0  # no run to replay: the usual case once the context delta cut the mirrored rows
         state = facts.rows[transcript_len : transcript_len + length]
         found = _raw_prefix(state, facts.rows[:length], _VISIBLE_COLUMNS)
         if found is None:
@@ -615,42 +665,51 @@ class _Merge:
         self.matched_state.extend(range(transcript_len, transcript_len + length))
         return length
 
-    def run(self) -> list[Any]:
+    def _take(self, handle: int) -> int:
+        """Apply the rules to the state row ``handle`` (and to the plainly new rows after it); returns how
+        many rows were decided."""
         facts = self.facts
-        rows, replay_order, transcript_len = facts.rows, self.replay_order, self.transcript_len
+        rows, replay_order = facts.rows, self.replay_order
+        row = rows[handle]
+        if type(row) is dict:
+            content = row.get("content")
+            if type(content) is list and row.get("role") == "user" and self._native_image_mirror(handle):
+                return 1  # screenshot mirror
+            appended = self._append_plainly_new(handle)
+            if appended:
+                return appended  # append
+            cursor = self.cursor
+            if cursor < len(replay_order):  # replay
+                expected = replay_order[cursor]
+                expected_row = rows[expected]
+                role = row.get("role")
+                if (
+                    type(content) is str
+                    and content == expected_row.get("content")
+                    and role == expected_row.get("role")
+                    and not row.get("tool_calls")
+                    and not expected_row.get("tool_calls")
+                    and not row.get("api_content")
+                    and not expected_row.get("api_content")
+                    and (role != "user" or strip_workspace_tag(content) is content)
+                ) or (
+                    facts.same_visible(handle, expected)
+                    or (self.fuzzy_allowed() and facts.fuzzy_visible(handle, expected, FUZZY_MAX_CHARS))
+                ):
+                    if len(row) > 3:
+                        self._absorb(handle, expected)
+                    self.matched_state.append(handle)
+                    self.cursor = cursor + 1
+                    return 1
+        self._place(handle)
+        return 1
+
+    def run(self) -> list[Any]:
+        rows, transcript_len = self.facts.rows, self.transcript_len
         self.cursor = self._replayed_block()
-        for handle in range(transcript_len + self.cursor, len(rows)):
-            row = rows[handle]
-            if type(row) is dict:
-                content = row.get("content")
-                if type(content) is list and row.get("role") == "user" and self._native_image_mirror(handle):
-                    continue  # screenshot mirror
-                if self._append_if_plainly_new(handle, row):
-                    continue  # append
-                cursor = self.cursor
-                if cursor < len(replay_order):  # replay
-                    expected = replay_order[cursor]
-                    expected_row = rows[expected]
-                    role = row.get("role")
-                    if (
-                        type(content) is str
-                        and content == expected_row.get("content")
-                        and role == expected_row.get("role")
-                        and not row.get("tool_calls")
-                        and not expected_row.get("tool_calls")
-                        and not row.get("api_content")
-                        and not expected_row.get("api_content")
-                        and (role != "user" or strip_workspace_tag(content) is content)
-                    ) or (
-                        facts.same_visible(handle, expected)
-                        or (self.fuzzy_allowed() and facts.fuzzy_visible(handle, expected, FUZZY_MAX_CHARS))
-                    ):
-                        if len(row) > 3:
-                            self._absorb(handle, expected)
-                        self.matched_state.append(handle)
-                        self.cursor = cursor + 1
-                        continue
-            self._place(handle)
+        handle = transcript_len + self.cursor
+        while handle < len(rows):
+            handle += self._take(handle)
         if self.out is not None:
             return [rows[handle] for handle in self.out]
         return rows[:transcript_len] + [rows[handle] for handle in self.appended]
