@@ -15,11 +15,11 @@ from typing import Any
 from api.merge_index import _raw_prefix
 from api.message_keys import (
     UNTAGGED_TEXTS,
-    Rows,
     collapse,
     reconcile_api_content_sidecars,
 )
 from api.messages import parse_timestamp, timestamp_or_ts
+from api.row_facts import Rows
 
 _CONTENT_COLUMNS = frozenset({"tool_call_id", "tool_name", "name", "api_content"})
 

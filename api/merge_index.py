@@ -13,11 +13,11 @@ from itertools import accumulate, compress, repeat
 from operator import contains, eq, is_not, not_
 from typing import Any, Protocol
 
-from api.message_keys import Rows
+from api.row_facts import Rows
 
 
 class _Merge(Protocol):
-    """What the indexes read of a merge in progress (``api.reconcile._Merge``)."""
+    """What the indexes read of a merge in progress (``api.merge_state.MergeState``)."""
 
     facts: Rows
     transcript_len: int

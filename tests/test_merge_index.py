@@ -35,3 +35,21 @@ def test_a_longer_transcript_reuses_the_index_of_its_prefix():
     grown = transcript_texts(["one two three", "four five six", "seven eight"], tokens, 1000)
     assert grown is first
     assert grown.fuzzy_hits("seven") == ([2], [2])
+
+
+def test_an_index_answers_for_the_texts_asked_about_not_for_older_ones_of_the_same_length():
+    transcript_texts(["one two three", "four five six"], tokens, 1000)
+    edited = transcript_texts(["one two three", "seven eight"], tokens, 1000)
+    assert edited.texts == ["one two three", "seven eight"]
+    assert edited.fuzzy_hits("seven eight") == ([1], [1])
+
+
+def test_an_index_made_from_contents_is_reused_only_while_the_contents_match():
+    def norms(contents):
+        return [" ".join(str(c).split()) for c in contents]
+
+    first = transcript_texts(["a  b", "c"], tokens, 1000, norms)
+    assert transcript_texts(["a  b", "c", "d  e"], tokens, 1000, norms) is first
+    assert first.texts == ["a b", "c", "d e"]
+    other = transcript_texts(["a  b", "x"], tokens, 1000, norms)
+    assert other is not first and other.texts == ["a b", "x"]

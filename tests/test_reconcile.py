@@ -1,4 +1,4 @@
-"""The append-only merge rule by rule, the context delta and the reconciled view (docs/reconciliation.md)."""
+"""The append-only merge rule by rule and the reconciled view (docs/reconciliation.md)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import api.models
 from api.models import reconciled_state_db_messages_for_session
-from api.reconcile import merge_session_messages_append_only, state_db_delta_after_context
+from api.reconcile import merge_session_messages_append_only
 
 CALL_A = [
     {"id": "call_a", "type": "function", "function": {"name": "terminal", "arguments": '{"command": "ls"}'}}
@@ -441,51 +441,6 @@ def test_property_empty_state_returns_the_sidecar_unchanged(case):
     assert len(out) == len(side) and all(x is y for x, y in zip(out, side, strict=True))
 
 
-# ----------------------------------------------------------------------------- the context delta
-
-
-def test_delta_of_a_mirrored_context_is_the_newer_rows():
-    assert state_db_delta_after_context([U1, A1], [U1, A1, U2, A2]) == [U2, A2]
-
-
-def test_delta_ignores_timestamps_whitespace_and_workspace_tags():
-    context = [u("hi  there", 100.0), a("yes", 101.0)]
-    state = [u("[Workspace::v1: /w] hi there", 1.0), a("yes", 2.0), U2]
-    assert state_db_delta_after_context(context, state) == [U2]
-
-
-def test_delta_needs_a_run_of_two_rows_to_align():
-    assert state_db_delta_after_context([U1, a("other", 9.0)], [U1, A1, U2]) == [U1, A1, U2]
-
-
-def test_delta_accepts_a_single_row_run_after_a_recovered_user_row():
-    context = [u("first question", 9.0, _recovered=True), a("different", 9.5)]
-    assert state_db_delta_after_context(context, [U1, A1, U2]) == [A1, U2]
-
-
-def test_delta_of_empty_inputs_is_the_state():
-    assert state_db_delta_after_context([], [U1]) == [U1]
-    assert state_db_delta_after_context([U1], []) == []
-
-
-def test_delta_finds_the_state_start_inside_a_longer_context():
-    context = [u("old", 0.1), a("old answer", 0.2), U1, A1]
-    assert state_db_delta_after_context(context, [U1, A1, U2, A2]) == [U2, A2]
-
-
-def test_delta_restarts_the_context_cursor_at_the_run_length_not_the_offset():
-    context = [u("old", 0.1), a("old answer", 0.2), U1, A1]
-    again = [u("first question", 5.0), a("first answer", 6.0)]
-    # as in hermes-webui: the walk resumes at context[2], so the repeated pair consumes it again
-    assert state_db_delta_after_context(context, [U1, A1, *again, U2]) == [U2]
-
-
-def test_delta_walks_past_interleaved_state_rows_until_the_context_is_consumed():
-    context = [U1, A1, U2, A2]
-    state = [U1, A1, u("interleaved", 2.5), U2, A2, a("new", 9.0)]
-    assert state_db_delta_after_context(context, state) == [a("new", 9.0)]
-
-
 # ----------------------------------------------------------------------------- the reconciled view
 
 
@@ -668,3 +623,90 @@ def test_an_exact_copy_of_a_matched_state_row_is_dropped_after_a_new_turn_too():
     side = [U1, {"role": "assistant", "content": "first answer", "_ts": 2.0}]
     out = merge(side, [U1, A1, dict(A1), U2, A2])
     assert texts(out) == ["first question", "first answer", "second question", "second answer"]
+
+
+# ----------------------------------------------------------------------------- the fast paths decide as the rules
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(_case(), _replay_case().map(lambda c: (c[0], c[1], c[2], 0.5 if c[2] else None))))
+def test_property_rows_a_new_turn_adds_are_appended_as_the_rules_would(case):
+    """The one-pass append of a new turn's rows (docs/reconciliation.md, "Speed") takes only rows every
+    rule but the last would leave alone."""
+    from api import reconcile
+
+    side, state, w, b = case
+    fast = merge([dict(m) for m in side], [dict(m) for m in state], w, b)
+    original = reconcile._Merge._append_plainly_new
+    reconcile._Merge._append_plainly_new = lambda self, start: 0
+    try:
+        slow = merge([dict(m) for m in side], [dict(m) for m in state], w, b)
+    finally:
+        reconcile._Merge._append_plainly_new = original
+    assert fast == slow
+
+
+_EDITS = ["text", "like_state", "time", "later_time", "tag", "marker", "append", "drop_last"]
+
+
+@st.composite
+def _turn_case(draw):
+    """A conversation state.db holds whole and the transcript up to some row (the turn before)."""
+    history = [draw(_row(1.0 + i)) for i in range(draw(st.integers(0, 12)))]
+    for i, row in enumerate(history):
+        if row["content"] and not row.get("tool_calls"):
+            row["content"] += f" #{i}"
+    cut = draw(st.integers(0, len(history)))
+    watermark = draw(st.sampled_from([None, None, float(cut)]))
+    return [dict(m) for m in history[:cut]], [dict(m) for m in history], watermark, None
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(_turn_case(), _case()),
+    st.lists(st.tuples(st.sampled_from(_EDITS), st.integers(0, 50)), max_size=4),
+    st.booleans(),
+)
+def test_property_a_transcript_asked_about_again_is_answered_as_the_first_time(case, edits, prefer_context):
+    """What is kept across calls (docs/reconciliation.md, "Speed") never answers for rows that changed: the
+    view of an edited or grown transcript, asked again, equals the view a first call gives."""
+    from api.message_keys import clear_memos
+
+    side, state, w, b = case
+    rows = [dict(m) for m in side]
+    sess = session(messages=rows, context_messages=rows, truncation_watermark=w, truncation_boundary=b)
+    reconciled_state_db_messages_for_session(sess, prefer_context=prefer_context, state_messages=state)
+    for edit, at in edits:  # the next turn: rows changed in place, or more rows
+        row = rows[at % len(rows)] if rows else None
+        if edit == "append" or row is None:
+            rows.append(u(f"new question {at}", 100.0 + at))
+        elif edit == "drop_last":
+            rows.pop()
+        elif edit == "text":
+            row["content"] = f"edited {at}"
+        elif edit == "like_state" and len(state) > len(side):  # the transcript now shows a newer row
+            newer = state[len(side) + at % (len(state) - len(side))]
+            row.update(role=newer["role"], content=newer["content"])
+        elif edit == "time":
+            row["timestamp"] = float(at % 3)
+        elif edit == "later_time":
+            row["timestamp"] = 200.0 + at
+        elif edit == "tag" and isinstance(row["content"], str):
+            row["content"] = "[Workspace::v1: /w] " + row["content"]
+        elif edit == "marker":
+            row["content"] = "[CONTEXT COMPACTION] Earlier turns were compacted."
+    first = session(
+        messages=[dict(m) for m in rows],
+        context_messages=[dict(m) for m in rows],
+        truncation_watermark=w,
+        truncation_boundary=b,
+    )
+    state_again = [dict(m) for m in state]
+    again = reconciled_state_db_messages_for_session(
+        sess, prefer_context=prefer_context, state_messages=[dict(m) for m in state]
+    )
+    clear_memos()
+    expected = reconciled_state_db_messages_for_session(
+        first, prefer_context=prefer_context, state_messages=state_again
+    )
+    assert again == expected
