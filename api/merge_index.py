@@ -223,8 +223,12 @@ class TranscriptTexts:
         self._norms: Containment | None = None
         self._tokens: Containment | None = None
         self._hits: dict[str, tuple[list[int], list[int]]] = {}
+        self._positions: dict[str, list[int]] | None = None
 
     def extend(self, norms: list[str]) -> None:
+        if self._positions is not None:
+            for i, text in enumerate(norms, len(self.texts)):
+                self._positions.setdefault(text, []).append(i)
         self.texts.extend(norms)
         self.norm_set.update(norms)
         if self._norms is not None:
@@ -232,6 +236,14 @@ class TranscriptTexts:
         if self._tokens is not None:
             self._tokens.extend(self._token_strings(norms))
         self._hits.clear()
+
+    def positions(self, text: str) -> list[int]:
+        """Where ``text`` is among the texts, ascending."""
+        if self._positions is None:
+            self._positions = {}
+            for i, known in enumerate(self.texts):
+                self._positions.setdefault(known, []).append(i)
+        return self._positions.get(text, [])
 
     def _token_strings(self, norms: list[str]) -> list[str]:
         limit, tokenize = self.max_chars, self.tokenize

@@ -8,7 +8,7 @@ indexes over them, and the outcomes (absorb, append, insert in time order).
 from __future__ import annotations
 
 from functools import cached_property
-from itertools import compress, repeat
+from itertools import repeat
 from typing import Any
 
 from api.merge_index import TranscriptTexts, _FingerprintIndex, _Index, transcript_texts
@@ -49,7 +49,6 @@ class MergeState:
         self._matched_ts_upto = 0
         self._fuzzy_ok: bool | None = None
         self._texts: TranscriptTexts | None = None
-        self._call_ids: set[str] | None = None
         self._positions: dict[int, int] | None = None
         self._absorbed_as_duplicate: dict[tuple[Any, ...], int] = {}
         self._by_ts: dict[float, list[int]] | None = None
@@ -215,25 +214,34 @@ class MergeState:
         consumed the transcript (then no rule can fire: visible duplicates count only unreplayed rows)."""
         if texts is None:
             return True
-        facts, replay_order = self.facts, self.replay_order
+        rows, replay_order = self.facts.rows, self.replay_order
+        limit = len(replay_order)
         if norm in texts.norm_set:
             calls = row.get("tool_calls")
             if not calls:
                 return False
-            # Equal tool calls have the same first call id; a row whose first id is new is unlike.
-            first = calls[0] if isinstance(calls, (list, tuple)) else None
-            call_id = first.get("id") if isinstance(first, dict) else None
-            if not isinstance(call_id, str) or call_id in self._transcript_call_ids():
+            # Equal tool calls have the same first call id: a row whose first id no transcript row with
+            # its text has is unlike.
+            call_id = _first_call_id(calls)
+            if call_id is None:
                 return False
+            for i in texts.positions(norm):
+                if i >= limit:
+                    break
+                if _first_call_id(rows[replay_order[i]].get("tool_calls")) == call_id:
+                    return False
         if not norm or not self.fuzzy_allowed():
             return True
+        by_text, by_tokens = texts.fuzzy_hits(norm)
+        if not by_text and not by_tokens:
+            return True
         role, api = row.get("role"), api_content(row)
-        limit = len(replay_order)
-        for positions in texts.fuzzy_hits(norm):
+        for positions in (by_text, by_tokens):
             for i in positions:
                 if i >= limit:
                     break
-                if facts.role(replay_order[i]) == role and api_content(facts.rows[replay_order[i]]) == api:
+                other = rows[replay_order[i]]
+                if other.get("role") == role and api_content(other) == api:
                     return False
         return True
 
@@ -257,23 +265,6 @@ class MergeState:
             else:
                 self._matched_ts.update(map(parse_timestamp, values))
         return self._matched_ts
-
-    def _transcript_call_ids(self) -> set[str]:
-        """The ``id`` of the first tool call of every transcript row that has tool calls."""
-        if self._call_ids is None:
-            local = self.facts.rows[: self.transcript_len]
-            try:
-                callers = list(compress(local, map(dict.get, local, repeat("tool_calls"))))
-            except TypeError:  # a non-dict row: the same test row by row
-                callers = [m for m in local if isinstance(m, dict) and m.get("tool_calls")]
-            self._call_ids = set()
-            for row in callers:
-                calls = row["tool_calls"]
-                first = calls[0] if isinstance(calls, (list, tuple)) else None
-                call_id = first.get("id") if isinstance(first, dict) else None
-                if isinstance(call_id, str):
-                    self._call_ids.add(call_id)
-        return self._call_ids
 
     def _transcript_texts(self) -> TranscriptTexts:
         if self._texts is None:
@@ -367,3 +358,10 @@ class MergeState:
             idx += moved
         out.insert(idx, handle)
         self.registered_state.append(handle)
+
+
+def _first_call_id(calls: Any) -> str | None:
+    """The ``id`` of the first of these tool calls, when it is a string."""
+    first = calls[0] if isinstance(calls, (list, tuple)) and calls else None
+    call_id = first.get("id") if isinstance(first, dict) else None
+    return call_id if isinstance(call_id, str) else None

@@ -53,3 +53,12 @@ def test_an_index_made_from_contents_is_reused_only_while_the_contents_match():
     assert first.texts == ["a b", "c", "d e"]
     other = transcript_texts(["a  b", "x"], tokens, 1000, norms)
     assert other is not first and other.texts == ["a b", "x"]
+
+
+def test_positions_name_every_place_of_a_text_as_the_index_grows():
+    texts = transcript_texts(["", "alpha", "", "beta gamma"], tokens, 1000)
+    assert texts.positions("") == [0, 2]
+    texts.extend(["", "alpha"])
+    assert texts.positions("") == [0, 2, 4]
+    assert texts.positions("alpha") == [1, 5]
+    assert texts.positions("delta") == []

@@ -282,6 +282,13 @@ def test_visible_duplicate_counts_each_sidecar_row_once():
     assert texts(out).count("ok") == 2
 
 
+def test_visible_duplicate_newer_copy_of_an_unreplayed_tool_call_row_is_absorbed():
+    """The row repeats the transcript's tool calls with no text; the row under the replay's cursor is
+    another, so the visible-duplicate rule takes it, however new."""
+    side = [U1, call(2.0)]
+    assert merge(side, [call(5.0)]) == side
+
+
 def test_late_row_older_tool_call_with_known_content_is_inserted_chronologically():
     side = [U1, call(2.0), tool("x", 2.5), a("done", 6.0)]
     out = merge(side, [U1, call(2.0), tool("x", 2.5), call(3.0, CALL_B), a("done", 6.0)])
