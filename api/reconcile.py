@@ -130,6 +130,7 @@ class _Merge(MergeState):
         texts = self._transcript_texts() if self.cursor < len(self.replay_order) else None
         registered: dict[Any, list[int]] | None = None  # texts of the rows registered before this run
         added: set[str] = set()  # and of the rows it appends
+        norms = collapse.cache
         handle = start
         while handle < end:
             row = rows[handle]
@@ -146,18 +147,21 @@ class _Merge(MergeState):
             if matched_times is not None and ts in matched_times:
                 break
             raw = content if type(content) is str else content_as_text(content)
-            if self.registered_state:
+            if added or self.registered_state:
                 if registered is None:
                     registered = self._by_text.synced(with_local=False)
                 if raw in registered or raw in added:
                     break
-            if not self._unlike_transcript(
-                row, collapse(strip_workspace_tag(raw) if row.get("role") == "user" else raw), texts
-            ):
+            text = strip_workspace_tag(raw) if row.get("role") == "user" else raw
+            norm = norms.get(text)
+            if not self._unlike_transcript(row, collapse(text) if norm is None else norm, texts):
                 break
-            self._append(handle)
             added.add(raw)
             handle += 1
+        if handle > start:
+            taken = range(start, handle)
+            (self.appended if self.out is None else self.out).extend(taken)
+            self.registered_state.extend(taken)
         return handle - start
 
     # -- the rules --------------------------------------------------------------------------------
