@@ -23,13 +23,13 @@ from api import (
     auth,
     config,
     doctor,
+    interrupted_turns,
     log_setup,
     model_catalog,
     provider_errors,
     routes,
     session_recovery,
     state_lock,
-    streaming,
     workspace,
 )
 
@@ -140,7 +140,7 @@ def run_startup_recovery() -> dict:
         log.exception("startup recovery failed")
         summary["error"] = str(exc)
     try:
-        summary["interrupted_turns"] = streaming.recover_interrupted_turns(config.SESSION_DIR)
+        summary["interrupted_turns"] = interrupted_turns.recover_interrupted_turns(config.SESSION_DIR)
     except Exception as exc:  # noqa: BLE001
         log.exception("marking interrupted turns failed")
         summary["interrupted_error"] = str(exc)

@@ -30,6 +30,7 @@ from api import (
     session_views,
     sse,
     streaming,
+    turn_journal,
 )
 from api.http_io import (
     ApiError,
@@ -294,7 +295,7 @@ def _last_event_id(handler, query: dict) -> int | None:
 def _handle_chat_stream(handler, query: dict) -> None:
     stream_id = require_session_id(query.get("stream_id"), "stream_id")
     after = _last_event_id(handler, query)
-    turn = streaming.get_turn(stream_id)
+    turn = turn_journal.get_turn(stream_id)
     if turn is None:
         raise NotFound("Stream not found")
     sse.serve_turn_events(handler, turn, after)

@@ -13,7 +13,7 @@ import uuid
 from typing import Any
 
 from api import config as _config
-from api import models
+from api import interrupted_turns, models, turn_journal
 from api.errors import BadRequest, Conflict, NotFound
 from api.session_fields import float_or_none, message_text
 
@@ -38,13 +38,21 @@ def _stamp_intentional_shrink_generation(session: models.Session, old_n: int, ne
 
 
 def editable_session(sid: str) -> models.Session:
-    """The session, unless it is missing (404) or a turn is streaming in it (409)."""
-    try:
-        session = models.get_session(sid)
-    except KeyError:
-        raise NotFound("Session not found") from None
-    if session.active_stream_id:
-        raise Conflict("Session is still streaming; wait for the current turn to finish.")
+    """The session, unless it is missing (404) or a turn is streaming in it (409).
+
+    A turn the file still calls pending while none runs here (its process is gone, or its final save
+    failed) is closed first and saved, so the edit starts from what is on disk.
+    """
+    with _config._get_session_agent_lock(sid):
+        try:
+            session = models.get_session(sid)
+        except KeyError:
+            raise NotFound("Session not found") from None
+        if session.active_stream_id or session.pending_user_message:
+            if turn_journal.live_turn_for(sid) is not None:
+                raise Conflict("Session is still streaming; wait for the current turn to finish.")
+            if interrupted_turns.close_pending_turn(session):
+                session.save(touch_updated_at=False)
     return session
 
 

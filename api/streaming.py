@@ -17,7 +17,6 @@ import logging
 import threading
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 from api import (
@@ -26,13 +25,13 @@ from api import (
     agent_turn,
     attachments,
     compression,
+    interrupted_turns,
     models,
     provider_errors,
-    questions,
-    session_index,
     session_ops,
     session_views,
     titles,
+    turn_journal,
     turn_rows,
     turn_scope,
 )
@@ -41,84 +40,15 @@ from api.errors import ApiError, BadRequest, Conflict, NotFound, redact_paths
 from api.live_render import LiveRender
 from api.sanitize import sanitize_messages_for_api, scrub_surrogates
 from api.session_fields import message_text
+from api.turn_journal import Turn
 
 log = logging.getLogger("talaria.streaming")
 
-INTERRUPTED_TEXT = "⚠ This answer was interrupted (the server stopped before it finished)."
-_FINISHED_TTL_S = 600.0
 _AGENT_STOP_S = 30.0  # how long a stopped agent may take to return before it is closed instead
 _TITLE_CHARS = 60
 
 
-class Turn:
-    """One chat turn's journal: ``(seq, name, data)`` events; readers wait on ``cond``."""
-
-    def __init__(self, stream_id: str, session_id: str, user_text: str = "", user_ts: float | None = None):
-        self.stream_id = stream_id
-        self.session_id = session_id
-        self.user_text = user_text
-        self.user_ts = user_ts
-        self.image_paths: list[str] = []  # attached images (absolute), for a model that can see them
-        self.finished_at: float | None = None
-        self.events: list[tuple[int, str, dict]] = []
-        self.cond = threading.Condition()
-        self.runner: agent_turn.TurnRunner | None = None
-        self.cancel_requested = False
-        self.stopped_by_shutdown = False
-        self.partial_text: list[str] = []
-        self.partial_reasoning: list[str] = []
-        self.history_tokens: int | None = None
-
-    @property
-    def finished(self) -> bool:
-        return self.finished_at is not None
-
-    def append(self, name: str, data: dict) -> int:
-        data = scrub_surrogates(data)  # the SSE writer encodes UTF-8: a lone surrogate would kill the stream
-        with self.cond:
-            seq = len(self.events) + 1
-            self.events.append((seq, name, data))
-            if name == "token":
-                self.partial_text.append(data.get("text") or "")
-            elif name == "reasoning":
-                self.partial_reasoning.append(data.get("text") or "")
-            self.cond.notify_all()
-            return seq
-
-    def finish(self) -> None:
-        with self.cond:
-            self.finished_at = time.time()
-            self.cond.notify_all()
-
-    def events_after(self, seq: int, timeout: float) -> tuple[list[tuple[int, str, dict]], bool]:
-        """Events with a sequence number above ``seq`` (waiting up to ``timeout``), and whether the turn ended."""
-        with self.cond:
-            if len(self.events) <= seq and not self.finished:
-                self.cond.wait(timeout)
-            return self.events[max(seq, 0) :], self.finished
-
-
-_TURNS: dict[str, Turn] = {}
-_LIVE_BY_SESSION: dict[str, Turn] = {}
-_TURNS_LOCK = threading.Lock()
 _SHUTTING_DOWN = threading.Event()
-
-
-def get_turn(stream_id: str) -> Turn | None:
-    with _TURNS_LOCK:
-        _expire_finished(time.time())
-        return _TURNS.get(stream_id)
-
-
-def _expire_finished(now: float) -> None:
-    for sid, turn in list(_TURNS.items()):
-        if turn.finished_at and now - turn.finished_at > _FINISHED_TTL_S:
-            del _TURNS[sid]
-
-
-def live_turn_for(session_id: str) -> Turn | None:
-    with _TURNS_LOCK:
-        return _LIVE_BY_SESSION.get(session_id)
 
 
 # ---------------------------------------------------------------------- start
@@ -158,11 +88,11 @@ def start_turn(session_id: str, message: Any, model: str | None = None, attachme
             raise NotFound("Session not found") from None
         if session.read_only:
             raise Conflict("This session is read-only.")
-        if live_turn_for(session_id) is not None:
+        if turn_journal.live_turn_for(session_id) is not None:
             raise Conflict("A reply is still streaming in this session; stop it or wait for it to finish.")
         before = _fields_of(session)
         if session.active_stream_id or session.pending_user_message:
-            _mark_interrupted(session)  # a stale pending turn from a process that is gone
+            interrupted_turns.close_pending_turn(session)  # a stale pending turn from a process that is gone
         history = _history_for(session)
         now = time.time()
         turn.user_ts = now
@@ -179,9 +109,7 @@ def start_turn(session_id: str, message: Any, model: str | None = None, attachme
         session.pending_started_at = now
         session_ops.advance_watermark_after_turn(session, now)
         _save_or_undo(session, before)
-        with _TURNS_LOCK:
-            _TURNS[stream_id] = turn
-            _LIVE_BY_SESSION[session_id] = turn
+        turn_journal.start(turn)
     turn.history_tokens = compression.estimate_tokens(history + [user_msg])
     threading.Thread(
         target=_run_turn,
@@ -262,9 +190,7 @@ def _run_turn(turn: Turn, session: models.Session, message: str, history: list, 
         turn.append("error", {"message": message})
         turn.append("done", {"session": None})
     finally:
-        with _TURNS_LOCK:
-            if _LIVE_BY_SESSION.get(turn.session_id) is turn:
-                del _LIVE_BY_SESSION[turn.session_id]
+        turn_journal.end(turn)
         turn.finish()
     if agent is not None and error is None:
         try:
@@ -405,7 +331,7 @@ def _finalize(turn: Turn, result, error: tuple[str, str | None] | None) -> None:
         elif session.context_messages:
             session.context_messages.extend(copy.deepcopy(outcome.rows))
         if outcome.interrupted:
-            session.messages.append(_interrupted_marker())
+            session.messages.append(interrupted_turns.interrupted_marker())
         _apply_usage(session, result)
         session.clear_pending_turn()
         title = _auto_title(session)
@@ -418,7 +344,7 @@ def _finalize(turn: Turn, result, error: tuple[str, str | None] | None) -> None:
         hint = {"hint": outcome.error[1]} if outcome.error[1] else {}
         turn.append("error", {"message": outcome.error[0], **hint})
     elif outcome.interrupted:
-        turn.append("error", {"message": INTERRUPTED_TEXT})
+        turn.append("error", {"message": interrupted_turns.INTERRUPTED_TEXT})
     elif outcome.stopped:
         turn.append("cancelled", {})
     turn.append("done", {"session": session_views.full_session(session, msg_limit=100)})
@@ -461,8 +387,7 @@ def _auto_title(session: models.Session) -> str | None:
 
 
 def cancel_turn(stream_id: str | None = None, session_id: str | None = None) -> dict:
-    with _TURNS_LOCK:
-        turn = _TURNS.get(stream_id) if stream_id else _LIVE_BY_SESSION.get(session_id or "")
+    turn = turn_journal.get_turn(stream_id) if stream_id else turn_journal.live_turn_for(session_id or "")
     if turn is None:
         raise NotFound("No such stream")
     if turn.finished:
@@ -474,67 +399,11 @@ def cancel_turn(stream_id: str | None = None, session_id: str | None = None) -> 
     return {"ok": True}
 
 
-def _interrupted_marker() -> dict:
-    return {
-        "role": "assistant",
-        "content": INTERRUPTED_TEXT,
-        "timestamp": time.time(),
-        "_error": True,
-        "_interrupted": True,
-    }
-
-
-def _mark_interrupted(session: models.Session) -> bool:
-    """Close a pending turn whose process is gone: keep what was saved, add a visible marker."""
-    if not (session.active_stream_id or session.pending_user_message):
-        return False
-    pending = session.pending_user_message
-    user_row = next(
-        (
-            m
-            for m in reversed(session.messages[-3:])
-            if isinstance(m, dict) and m.get("role") == "user" and message_text(m) == pending
-        ),
-        None,
-    )
-    if pending and user_row is None:
-        ts = session.pending_started_at or time.time()
-        user_row = {"role": "user", "content": pending, "timestamp": ts, "_recovered": True}
-        session.messages.append(user_row)
-    if user_row is not None and session.pending_attachments and not user_row.get("attachments"):
-        user_row["attachments"] = copy.deepcopy(session.pending_attachments)  # cleared with the pending turn
-    session.messages.extend(questions.notes_after_restart(session))
-    session.messages.append(_interrupted_marker())
-    session.clear_pending_turn()
-    return True
-
-
-def recover_interrupted_turns(session_dir: Path) -> list[str]:
-    """At startup: every session left mid-turn gets its interrupted marker (index rows say which)."""
-    marked = []
-    for row in session_index.all_rows(Path(session_dir), Path(session_dir) / "_index.json"):
-        if not (row.get("active_stream_id") or row.get("pending_user_message")):
-            continue
-        sid = row["session_id"]
-        with _config._get_session_agent_lock(sid):
-            try:
-                session = models.get_session(sid)
-            except (KeyError, ValueError, OSError):
-                continue
-            if _mark_interrupted(session):
-                session.save(touch_updated_at=False)
-                marked.append(sid)
-    if marked:
-        log.warning("marked %d interrupted turn(s): %s", len(marked), ", ".join(marked))
-    return marked
-
-
 def shutdown(timeout: float = 5.0) -> None:
     """Stop live turns: interrupt them, give them ``timeout`` to settle, then mark the rest interrupted."""
     _SHUTTING_DOWN.set()
     turn_scope.stop_all()
-    with _TURNS_LOCK:
-        live = list(_LIVE_BY_SESSION.values())
+    live = turn_journal.live_turns()
     for turn in live:
         turn.stopped_by_shutdown = True
         turn.cancel_requested = True
@@ -553,5 +422,5 @@ def shutdown(timeout: float = 5.0) -> None:
                     continue
                 if session.active_stream_id == turn.stream_id and turn.partial_text:
                     _put_checkpoint(session, turn)
-                if _mark_interrupted(session):
+                if interrupted_turns.close_pending_turn(session):
                     session.save(touch_updated_at=False)

@@ -3,7 +3,7 @@
 The agent returns its whole message list; the turn's rows are those after this turn's user row, which the
 agent stamps with the write-ahead timestamp. ``turn_outcome`` also says whether the turn failed, was stopped
 by the person, or was interrupted by a shutdown, and shapes the partial answer accordingly. ``turn`` is an
-``api.streaming.Turn`` (its user text and timestamp, the streamed text, the stop flags).
+``api.turn_journal.Turn`` (its user text and timestamp, the streamed text, the stop flags).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from api.sanitize import scrub_surrogates
 from api.session_fields import message_text
 
-if TYPE_CHECKING:  # the type only: api.streaming imports this module
-    from api.streaming import Turn
+if TYPE_CHECKING:
+    from api.turn_journal import Turn
 
 log = logging.getLogger("talaria.turn_rows")
 

@@ -236,7 +236,7 @@ def chat_turn_child(root: str, stop_at: int, conn) -> None:
 
     import pytest
 
-    from api import atomic, streaming
+    from api import atomic, streaming, turn_journal
     from talaria_testing import scripted_turns
     from talaria_testing.scenarios import SID, bound
 
@@ -264,7 +264,7 @@ def chat_turn_child(root: str, stop_at: int, conn) -> None:
         atomic.STEP_HOOK = hook
         started = streaming.start_turn(SID, scripted_turns.USER_TEXT)
         send(("started", started["stream_id"]))
-        turn = streaming.get_turn(started["stream_id"])
+        turn = turn_journal.get_turn(started["stream_id"])
         with turn.cond:
             while not turn.finished:
                 turn.cond.wait(1.0)

@@ -7,8 +7,11 @@ and runner that stream ``ANSWER_TOKENS`` one by one (a few milliseconds apart) a
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+import uuid
+from collections.abc import Iterator
 
 USER_TEXT = "please answer durably"
 ANSWER_TOKENS = [f"tok{i} " for i in range(24)]
@@ -91,3 +94,19 @@ def install(monkeypatch) -> None:
     monkeypatch.setitem(api_config.SETTINGS_VALUES, "checkpoint_interval", 0.02)
     # The stand-in agent has no tools, so no turn asks the agent's own configuration for its defaults.
     monkeypatch.setitem(api_config.SETTINGS_VALUES, "agent_toolsets", "none")
+
+
+@contextlib.contextmanager
+def live_turn(session) -> Iterator[object]:
+    """``session`` as while a turn of this process streams in it: pending on disk and live in the journal."""
+    from api import turn_journal
+
+    turn = turn_journal.Turn(uuid.uuid4().hex, session.session_id)
+    session.active_stream_id = turn.stream_id
+    session.save()
+    turn_journal.start(turn)
+    try:
+        yield turn
+    finally:
+        turn.finish()
+        turn_journal.end(turn)

@@ -7,6 +7,7 @@ import pytest
 from api import branch, session_catalogue, session_views
 from api.errors import BadRequest, Conflict, NotFound
 from api.models import SESSIONS, Session
+from talaria_testing import scripted_turns
 
 
 def _msg(role, content, ts, **extra):
@@ -61,9 +62,7 @@ def test_a_missing_session_is_a_404(state_dir):
 
 
 def test_a_streaming_session_cannot_branch(parent):
-    parent.active_stream_id = "s1"
-    parent.save()
-    with pytest.raises(Conflict):
+    with scripted_turns.live_turn(parent), pytest.raises(Conflict):
         branch.branch_session("parent", 1)
 
 

@@ -9,7 +9,7 @@ import pytest
 from api import compression
 from api.errors import BadRequest, Conflict, NotFound
 from api.models import Session
-from talaria_testing import failed_saves
+from talaria_testing import failed_saves, scripted_turns
 from talaria_testing.scripted_compressor import install_scripted_compressor
 
 
@@ -122,12 +122,11 @@ def test_compress_refuses_short_conversations(state_dir, monkeypatch):
 
 def test_compress_refuses_a_session_mid_turn(session, monkeypatch):
     install_scripted_compressor(monkeypatch)
-    session.active_stream_id = "live"
-    session.save()
-    before = session.path.read_bytes()
-    with pytest.raises(Conflict):
-        compression.manual_compress("c1")
-    assert session.path.read_bytes() == before
+    with scripted_turns.live_turn(session):
+        before = session.path.read_bytes()
+        with pytest.raises(Conflict):
+            compression.manual_compress("c1")
+        assert session.path.read_bytes() == before
 
 
 def test_compress_without_a_provider_is_a_clear_error(session, monkeypatch):

@@ -7,7 +7,7 @@ import pytest
 from api import session_ops
 from api.errors import BadRequest, Conflict
 from api.models import Session
-from talaria_testing import failed_saves
+from talaria_testing import failed_saves, scripted_turns
 
 
 def _msg(role, content, ts):
@@ -52,9 +52,7 @@ def test_retry_and_undo_with_no_user_message_raise_value_error(state_dir):
 
 
 def test_undo_refuses_while_streaming(session):
-    session.active_stream_id = "s"
-    session.save()
-    with pytest.raises(Conflict):
+    with scripted_turns.live_turn(session), pytest.raises(Conflict):
         session_ops.undo_last("ops")
 
 

@@ -10,7 +10,16 @@ from collections import OrderedDict
 
 import pytest
 
-from api import agent_pool, agent_runtime, agent_turn, models, streaming
+from api import (
+    agent_pool,
+    agent_runtime,
+    agent_turn,
+    interrupted_turns,
+    models,
+    session_ops,
+    streaming,
+    turn_journal,
+)
 from api.agent_turn import TurnResult
 from api.errors import Conflict, NotFound
 from api.models import Session
@@ -41,11 +50,11 @@ def test_user_message_is_on_disk_before_the_agent_answers(scripted):
     on_disk = json.loads((scripted / "chat.json").read_text())
     assert on_disk["messages"][0]["content"] == scripted_turns.USER_TEXT
     assert on_disk["active_stream_id"] == started["stream_id"]
-    _wait(streaming.get_turn(started["stream_id"]))
+    _wait(turn_journal.get_turn(started["stream_id"]))
 
 
 def test_turn_journal_numbers_events_and_ends_with_done(scripted):
-    turn = streaming.get_turn(streaming.start_turn("chat", scripted_turns.USER_TEXT)["stream_id"])
+    turn = turn_journal.get_turn(streaming.start_turn("chat", scripted_turns.USER_TEXT)["stream_id"])
     _wait(turn)
     seqs = [seq for seq, _, _ in turn.events]
     assert seqs == list(range(1, len(seqs) + 1))
@@ -55,7 +64,7 @@ def test_turn_journal_numbers_events_and_ends_with_done(scripted):
 
 
 def test_final_merge_saves_the_answer_once_and_clears_pending_fields(scripted):
-    turn = streaming.get_turn(streaming.start_turn("chat", scripted_turns.USER_TEXT)["stream_id"])
+    turn = turn_journal.get_turn(streaming.start_turn("chat", scripted_turns.USER_TEXT)["stream_id"])
     _wait(turn)
     loaded = Session.load("chat")
     assert [m["content"] for m in loaded.messages] == [scripted_turns.USER_TEXT, scripted_turns.ANSWER]
@@ -65,7 +74,7 @@ def test_final_merge_saves_the_answer_once_and_clears_pending_fields(scripted):
 
 
 def test_partial_answer_is_checkpointed_while_streaming(scripted):
-    turn = streaming.get_turn(streaming.start_turn("chat", scripted_turns.USER_TEXT)["stream_id"])
+    turn = turn_journal.get_turn(streaming.start_turn("chat", scripted_turns.USER_TEXT)["stream_id"])
     seen_partial = False
     while not turn.finished:
         rows = json.loads((scripted / "chat.json").read_text())["messages"]
@@ -75,14 +84,14 @@ def test_partial_answer_is_checkpointed_while_streaming(scripted):
 
 
 def test_second_turn_while_one_streams_is_409(scripted):
-    turn = streaming.get_turn(streaming.start_turn("chat", scripted_turns.USER_TEXT)["stream_id"])
+    turn = turn_journal.get_turn(streaming.start_turn("chat", scripted_turns.USER_TEXT)["stream_id"])
     with pytest.raises(Conflict):
         streaming.start_turn("chat", "again")
     _wait(turn)
 
 
 def test_cancel_keeps_the_text_so_far_marked_cancelled(scripted):
-    turn = streaming.get_turn(streaming.start_turn("chat", scripted_turns.USER_TEXT)["stream_id"])
+    turn = turn_journal.get_turn(streaming.start_turn("chat", scripted_turns.USER_TEXT)["stream_id"])
     while not turn.partial_text:
         time.sleep(0.002)
     streaming.cancel_turn(stream_id=turn.stream_id)
@@ -102,7 +111,7 @@ def test_pending_turn_left_by_a_dead_process_gets_an_interrupted_marker(state_di
     s.active_stream_id, s.pending_user_message, s.pending_started_at = "gone", "q", 1.0
     s.save()
     models.SESSIONS.clear()
-    assert streaming.recover_interrupted_turns(state_dir) == ["dead"]
+    assert interrupted_turns.recover_interrupted_turns(state_dir) == ["dead"]
     rows = Session.load("dead").messages
     assert [m["role"] for m in rows] == ["user", "assistant"]
     assert rows[-1]["_interrupted"] and rows[-1]["_error"]
@@ -116,7 +125,7 @@ def test_provider_not_configured_ends_the_turn_with_a_hint(state_dir, monkeypatc
         raise agent_runtime.ProviderNotConfigured()
 
     monkeypatch.setattr(agent_runtime, "build_agent", no_provider)
-    turn = streaming.get_turn(streaming.start_turn("np", "hello")["stream_id"])
+    turn = turn_journal.get_turn(streaming.start_turn("np", "hello")["stream_id"])
     _wait(turn)
     errors = [d for _, n, d in turn.events if n == "error"]
     assert errors and "config.yaml" in errors[0]["message"] and errors[0]["hint"]
@@ -136,10 +145,10 @@ def test_after_an_agent_exception_the_next_turn_is_sent_without_the_failed_messa
             super()._run()
 
     monkeypatch.setattr(agent_turn, "TurnRunner", RaisingOnce)
-    first = streaming.get_turn(streaming.start_turn("chat", "lost words")["stream_id"])
+    first = turn_journal.get_turn(streaming.start_turn("chat", "lost words")["stream_id"])
     _wait(first)
     assert "error" in _names(first)
-    second = streaming.get_turn(streaming.start_turn("chat", scripted_turns.USER_TEXT)["stream_id"])
+    second = turn_journal.get_turn(streaming.start_turn("chat", scripted_turns.USER_TEXT)["stream_id"])
     _wait(second)
     assert histories[1] == []  # the failed turn's message is not history
     rows = Session.load("chat").messages
@@ -150,7 +159,7 @@ def test_after_an_agent_exception_the_next_turn_is_sent_without_the_failed_messa
 def _fail_saves_once_streaming(scripted, err: int = errno.ENOSPC):
     """Start a turn, and from its first streamed token on make every save of the session fail."""
     started = streaming.start_turn("chat", scripted_turns.USER_TEXT)
-    turn = streaming.get_turn(started["stream_id"])
+    turn = turn_journal.get_turn(started["stream_id"])
     while not turn.partial_text:
         time.sleep(0.002)
     return turn, FaultInjector(scripted, err, "open", match=lambda name: name.startswith("chat.json"))
@@ -170,7 +179,7 @@ def test_a_checkpoint_that_cannot_be_saved_stops_the_turn_and_ends_the_stream_wi
     assert "Saving the conversation failed" in error and os.strerror(err) in error
     assert turn.runner.done.is_set()  # the agent was stopped, not left answering into the void
     assert "".join(d["text"] for _, n, d in turn.events if n == "token") != scripted_turns.ANSWER
-    again = streaming.get_turn(streaming.start_turn("chat", "after the disk came back")["stream_id"])
+    again = turn_journal.get_turn(streaming.start_turn("chat", "after the disk came back")["stream_id"])
     _wait(again)  # the agent is free and the session takes a new turn once saving works again
     rows = Session.load("chat").messages
     assert rows[-2]["content"] == "after the disk came back" and rows[-1]["content"] == scripted_turns.ANSWER
@@ -191,6 +200,35 @@ def test_a_final_save_that_fails_still_ends_the_stream_with_error_then_done(scri
     assert on_disk["messages"][-1]["content"] == scripted_turns.USER_TEXT  # the write-ahead, as it was saved
 
 
+@pytest.mark.parametrize("edit", ["undo", "retry", "truncate", "clear"])
+def test_after_a_failed_final_save_edits_work_once_the_disk_is_back(scripted, monkeypatch, edit):
+    """A final save that failed left the file saying the turn was pending, and every edit answered 409
+    ("still streaming") until the next chat/start closed it: the turn is closed by the edit instead."""
+    monkeypatch.setitem(streaming._config.SETTINGS_VALUES, "checkpoint_interval", 60.0)  # no checkpoint
+    turn, faults = _fail_saves_once_streaming(scripted)
+    with faults:
+        _wait(turn)
+    assert json.loads((scripted / "chat.json").read_text())["active_stream_id"] == turn.stream_id
+    {
+        "undo": lambda: session_ops.undo_last("chat"),
+        "retry": lambda: session_ops.retry_last("chat"),
+        "truncate": lambda: session_ops.truncate_session("chat", 1),
+        "clear": lambda: session_ops.clear_session("chat"),
+    }[edit]()
+    on_disk = json.loads((scripted / "chat.json").read_text())
+    assert on_disk["active_stream_id"] is None and on_disk["pending_user_message"] is None
+    assert models.get_session("chat").to_payload() == Session.load("chat").to_payload()
+    if edit == "truncate":  # the user row stays; the interrupted marker after it went with the edit
+        assert [m["content"] for m in on_disk["messages"]] == [scripted_turns.USER_TEXT]
+
+
+def test_an_edit_while_a_turn_streams_is_still_refused(scripted):
+    turn = turn_journal.get_turn(streaming.start_turn("chat", scripted_turns.USER_TEXT)["stream_id"])
+    with pytest.raises(Conflict):
+        session_ops.undo_last("chat")
+    _wait(turn)
+
+
 @pytest.mark.parametrize("user_row_saved", [True, False])
 def test_a_turn_marked_interrupted_at_startup_keeps_its_pending_attachments_on_the_user_row(
     state_dir, user_row_saved
@@ -202,7 +240,7 @@ def test_a_turn_marked_interrupted_at_startup_keeps_its_pending_attachments_on_t
     s.pending_attachments = files
     s.save()
     models.SESSIONS.clear()
-    assert streaming.recover_interrupted_turns(state_dir) == ["att"]
+    assert interrupted_turns.recover_interrupted_turns(state_dir) == ["att"]
     loaded = Session.load("att")
     (user,) = [m for m in loaded.messages if m["role"] == "user"]
     assert user["content"] == "see the plan" and user["attachments"] == files
@@ -217,7 +255,7 @@ def test_a_write_ahead_that_cannot_be_saved_changes_nothing_and_no_later_save_wr
         streaming.start_turn("chat", "lost to a full disk")
     held = models.get_session("chat")
     assert held.messages == [] and held.active_stream_id is None and held.pending_user_message is None
-    assert streaming.live_turn_for("chat") is None
+    assert turn_journal.live_turn_for("chat") is None
     assert (scripted / "chat.json").read_bytes() == before
     held.pinned = True
     held.save()  # a later save of anything (a pin) does not write the lost message
@@ -237,12 +275,12 @@ def test_a_stopped_turns_agent_is_closed_not_reused_so_its_late_tokens_reach_no_
     monkeypatch.setattr(agent_runtime, "build_agent", build)
     monkeypatch.setattr(agent_runtime, "close_agent", closed.append)
     monkeypatch.setattr(agent_pool, "_AGENTS", OrderedDict())  # no agent left idle by earlier tests
-    turn = streaming.get_turn(streaming.start_turn("chat", "stop me")["stream_id"])
+    turn = turn_journal.get_turn(streaming.start_turn("chat", "stop me")["stream_id"])
     while not turn.partial_text:
         time.sleep(0.002)
     streaming.cancel_turn(stream_id=turn.stream_id)
     _wait(turn)
     assert closed == built  # the stopped turn's agent
     for text in ("next", "and next"):
-        _wait(streaming.get_turn(streaming.start_turn("chat", text)["stream_id"]))
+        _wait(turn_journal.get_turn(streaming.start_turn("chat", text)["stream_id"]))
     assert len(built) == 2 and closed == built[:1]  # a fresh agent, kept for the turns that followed

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from api import streaming, turn_rows
+from api import turn_journal, turn_rows
 from api.agent_turn import TurnResult
 
 
 def test_failed_turn_keeps_the_error_visible_but_out_of_the_answer():
-    turn = streaming.Turn("s", "chat", "q")
+    turn = turn_journal.Turn("s", "chat", "q")
     failed = TurnResult(final_response="API call failed: HTTP 500", failed=True, error="HTTP 500")
     outcome = turn_rows.turn_outcome(turn, failed, None, now=5.0)
     assert outcome.rows == []
@@ -15,7 +15,7 @@ def test_failed_turn_keeps_the_error_visible_but_out_of_the_answer():
 
 
 def test_turn_outcome_takes_the_rows_after_our_user_message():
-    turn = streaming.Turn("s", "chat", "q")
+    turn = turn_journal.Turn("s", "chat", "q")
     rows = [
         {"role": "user", "content": "old"},
         {"role": "user", "content": "q"},
@@ -29,7 +29,7 @@ def test_turn_outcome_takes_the_rows_after_our_user_message():
 
 
 def test_shutdown_stop_is_interrupted_not_cancelled():
-    turn = streaming.Turn("s", "chat", "q")
+    turn = turn_journal.Turn("s", "chat", "q")
     turn.cancel_requested = turn.stopped_by_shutdown = True
     turn.partial_text = ["half "]
     outcome = turn_rows.turn_outcome(turn, TurnResult(interrupted=True), None, now=5.0)
@@ -38,7 +38,7 @@ def test_shutdown_stop_is_interrupted_not_cancelled():
 
 
 def test_turn_outcome_finds_our_user_row_by_its_timestamp_even_when_the_agent_rewrote_its_text():
-    turn = streaming.Turn("s", "chat", "fresh words", user_ts=7.5)
+    turn = turn_journal.Turn("s", "chat", "fresh words", user_ts=7.5)
     rows = [
         {"role": "user", "content": "lost words\n\nfresh words", "timestamp": 7.5},
         {"role": "assistant", "content": "", "tool_calls": [{"id": "c1"}]},

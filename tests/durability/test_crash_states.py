@@ -92,7 +92,7 @@ def _describe(state: CrashState) -> str:
 
 def test_every_crash_state_of_a_chat_turn_keeps_promises(counters, scratch, monkeypatch):
     """Write-ahead save, checkpoints and the final merge of one turn (scripted agent) under power loss."""
-    from api import streaming
+    from api import interrupted_turns, streaming, turn_journal
     from talaria_testing import scripted_turns
 
     template = scratch / "template"
@@ -105,7 +105,7 @@ def test_every_crash_state_of_a_chat_turn_keeps_promises(counters, scratch, monk
         with FsRecorder(root) as rec:
             started = streaming.start_turn("dur1", scripted_turns.USER_TEXT)
             acked_at = len(rec.log)
-            turn = streaming.get_turn(started["stream_id"])
+            turn = turn_journal.get_turn(started["stream_id"])
             with turn.cond:
                 while not turn.finished:
                     turn.cond.wait(1.0)
@@ -125,7 +125,7 @@ def test_every_crash_state_of_a_chat_turn_keeps_promises(counters, scratch, monk
         recover_all_sessions_on_startup(sessions, rebuild_index=True)
         swept = files_under(dest)
         with bound(dest):
-            streaming.recover_interrupted_turns(sessions)
+            interrupted_turns.recover_interrupted_turns(sessions)
         found = promises.chat_turn_violations(
             old_msgs, files_under(dest), started=flags[0], finished=flags[1]
         )

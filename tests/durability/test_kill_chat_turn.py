@@ -1,7 +1,7 @@
 """SIGKILL during a chat turn (``api.streaming`` with a scripted agent): write-ahead, checkpoints, final merge.
 
 After each kill the parent runs what the server runs at startup (``recover_all_sessions_on_startup`` then
-``streaming.recover_interrupted_turns``) and checks: the rows before the turn are untouched; once
+``interrupted_turns.recover_interrupted_turns``) and checks: the rows before the turn are untouched; once
 ``start_turn`` returned the user message is on disk; a finished turn is stored exactly; an unfinished one
 ends with the interrupted marker after at most its checkpointed partial answer, never an invented one;
 nothing recovery found is destroyed.
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from api import streaming
+from api import interrupted_turns
 from api.session_recovery import recover_all_sessions_on_startup
 from talaria_testing import promises
 from talaria_testing.crash_child import AFTER_DONE, NEVER, chat_turn_child
@@ -34,7 +34,7 @@ def _restart_and_check(root: Path, old_msgs: list, msgs: list, counters) -> list
     result = recover_all_sessions_on_startup(sessions, rebuild_index=True)
     swept = files_under(root)
     with bound(root):
-        streaming.recover_interrupted_turns(sessions)  # a normal (growing) save: it adds the marker
+        interrupted_turns.recover_interrupted_turns(sessions)  # a normal (growing) save: it adds the marker
     post = files_under(root)
     out = promises.chat_turn_violations(old_msgs, post, started=started, finished=finished)
     counters.add(SECTION, f"chat_turn_outcome.{promises.chat_turn_outcome(old_msgs, post)}")

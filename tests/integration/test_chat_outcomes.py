@@ -165,6 +165,13 @@ def test_a_full_disk_mid_turn_stops_the_turn_and_the_next_turn_works_once_there_
             filler.unlink()
             srv.post_json("/api/session/pin", {"session_id": sid, "pinned": True})
             assert "refused words" not in json.dumps(on_disk(srv, sid))
+            # An edit is not refused as "still streaming": it closes the turn the failed save left pending.
+            kept = len(on_disk(srv, sid)["messages"])
+            status, answer = srv.json(
+                "POST", "/api/session/truncate", {"session_id": sid, "keep_count": kept}
+            )
+            assert status == 200, answer
+            assert on_disk(srv, sid)["active_stream_id"] is None
             _follow_up_turns_after_a_lost_turn(srv, fake, sid)
         finally:
             srv.stop()

@@ -1,0 +1,77 @@
+"""Turns a session file still calls pending while no turn of this process runs them.
+
+A process that is gone (crash, kill, power loss) or a final save that failed leaves the write-ahead
+fields set; the turn is closed with what was saved and a visible marker, never an invented answer
+(docs/turns.md, "Interrupted turns").
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from pathlib import Path
+
+from api import config as _config
+from api import models, questions, session_index
+from api.session_fields import message_text
+
+log = logging.getLogger("talaria.streaming")
+
+INTERRUPTED_TEXT = "⚠ This answer was interrupted (the server stopped before it finished)."
+
+
+def interrupted_marker() -> dict:
+    """The visible row that says an answer was cut short."""
+    return {
+        "role": "assistant",
+        "content": INTERRUPTED_TEXT,
+        "timestamp": time.time(),
+        "_error": True,
+        "_interrupted": True,
+    }
+
+
+def close_pending_turn(session: models.Session) -> bool:
+    """Close a turn the session still calls pending: keep what was saved, add a visible marker."""
+    if not (session.active_stream_id or session.pending_user_message):
+        return False
+    pending = session.pending_user_message
+    user_row = next(
+        (
+            m
+            for m in reversed(session.messages[-3:])
+            if isinstance(m, dict) and m.get("role") == "user" and message_text(m) == pending
+        ),
+        None,
+    )
+    if pending and user_row is None:
+        ts = session.pending_started_at or time.time()
+        user_row = {"role": "user", "content": pending, "timestamp": ts, "_recovered": True}
+        session.messages.append(user_row)
+    if user_row is not None and session.pending_attachments and not user_row.get("attachments"):
+        user_row["attachments"] = copy.deepcopy(session.pending_attachments)  # cleared with the pending turn
+    session.messages.extend(questions.notes_after_restart(session))
+    session.messages.append(interrupted_marker())
+    session.clear_pending_turn()
+    return True
+
+
+def recover_interrupted_turns(session_dir: Path) -> list[str]:
+    """At startup: every session left mid-turn gets its interrupted marker (index rows say which)."""
+    marked = []
+    for row in session_index.all_rows(Path(session_dir), Path(session_dir) / "_index.json"):
+        if not (row.get("active_stream_id") or row.get("pending_user_message")):
+            continue
+        sid = row["session_id"]
+        with _config._get_session_agent_lock(sid):
+            try:
+                session = models.get_session(sid)
+            except (KeyError, ValueError, OSError):
+                continue
+            if close_pending_turn(session):
+                session.save(touch_updated_at=False)
+                marked.append(sid)
+    if marked:
+        log.warning("marked %d interrupted turn(s): %s", len(marked), ", ".join(marked))
+    return marked
