@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from api import atomic
+from api import atomic, interrupted_turns
 from api.session_recovery import recover_all_sessions_on_startup
 from talaria_testing import promises
 from talaria_testing.crash_child import AFTER_DONE, random_ops_child, step_child
@@ -143,6 +143,9 @@ def _random_check(msgs: list, root: Path, initial_digest: str) -> tuple[list[str
         out.append("P4 recovery changed the transcript")
     out += [f"P6 {v}" for v in _destroyed(pre, post)]
     out += promises.index_violations(sessions)
+    with bound(root):  # then, as the server's startup does, a turn the kill cut short gets its marker
+        if interrupted_turns.recover_interrupted_turns(sessions):
+            post_digest = _messages_digest(files_under(root).get(promises.live_rel()))
     return out, post_digest
 
 
