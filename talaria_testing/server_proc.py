@@ -83,6 +83,8 @@ class ServerProc:
             HTTP_PROXY="http://127.0.0.1:9",
             HTTPS_PROXY="http://127.0.0.1:9",
             PYTHONUNBUFFERED="1",
+            # A server that dies on a signal (SIGABRT, SIGSEGV) prints every thread's stack into its log.
+            PYTHONFAULTHANDLER="1",
             # Most tests start servers that never run a turn: no background agent import for them.
             TALARIA_WARM_UP="0",
         )

@@ -276,7 +276,7 @@ def test_a_graceful_stop_mid_turn_saves_the_partial_answer_as_interrupted_not_ca
                     assert fake.wait_for_hang(10)
                     stopper.start()  # SIGTERM while the answer is still streaming
         stopper.join(30)
-        assert srv.proc.returncode == 0
+        assert srv.proc.returncode == 0, srv.log_text()[-4000:]
         assert_well_formed(seen)
         assert "cancelled" not in names(seen)
         assert [e["message"] for e in named(seen, "error")] == [INTERRUPTED_TEXT]
