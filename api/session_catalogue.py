@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from api import atomic, models, session_index, tombstones
+from api import atomic, models, session_index, tombstones, turn_journal
 from api import config as _config
 from api import workspace as _workspace
 from api.errors import BadRequest, Conflict, NotFound
@@ -153,9 +153,7 @@ def delete_session(sid: str) -> dict:
     with _lock(sid):
         if not live.exists() and not bak.exists():
             raise NotFound("Session not found")
-        with models.LOCK:
-            cached = models.SESSIONS.get(sid)
-        if cached is not None and cached.active_stream_id:
+        if turn_journal.live_turn_for(sid) is not None:  # a turn left pending on disk does not count
             raise Conflict("Session is still streaming; stop the turn before deleting it.")
         tombstones.add_deleted(folder, sid)
         dest = _new_trash_folder(sid)

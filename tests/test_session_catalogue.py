@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from api import config, models, session_catalogue, session_views, tombstones
 from api.errors import BadRequest, Conflict, NotFound
 from api.models import Session
-from talaria_testing import failed_saves
+from talaria_testing import failed_saves, scripted_turns
 from talaria_testing.sessions import message, saved_session
 
 # ---------------------------------------------------------------------- create and edit
@@ -146,11 +146,22 @@ def test_restore_refuses_to_overwrite_a_session_that_came_back(state_dir):
 
 def test_delete_refuses_a_streaming_session(state_dir):
     session = saved_session(n=1)
-    session.active_stream_id = "stream1"
-    models.cache_session(session)
-    with pytest.raises(Conflict):
+    with scripted_turns.live_turn(session), pytest.raises(Conflict):
         session_catalogue.delete_session(session.session_id)
     assert session.path.exists()
+
+
+def test_a_session_left_pending_by_a_failed_save_can_be_deleted(state_dir):
+    """The file of a turn whose final save failed still names its stream; delete answered 409 until
+    the next chat/start although nothing streamed."""
+    session = saved_session(n=1)
+    session.active_stream_id, session.pending_user_message = "gone", "hello"
+    session.save()
+    assert (
+        models.get_session(session.session_id).active_stream_id == "gone"
+    )  # held in memory, as after the save
+    session_catalogue.delete_session(session.session_id)
+    assert not session.path.exists()
 
 
 # ---------------------------------------------------------------------- search
