@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         values = settings_from(args)
     except config.SettingError as exc:
         return bad_setting(exc)
-    config.apply_settings(values)
+    config.configure(values)
     if args.command == "doctor":
         return run_doctor(values)
     state_lock.hold_or_exit(config.STATE_DIR)

@@ -1,8 +1,10 @@
 """Settings as data, paths, the session cache and its locks, model/provider resolution.
 
 Every setting is one row of ``SETTINGS``: its name, type, default, the environment variable that
-overrides it, and a help line. Values come from the environment first, then the ``webui:`` section of
-``$HERMES_HOME/config.yaml``, then the default. Nothing else in Talaria reads ``os.environ``.
+overrides it, and a help line. ``load_settings`` takes values from flags, then the environment, then the
+``webui:`` section of ``$HERMES_HOME/config.yaml``, then the default; ``configure(values)`` installs them.
+Importing reads nothing: until an entry point (the CLI, the recovery CLI, the test plugin) calls
+``configure``, the paths are placeholders that refuse to be used. Nothing else in Talaria reads ``os.environ``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -344,22 +346,64 @@ def _static_dir() -> Path:
 
 
 STATIC_DIR = _static_dir()
-# Read once at import for code that runs without the server (tests, the recovery CLI); the server
-# validates strictly and re-applies its values (``apply_settings``) before it serves.
-SETTINGS_VALUES: dict = load_settings(strict=False)
-HERMES_HOME = Path(SETTINGS_VALUES["hermes_home"])
-STATE_DIR = Path(SETTINGS_VALUES["state_dir"])
-SESSION_DIR = STATE_DIR / "sessions"
-SESSION_INDEX_FILE = SESSION_DIR / "_index.json"
-STATE_DB_PATH = HERMES_HOME / "state.db"
+
+
+class NotConfigured(RuntimeError):
+    """A path was used before ``configure()`` gave the settings (an entry point forgot to call it)."""
+
+
+class _UnconfiguredPath:
+    """What a path global holds until ``configure()``: any use as a path raises ``NotConfigured``.
+
+    Importing reads neither the environment nor a file, so there is no honest value yet, and a guessed
+    one (``~/.hermes``) would let a test or a tool touch a person's real folder without a word.
+    """
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return f"<api.config.{self._name}: not configured>"
+
+    def _refuse(self, *_args: Any, **_kwargs: Any) -> Any:
+        raise NotConfigured(
+            f"api.config.{self._name} is used before api.config.configure(load_settings(...)) ran"
+        )
+
+    __fspath__ = __str__ = __truediv__ = __rtruediv__ = __eq__ = __hash__ = _refuse
+
+    def __getattr__(self, _attr: str) -> Any:
+        self._refuse()
+
+
+def _static_defaults() -> dict:
+    """The defaults that need nothing from outside; the home and state folders have none before ``configure``."""
+    return {s.name: s.default for s in SETTINGS if not callable(s.default)}
+
+
+SETTINGS_VALUES: dict = _static_defaults()
+HERMES_HOME: Path = cast(Path, _UnconfiguredPath("HERMES_HOME"))
+STATE_DIR: Path = cast(Path, _UnconfiguredPath("STATE_DIR"))
+SESSION_DIR: Path = cast(Path, _UnconfiguredPath("SESSION_DIR"))
+SESSION_INDEX_FILE: Path = cast(Path, _UnconfiguredPath("SESSION_INDEX_FILE"))
+STATE_DB_PATH: Path = cast(Path, _UnconfiguredPath("STATE_DB_PATH"))
 
 
 def setting(name: str) -> Any:
-    return SETTINGS_VALUES[name]
+    try:
+        return SETTINGS_VALUES[name]
+    except KeyError:
+        if any(s.name == name for s in SETTINGS):
+            raise NotConfigured(f"setting {name!r} is read before api.config.configure() ran") from None
+        raise
 
 
-def apply_settings(values: Mapping[str, Any]) -> None:
-    """Re-point the module's paths after the server parsed its flags (before anything is served)."""
+def configure(values: Mapping[str, Any]) -> None:
+    """Take the settings (``load_settings(...)``) and point the paths at them; every entry point calls it.
+
+    Safe to call again (a test, ``talaria doctor``): the same dict and the same module globals are
+    updated in place, and the modules that keep their own bindings of the paths follow.
+    """
     global HERMES_HOME, STATE_DIR, SESSION_DIR, SESSION_INDEX_FILE, STATE_DB_PATH
     SETTINGS_VALUES.update(values)
     HERMES_HOME = Path(SETTINGS_VALUES["hermes_home"])
@@ -367,7 +411,8 @@ def apply_settings(values: Mapping[str, Any]) -> None:
     SESSION_DIR = STATE_DIR / "sessions"
     SESSION_INDEX_FILE = SESSION_DIR / "_index.json"
     STATE_DB_PATH = HERMES_HOME / "state.db"
-    # hermes-agent reads its home from the environment when first imported: keep it on ours.
+    # hermes-agent finds its home only through the environment (it reads HERMES_HOME when imported,
+    # lazily, after this): setting it here keeps the agent on the folder Talaria was given.
     os.environ["HERMES_HOME"] = str(HERMES_HOME)
     for follow in _FOLLOWERS:
         follow()
@@ -378,7 +423,7 @@ _FOLLOWERS: list[Callable[[], None]] = []
 
 
 def follow_settings(follow: Callable[[], None]) -> Callable[[], None]:
-    """Call ``follow()`` after every ``apply_settings``; a module registers this way at import."""
+    """Call ``follow()`` after every ``configure``; a module registers this way at import."""
     _FOLLOWERS.append(follow)
     return follow
 

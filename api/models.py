@@ -51,7 +51,7 @@ SESSION_INDEX_FILE: Path = _config.SESSION_INDEX_FILE
 
 @_config.follow_settings
 def _follow_settings() -> None:
-    """The paths move with ``config.apply_settings`` (they are module globals: tests patch them here)."""
+    """The paths move with ``config.configure`` (they are module globals: tests patch them here)."""
     global SESSION_DIR, SESSION_INDEX_FILE
     SESSION_DIR, SESSION_INDEX_FILE = _config.SESSION_DIR, _config.SESSION_INDEX_FILE
 

@@ -261,6 +261,8 @@ _EXIT = {"ok": 0, "warn": 1, "needs_manual_review": 2}
 
 def main(argv: list[str] | None = None) -> int:
     """CLI ``--audit | --repair-safe [--session-dir D] [--state-db F] [--json]``; exit 0 ok, 1 warn, 2 review."""
+    # Lenient: a setting this command does not use (a bad port) must not stand between a person and an audit.
+    config.configure(config.load_settings(strict=False))
     parser = argparse.ArgumentParser(prog="python -m api.session_recovery", description=main.__doc__)
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--audit", action="store_true", help="report what recovery would do; changes nothing")

@@ -375,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    # api.config reads these at import (populate() imports it): never the person's real ~/.hermes.
+    # The server this starts reads its settings from these: never the person's real ~/.hermes.
     os.environ["HERMES_HOME"] = tempfile.mkdtemp(prefix="talaria-bench-home-")
     os.environ["HERMES_WEBUI_STATE_DIR"] = tempfile.mkdtemp(prefix="talaria-bench-state-")
     sys.exit(main())

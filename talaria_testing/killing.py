@@ -38,6 +38,14 @@ def fork_context():
     return _CTX
 
 
+def _configured_child(target: Callable, *args: object) -> None:
+    """Run ``target`` in the child as an entry point would: ``api.config`` configured from the environment."""
+    from api import config
+
+    config.configure(config.load_settings())
+    target(*args)
+
+
 def run_child(
     target: Callable,
     args: tuple,
@@ -53,7 +61,7 @@ def run_child(
     """
     ctx = fork_context()
     reader, writer = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=target, args=(*args, writer), daemon=True)
+    proc = ctx.Process(target=_configured_child, args=(target, *args, writer), daemon=True)
     proc.start()
     writer.close()
     messages: list = []

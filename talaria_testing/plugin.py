@@ -1,4 +1,4 @@
-"""Pytest plugin: isolates HERMES_HOME and the state dir before any ``api`` import.
+"""Pytest plugin: isolates HERMES_HOME and the state dir, then configures ``api.config`` with them.
 
 Loaded by ``tests/conftest.py``; a test outside the repository (the founding acceptance test, run in
 place) loads it with ``-p talaria_testing.plugin``. It is repository-only: installing Talaria never
@@ -39,7 +39,15 @@ def _isolate_environment() -> Path:
     return root
 
 
+def _configure_talaria() -> None:
+    """In-process tests see the isolated folders, as the server would after parsing its settings."""
+    from api import config
+
+    config.configure(config.load_settings())
+
+
 TEST_ROOT = _isolate_environment()
+_configure_talaria()
 process_leaks.become_subreaper()
 
 

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -33,8 +38,6 @@ def test_state_dir_comes_from_hermes_webui_state_dir(tmp_path):
 
 
 def test_tests_never_point_at_the_real_hermes_home():
-    from pathlib import Path
-
     assert Path("~/.hermes").expanduser().resolve() != config.HERMES_HOME
 
 
@@ -93,3 +96,96 @@ def test_resolve_model_provider_reads_the_agent_config(monkeypatch, tmp_path):
     monkeypatch.setattr(config, "HERMES_HOME", tmp_path)
     assert config.resolve_model_provider("") == ("fake", "custom", "http://127.0.0.1:1/v1")
     assert config.resolve_model_provider("@openrouter:m") == ("m", "openrouter", None)
+
+
+# Runs in a fresh interpreter: records every file opened under the given folders and every environment
+# variable an ``api`` module reads, while importing each ``api`` module, then does what ``argv[3]`` says.
+_IMPORT_PROBE = textwrap.dedent(
+    """
+    import json, os, sys
+
+    watched = tuple(os.path.realpath(p) + os.sep for p in sys.argv[1:3])
+    opened, env_reads = [], []
+
+    def audit(event, args):
+        if event in ("open", "os.listdir", "os.scandir") and isinstance(args[0], (str, bytes, os.PathLike)):
+            path = os.path.realpath(os.fsdecode(args[0]))
+            if (path + os.sep).startswith(watched):
+                opened.append(path)
+
+    sys.addaudithook(audit)
+    api_dir = os.path.join(os.getcwd(), "api") + os.sep
+
+    class Recording(type(os.environ)):
+        def __getitem__(self, key):
+            frame = sys._getframe(1)
+            while frame and frame.f_code.co_filename.endswith(("os.py", "_collections_abc.py", "<frozen os>")):
+                frame = frame.f_back
+            if frame and frame.f_code.co_filename.startswith(api_dir):
+                env_reads.append(key)
+            return super().__getitem__(key)
+
+    e = os.environ
+    os.environ = Recording(e._data, e.encodekey, e.decodekey, e.encodevalue, e.decodevalue)
+
+    import importlib, pkgutil, api
+    for module in pkgutil.iter_modules(api.__path__):
+        importlib.import_module("api." + module.name)
+
+    from api import config, models
+    result = {"opened": opened, "env_reads": env_reads}
+    if sys.argv[3] == "use-before-configure":
+        try:
+            models.Session(session_id="probe", workspace="/", model="m").save()
+        except config.NotConfigured as exc:
+            result["refused"] = str(exc)
+    elif sys.argv[3] == "configure":
+        os.environ = e
+        config.configure(config.load_settings(strict=False))
+        result["paths"] = [str(p) for p in (config.SESSION_DIR, models.SESSION_DIR, config.STATE_DB_PATH)]
+    print(json.dumps(result))
+    """
+)
+
+
+def _probe_fresh_import(tmp_path: Path, then: str) -> dict:
+    home, state = tmp_path / "home", tmp_path / "state"
+    home.mkdir()
+    state.mkdir()
+    # Poisoned: a read of either would be seen by the audit hook, and would not parse.
+    (home / "config.yaml").write_text("webui: [port: {{\n", encoding="utf-8")
+    (home / ".env").write_text("\x00garbage\n", encoding="utf-8")
+    env = {"PATH": "/usr/bin:/bin", "HERMES_HOME": str(home), "HERMES_WEBUI_STATE_DIR": str(state)}
+    done = subprocess.run(
+        [sys.executable, "-c", _IMPORT_PROBE, str(home), str(state), then],
+        cwd=Path(__file__).resolve().parent.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_importing_every_api_module_reads_no_file_and_no_environment_variable(tmp_path):
+    found = _probe_fresh_import(tmp_path, "nothing")
+    assert found["opened"] == []
+    assert found["env_reads"] == []
+
+
+def test_a_path_used_before_configure_is_refused_with_a_clear_error(tmp_path):
+    """Unconfigured paths refuse: a guessed default (~/.hermes) would touch a person's folder unasked."""
+    found = _probe_fresh_import(tmp_path, "use-before-configure")
+    assert "configure" in found["refused"]
+    assert found["opened"] == []
+
+
+def test_configure_points_config_and_models_paths_at_the_given_settings(tmp_path):
+    found = _probe_fresh_import(tmp_path, "configure")
+    state = (tmp_path / "state").resolve()
+    assert found["paths"] == [
+        str(state / "sessions"),
+        str(state / "sessions"),
+        str((tmp_path / "home").resolve() / "state.db"),
+    ]
