@@ -9,38 +9,37 @@ from __future__ import annotations
 import json
 import logging
 import os
-import stat
-import threading
 import time
-import weakref
 from itertools import repeat
 from pathlib import Path
 from typing import Any
 
-from api import atomic, jsonio, session_index, session_merge, tombstones
+from api import atomic, jsonio, session_cache, session_index, session_merge, tombstones
 from api import config as _config
 from api.errors import Conflict
 from api.messages import message_time
 from api.session_fields import (
-    BOOL_FIELDS,
     BULK_FIELDS,
     DERIVED_KEYS,
-    DICT_FIELDS,
-    FLOAT_OR_NONE_FIELDS,
     KNOWN_FIELDS,
-    LIST_FIELDS,
     METADATA_FIELDS,
-    PATH_OR_NONE_FIELDS,
-    STRIPPED_STR_FIELDS,
     TALARIA_FIELDS,
-    ZERO_FIELDS,
     SessionFields,
+    count_or_none,
     float_or_none,
     is_safe_session_id,
     message_text,
     new_session_id,
     non_negative_int_or_none,
+    normalise_field,
     resolve_path_str,
+)
+from api.session_files import (  # noqa: F401 - read_session_file and read_metadata_prefix: public here too
+    METADATA_PREFIX_BYTES,
+    bind_to_file_name,
+    disk_sig,
+    read_metadata_prefix,
+    read_session_file,
 )
 
 log = logging.getLogger("talaria.models")
@@ -59,7 +58,6 @@ def _follow_settings() -> None:
 SESSIONS = _config.SESSIONS
 LOCK = _config.LOCK
 
-METADATA_PREFIX_BYTES = 64 * 1024
 _METADATA_REQUIRED = ("session_id", "title", "created_at", "updated_at")
 
 
@@ -144,7 +142,7 @@ class Session(SessionFields):
         for name in METADATA_FIELDS:
             if name in self.__dict__:
                 continue
-            setattr(self, name, self._normalise(name, kw.get(name)))
+            setattr(self, name, normalise_field(name, kw.get(name)))
         calls = kw.get("tool_calls")
         self.tool_calls = calls if isinstance(calls, list) else []
         scenes = kw.get("anchor_activity_scenes")
@@ -163,8 +161,8 @@ class Session(SessionFields):
         scene_index = kw.get("anchor_scene_index")
         self._anchor_scene_index = scene_index if isinstance(scene_index, dict) else None
         # The sidebar figures a metadata-only stub reports (written by Talaria ahead of "messages").
-        self._metadata_message_count = _count_or_none(kw.get("message_count"))
-        self._metadata_user_message_count = _count_or_none(kw.get("user_message_count"))
+        self._metadata_message_count = count_or_none(kw.get("message_count"))
+        self._metadata_user_message_count = count_or_none(kw.get("user_message_count"))
         self._metadata_last_message_at = float_or_none(kw.get("last_message_at"))
         self._loaded_metadata_only = False
         self._saved_message_count: int | None = None
@@ -174,34 +172,6 @@ class Session(SessionFields):
         )
         self._file_keys: frozenset[str] = frozenset()
         self._extra: dict = {k: v for k, v in kw.items() if k not in KNOWN_FIELDS and k not in DERIVED_KEYS}
-
-    @staticmethod
-    def _normalise(name: str, value: Any) -> Any:
-        if name in BOOL_FIELDS:
-            return bool(value)
-        if name in ZERO_FIELDS:
-            return value or 0
-        if name in DICT_FIELDS:
-            return value if isinstance(value, dict) else {}
-        if name in LIST_FIELDS:
-            return value if isinstance(value, list) else []
-        if name in STRIPPED_STR_FIELDS:
-            return str(value).strip() if value else None
-        if name in FLOAT_OR_NONE_FIELDS:
-            return float_or_none(value)
-        if name in PATH_OR_NONE_FIELDS:
-            return resolve_path_str(value) if value else None
-        if name == "project_id":
-            return value or None
-        if name == "clear_generation" or name == "intentional_shrink_generation":
-            return value if isinstance(value, str) and value else None
-        if name == "gateway_routing":
-            return value if isinstance(value, dict) else None
-        if name == "worktree_branch":
-            return str(value) if value else None
-        if name == "title":
-            return value or "Untitled"
-        return value
 
     def clear_pending_turn(self) -> None:
         """Forget the live-turn bookkeeping (the turn ended, was interrupted, or the history was reset)."""
@@ -326,7 +296,7 @@ class Session(SessionFields):
         checked = self._disk_sig if self._base is not None else None
 
         def remember(st: os.stat_result) -> None:
-            if checked is not None and _disk_sig(path) != checked:
+            if checked is not None and disk_sig(path) != checked:
                 raise _ChangedDuringSave()
             # Known before the rename, so a concurrent get_session never mistakes our own write for a stranger's.
             self._disk_sig = (st.st_ino, st.st_size, st.st_mtime_ns)
@@ -345,7 +315,7 @@ class Session(SessionFields):
         """
         if self._base is None or self._disk_sig is None:
             return  # built in memory, never read from the file: a deliberate write
-        sig = _disk_sig(path)
+        sig = disk_sig(path)
         if sig is None or sig == self._disk_sig:
             return
         theirs = _load_session_from_path(path)
@@ -421,7 +391,7 @@ class Session(SessionFields):
         data = loads_json(raw)
         if not isinstance(data, dict):
             raise ValueError(f"session file {path.name} does not hold a JSON object")
-        _bind_to_file_name(data, sid)
+        bind_to_file_name(data, sid)
         sig = (st.st_ino, st.st_size, st.st_mtime_ns)
         session = cls.from_payload(data, sig=sig)
         if session._saved_message_count != len(session.messages):
@@ -536,60 +506,12 @@ class Session(SessionFields):
         return f"<Session {self.session_id} {len(self.messages)} msgs>"
 
 
-def _count_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def read_metadata_prefix(path: Path) -> dict | None:
-    """Parse only the metadata ahead of ``"messages"`` (the first 64 KiB); None when that is not possible."""
-    try:
-        found = read_session_file(path, METADATA_PREFIX_BYTES)
-    except (OSError, ValueError):
-        return None
-    if found is None:
-        return None
-    head = found[1]
-    cut = head.find(b'\n  "messages":')
-    if cut < 0:
-        return None
-    prefix = head[:cut].rstrip().rstrip(b",") + b"\n}"
-    try:
-        data = loads_json(prefix)
-    except (ValueError, UnicodeDecodeError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def read_session_file(path: Path, limit: int | None = None) -> tuple[os.stat_result, bytes] | None:
-    """``(stat, bytes)`` of a regular session file; None when absent. Links, FIFOs and devices are refused."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:  # ELOOP: a symlink where a session file should be
-        raise ValueError(f"{Path(path).name} is not a regular file") from exc
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fh.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise ValueError(f"{Path(path).name} is not a regular file")
-        return st, (fh.read() if limit is None else fh.read(limit))
-
-
-def _bind_to_file_name(data: dict, sid: str) -> None:
-    """The file name decides the id: a save must land in the same file the session came from."""
-    inner = data.get("session_id")
-    if inner != sid:
-        if inner:
-            log.warning("session file %s.json names itself %r; using the file name", sid, inner)
-        data["session_id"] = sid
-
-
 def metadata_stub(path: Path) -> Session | None:
     """A metadata-only session from the file's prefix (it refuses to save); None when the prefix lacks it."""
     data = read_metadata_prefix(path)
     if data is None or any(k not in data for k in _METADATA_REQUIRED):
         return None
-    _bind_to_file_name(data, Path(path).name[: -len(".json")])
+    bind_to_file_name(data, Path(path).name[: -len(".json")])
     session = Session(**data)
     session._loaded_metadata_only = True
     return session
@@ -605,7 +527,7 @@ def _load_session_from_path(path: Path) -> Session | None:
         data = loads_json(raw)
         if not isinstance(data, dict):
             return None
-        _bind_to_file_name(data, Path(path).name[: -len(".json")])
+        bind_to_file_name(data, Path(path).name[: -len(".json")])
         return Session.from_payload(data, sig=(st.st_ino, st.st_size, st.st_mtime_ns))
     except Exception as exc:  # noqa: BLE001 - a broken file is a logged skip
         log.warning("skipping unreadable session file %s: %s", Path(path).name, exc)
@@ -625,72 +547,13 @@ def _clear_tombstone(session_dir: Path, sid: str) -> None:
 # ---------------------------------------------------------------------- cache
 
 
-_LOAD_LOCKS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # sid -> lock while a load runs
-_LOAD_LOCKS_GUARD = threading.Lock()
-
-
-def _disk_sig(path: Path) -> tuple | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
-
-
-def _cached_is_stale(session: Session) -> bool:
-    """True when the file changed under a cached object that holds nothing unsaved."""
-    if session._loaded_metadata_only or session.active_stream_id or session.pending_user_message:
-        return False
-    if session._saved_message_count is None or session._saved_message_count != len(session.messages):
-        return False
-    return _disk_sig(session.path) != session._disk_sig
-
-
 def get_session(sid: str, metadata_only: bool = False) -> Session:
     """The cached session (reloaded when the file changed underneath), else loaded from disk; KeyError if none."""
-    if not is_safe_session_id(sid):
-        raise KeyError(sid)
-    with LOCK:
-        cached = SESSIONS.get(sid)
-        if cached is not None:
-            if cached.session_id != sid:
-                del SESSIONS[sid]
-                cached = None
-            else:
-                SESSIONS.move_to_end(sid)
-    if (
-        cached is not None
-        and not (cached._loaded_metadata_only and not metadata_only)
-        and not _cached_is_stale(cached)
-    ):
-        return cached
-    if metadata_only:
-        session = Session.load_metadata_only(sid)
-        if session is None:
-            raise KeyError(sid)
-        return session
-    with _LOAD_LOCKS_GUARD:
-        load_lock = _LOAD_LOCKS.setdefault(sid, threading.Lock())
-    with load_lock:
-        with LOCK:
-            cached = SESSIONS.get(sid)
-        if cached is not None and not cached._loaded_metadata_only and not _cached_is_stale(cached):
-            return cached
-        session = Session.load(sid)
-        if session is None:
-            raise KeyError(sid)
-        with LOCK:
-            SESSIONS[sid] = session
-            SESSIONS.move_to_end(sid)
-            _config.evict_sessions_over_cap()
-    return session
+    return session_cache.get_or_load(sid, SESSIONS, LOCK, Session, metadata_only=metadata_only)
 
 
 def cache_session(session: Session) -> None:
-    with LOCK:
-        SESSIONS[session.session_id] = session
-        SESSIONS.move_to_end(session.session_id)
-        _config.evict_sessions_over_cap()
+    session_cache.put(session, SESSIONS, LOCK)
 
 
 def all_sessions() -> list[dict]:

@@ -44,14 +44,14 @@ def _live_items(folder: Path, scan: Scan, docs: dict) -> list[dict]:
     for sid in sorted(scan.live):
         entry = scan.live[sid]
         path = Path(entry.path)
-        live = read_doc(path, folder, is_link=entry.is_symlink())
+        live = read_doc(path, folder)
         docs[sid] = live.doc
         if live.problem:
             items.append(_item("unsafe_file", UNSAFE, sid, path, f"not read: {live.problem}"))
             continue
         bak_entry = scan.bak.get(sid)
         if bak_entry is not None:
-            bak = read_doc(Path(bak_entry.path), folder, is_link=bak_entry.is_symlink())
+            bak = read_doc(Path(bak_entry.path), folder)
             status = recovery_verdict(live.doc, bak.doc) if not bak.problem else {"recommend": NO_ACTION}
             if status["recommend"] == RESTORE:
                 live_only = live_only_message_count(live.doc, bak.doc)
@@ -142,7 +142,7 @@ def _kept_items(folder: Path, scan: Scan, docs: dict) -> list[dict]:
                 )
             )
             continue
-        kept = read_doc(path, folder, is_link=entry.is_symlink())
+        kept = read_doc(path, folder)
         live_only = live_only_message_count(kept.doc, docs.get(stem)) if sid else -1
         severity = UNSAFE if live_only > 0 else INFO
         detail = f"file replaced by a restore; {live_only if live_only >= 0 else '?'} message(s) not in the current file"

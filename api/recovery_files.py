@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from api import session_index, state_db, tombstones
 from api.jsonio import loads as loads_json
 from api.recovery_rules import message_count
 from api.session_fields import is_safe_session_id
+from api.session_files import UnsafeFile, read_regular_file
 
 log = logging.getLogger("talaria.recovery")
 
@@ -48,43 +48,15 @@ class Doc:
         return message_count(self.doc)
 
 
-def _inside(path: Path, folder: Path) -> bool:
+def read_doc(path: Path, folder: Path) -> Doc:
+    """The file as recovery sees it: a link is followed only within ``folder``; problems are data."""
     try:
-        real = Path(os.path.realpath(path))
-        return real.parent == Path(os.path.realpath(folder))
-    except (OSError, ValueError):
-        return False
-
-
-def read_doc(path: Path, folder: Path, *, is_link: bool | None = None) -> Doc:
-    if is_link is None:
-        try:
-            is_link = stat.S_ISLNK(os.lstat(path).st_mode)
-        except FileNotFoundError:
-            return Doc()
-        except OSError as exc:
-            return Doc(exists=True, problem=f"unreadable: {exc}")
-    if is_link and not _inside(path, folder):
-        return Doc(exists=True, problem="symlink leading outside the session folder")
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        return Doc()
+        found = read_regular_file(path, links_within=folder, max_bytes=MAX_FILE_BYTES)
+    except UnsafeFile as exc:
+        return Doc(exists=True, problem=exc.problem)
     except OSError:  # unreadable counts as unparsable (-1), as hermes-webui counts it
         return Doc(exists=True)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return Doc(exists=True, problem="not a regular file")
-        if st.st_size > MAX_FILE_BYTES:
-            return Doc(exists=True, problem=f"larger than {MAX_FILE_BYTES} bytes")
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            data = fh.read()
-    except OSError:
-        return Doc(exists=True)
-    finally:
-        os.close(fd)
-    return Doc(exists=True, data=data)
+    return Doc() if found is None else Doc(exists=True, data=found[1])
 
 
 def bak_path(live: Path) -> Path:
@@ -146,7 +118,7 @@ def orphan_kind(
     sid: str, entry: os.DirEntry, folder: Path, deleted: set[str], state_db_path
 ) -> tuple[str, Doc]:
     """``orphan_backup`` (restorable), or why not: tombstoned, malformed, no state.db row, skipped."""
-    bak = read_doc(Path(entry.path), folder, is_link=entry.is_symlink())
+    bak = read_doc(Path(entry.path), folder)
     if bak.problem:
         return "skipped", bak
     if sid in deleted:

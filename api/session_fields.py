@@ -196,3 +196,36 @@ def non_negative_int_or_none(value: Any) -> int | None:
     except (TypeError, ValueError):
         return None
     return out if out > 0 else None
+
+
+def count_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def normalise_field(name: str, value: Any) -> Any:
+    """A metadata field's value as a session holds it, whatever the file had (missing, wrong type)."""
+    if name in BOOL_FIELDS:
+        return bool(value)
+    if name in ZERO_FIELDS:
+        return value or 0
+    if name in DICT_FIELDS:
+        return value if isinstance(value, dict) else {}
+    if name in LIST_FIELDS:
+        return value if isinstance(value, list) else []
+    if name in STRIPPED_STR_FIELDS:
+        return str(value).strip() if value else None
+    if name in FLOAT_OR_NONE_FIELDS:
+        return float_or_none(value)
+    if name in PATH_OR_NONE_FIELDS:
+        return resolve_path_str(value) if value else None
+    if name == "project_id":
+        return value or None
+    if name == "clear_generation" or name == "intentional_shrink_generation":
+        return value if isinstance(value, str) and value else None
+    if name == "gateway_routing":
+        return value if isinstance(value, dict) else None
+    if name == "worktree_branch":
+        return str(value) if value else None
+    if name == "title":
+        return value or "Untitled"
+    return value

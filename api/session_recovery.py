@@ -184,8 +184,8 @@ def recover_all_sessions_on_startup(
             live_entry = scan.live.get(sid)
             try:
                 if live_entry is not None:
-                    live = read_doc(Path(live_entry.path), folder, is_link=live_entry.is_symlink())
-                    bak = read_doc(Path(bak_entry.path), folder, is_link=bak_entry.is_symlink())
+                    live = read_doc(Path(live_entry.path), folder)
+                    bak = read_doc(Path(bak_entry.path), folder)
                     if live.data is not None and live.data == bak.data:
                         continue  # already restored (the .bak is kept): nothing to decide or parse
                 else:
