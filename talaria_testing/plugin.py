@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -81,6 +82,16 @@ def _no_process_outlives_its_test(request):
     if leaked:
         process_leaks.kill_all(leaked)
         pytest.fail(f"processes outlived the test: {_describe(leaked)}", pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def _no_index_write_outlives_its_test():
+    """A sidebar-index write a test scheduled (delayed by ``index_flush_delay``) happens within that test,
+    not in the middle of a later one that records every durable write."""
+    yield
+    session_index = sys.modules.get("api.session_index")
+    if session_index is not None:
+        session_index.flush()
 
 
 def pytest_sessionfinish(session, exitstatus):
