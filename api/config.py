@@ -460,9 +460,9 @@ def _evictable(session: Any, now: float) -> bool:
         return False
     if getattr(session, "pending_started_at", None):
         return False
-    if getattr(session, "_loaded_metadata_only", False):
+    if getattr(session, "metadata_only", False):
         return True
-    saved = getattr(session, "_saved_message_count", None)
+    saved = getattr(session, "saved_message_count", None)
     if saved is None:  # never saved: protect a fresh shell for a while, and always while drafting
         if getattr(session, "composer_draft", None):
             return False

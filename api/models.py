@@ -184,6 +184,21 @@ class Session(SessionFields):
     # ------------------------------------------------------------------ paths and layout
 
     @property
+    def metadata_only(self) -> bool:
+        """A sidebar stub: the bulky lists were not read (``load_metadata_only``); it cannot be saved."""
+        return self._loaded_metadata_only
+
+    @property
+    def saved_message_count(self) -> int | None:
+        """How many messages the file held when this object last read or wrote it (None: never)."""
+        return self._saved_message_count
+
+    @property
+    def read_signature(self) -> tuple | None:
+        """The file's identity (inode, size, mtime) when this object last read or wrote it."""
+        return self._disk_sig
+
+    @property
     def path(self) -> Path:
         return Path(SESSION_DIR) / f"{self.session_id}.json"
 

@@ -22,15 +22,15 @@ _LOAD_LOCKS_GUARD = threading.Lock()
 
 def is_stale(session: Any) -> bool:
     """True when the file changed under a cached object that holds nothing unsaved."""
-    if session._loaded_metadata_only or session.active_stream_id or session.pending_user_message:
+    if session.metadata_only or session.active_stream_id or session.pending_user_message:
         return False
-    if session._saved_message_count is None or session._saved_message_count != len(session.messages):
+    if session.saved_message_count is None or session.saved_message_count != len(session.messages):
         return False
-    return disk_sig(session.path) != session._disk_sig
+    return disk_sig(session.path) != session.read_signature
 
 
 def _usable(cached: Any, metadata_only: bool) -> bool:
-    return not (cached._loaded_metadata_only and not metadata_only) and not is_stale(cached)
+    return not (cached.metadata_only and not metadata_only) and not is_stale(cached)
 
 
 def get_or_load(

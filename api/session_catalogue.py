@@ -238,7 +238,7 @@ def find_in_messages(messages: list, needle: str) -> dict | None:
 def _content_match(sid: str, needle: str) -> dict | None:
     with models.LOCK:
         cached = models.SESSIONS.get(sid)
-    if cached is not None and not cached._loaded_metadata_only:
+    if cached is not None and not cached.metadata_only:
         return find_in_messages(list(cached.messages), needle)
     try:
         found = models.read_session_file(session_dir() / f"{sid}.json")

@@ -204,7 +204,7 @@ def test_empty_save_during_a_live_turn_is_refused(state_dir):
 def test_metadata_only_stub_refuses_to_save(state_dir):
     _session(n=4).save()
     stub = Session.load_metadata_only("s1")
-    assert stub._loaded_metadata_only
+    assert stub.metadata_only
     assert stub.messages == []
     assert stub.message_count() == 4
     with pytest.raises(RuntimeError):
