@@ -6,7 +6,6 @@ Module globals ``SESSION_DIR``, ``SESSION_INDEX_FILE``, ``SESSIONS`` and ``LOCK`
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
@@ -25,6 +24,7 @@ from api.session_fields import (
     METADATA_FIELDS,
     TALARIA_FIELDS,
     SessionFields,
+    collapse_adjacent_duplicate_partials,
     count_or_none,
     float_or_none,
     is_safe_session_id,
@@ -83,40 +83,6 @@ def dumps_session_json(payload: dict) -> bytes:
 
 
 loads_json = jsonio.loads
-
-
-def _partial_signature(msg: dict) -> tuple:
-    calls = msg.get("tool_calls") or msg.get("_partial_tool_calls") or []
-    call_sig = (
-        tuple(json.dumps(c, sort_keys=True, default=str) for c in calls) if isinstance(calls, list) else ()
-    )
-    content = msg.get("content")
-    reasoning = msg.get("reasoning")
-    return (
-        content.strip() if isinstance(content, str) else repr(content),
-        reasoning.strip() if isinstance(reasoning, str) else "",
-        call_sig,
-    )
-
-
-def collapse_adjacent_duplicate_partials(messages: list) -> tuple[list, int]:
-    """Drop a ``_partial`` row identical to the ``_partial`` row right before it."""
-    if not any("_partial" in m for m in messages if type(m) is dict):
-        return messages, 0
-    out: list = []
-    prev_sig = None
-    dropped = 0
-    for msg in messages:
-        if isinstance(msg, dict) and msg.get("_partial"):
-            sig = _partial_signature(msg)
-            if sig == prev_sig:
-                dropped += 1
-                continue
-            prev_sig = sig
-        else:
-            prev_sig = None
-        out.append(msg)
-    return out, dropped
 
 
 class Session(SessionFields):

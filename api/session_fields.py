@@ -5,6 +5,7 @@ Pure data and small coercion helpers; ``api.models.Session`` applies them.
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from pathlib import Path
@@ -229,3 +230,37 @@ def normalise_field(name: str, value: Any) -> Any:
     if name == "title":
         return value or "Untitled"
     return value
+
+
+def _partial_signature(msg: dict[str, Any]) -> tuple[str, str, tuple[str, ...]]:
+    calls = msg.get("tool_calls") or msg.get("_partial_tool_calls") or []
+    call_sig = (
+        tuple(json.dumps(c, sort_keys=True, default=str) for c in calls) if isinstance(calls, list) else ()
+    )
+    content = msg.get("content")
+    reasoning = msg.get("reasoning")
+    return (
+        content.strip() if isinstance(content, str) else repr(content),
+        reasoning.strip() if isinstance(reasoning, str) else "",
+        call_sig,
+    )
+
+
+def collapse_adjacent_duplicate_partials(messages: list[Any]) -> tuple[list[Any], int]:
+    """Drop a ``_partial`` row identical to the ``_partial`` row right before it."""
+    if not any("_partial" in m for m in messages if type(m) is dict):
+        return messages, 0
+    out: list[Any] = []
+    prev_sig: tuple[str, str, tuple[str, ...]] | None = None
+    dropped = 0
+    for msg in messages:
+        if isinstance(msg, dict) and msg.get("_partial"):
+            sig = _partial_signature(msg)
+            if sig == prev_sig:
+                dropped += 1
+                continue
+            prev_sig = sig
+        else:
+            prev_sig = None
+        out.append(msg)
+    return out, dropped
