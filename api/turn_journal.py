@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from api.sanitize import scrub_surrogates
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the type only: the journal holds a turn's runner, it never runs the agent
     from api.agent_turn import TurnRunner
 
 _FINISHED_TTL_S = 600.0  # how long a finished turn's journal stays readable (a reconnecting tab replays it)

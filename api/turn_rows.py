@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from api.sanitize import scrub_surrogates
 from api.session_fields import message_text
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the type only: these rules read a turn, they need nothing of the journal at run time
     from api.turn_journal import Turn
 
 log = logging.getLogger("talaria.turn_rows")
