@@ -28,6 +28,14 @@ def test_rows_carry_only_the_sidebar_fields(state_dir):
     assert row["title"] == "one" and row["message_count"] == 0 and row["is_streaming"] is False
 
 
+def test_rows_carry_the_model_with_its_provider_so_another_tab_can_show_the_pick(state_dir):
+    """A model picked in one tab reached another tab's header through the feed without its provider, so the
+    picker there could not tell which listed model it was."""
+    _saved("one", 100.0, model="qwen", model_provider="Custom:Local")
+    (row,) = _page()["sessions"]
+    assert (row["model"], row["model_provider"]) == ("qwen", "custom:local")
+
+
 def test_pages_walk_every_row_once_newest_first_with_ties_broken_by_id(state_dir):
     saved = [_saved(f"s{i}", 1000.0 + i // 3) for i in range(20)]  # groups of three share updated_at
     expected = [s.session_id for s in sorted(saved, key=lambda s: (s.updated_at, s.session_id), reverse=True)]

@@ -6,7 +6,7 @@ import { AttachmentTray } from "./attachments.js";
 import { ChatView } from "./chat.js";
 import { findCommand, refusal } from "./commands.js";
 import { Composer } from "./composer.js";
-import { isNewerThan } from "./freshness.js";
+import { followRow } from "./freshness.js";
 import { showLogin } from "./login.js";
 import { showLineage } from "./lineage.js";
 import { showRecoveryBanner, updateContextMeter } from "./markers.js";
@@ -44,16 +44,11 @@ class App {
       onDeleted: (sid) => {
         if (sid === this.chat.sessionId) this.goEmpty();
       },
-      onChanged: (row) => {
-        if (row && row.session_id === this.chat.sessionId) this.updateHeader({ ...this.chat.session, ...row });
-      },
-      // A change made elsewhere (a rename, the title the model gave after the first exchange).
-      onFeedChanged: (row) => {
-        if (row && row.session_id === this.chat.sessionId && row.title !== this.chat.session.title) {
-          this.chat.session = { ...this.chat.session, title: row.title };
-          this.updateHeader(this.chat.session);
-        }
-      },
+      onChanged: (row) => this.sessionChanged(row),
+      // A change made elsewhere (a rename, a model, workspace, pin or archive from another tab, the title
+      // the model gave after the first exchange): the header follows the open session's newest row.
+      onFeedChanged: (row) => this.followFeed(row),
+      onFeedRemoved: (sid) => this.removedElsewhere(sid),
     });
     this.chat = new ChatView({
       transcript: $("transcript"),
@@ -80,7 +75,7 @@ class App {
       onCommand: (name, arg) => this.command(name, arg),
       onStop: () => this.stop(),
     });
-    this.workspace = new WorkspacePicker({ root: $("workspace-picker"), onChanged: (row) => this.sessions.upsert(row) });
+    this.workspace = new WorkspacePicker({ root: $("workspace-picker"), onChanged: (row) => this.sessionChanged(row) });
     this.yolo = new YoloIndicator($("yolo-indicator"));
     this.setup = new SetupDialog({ onSaved: () => this.modelPicker.load() });
     this.modelPicker = new ModelPicker({
@@ -194,14 +189,35 @@ class App {
   onSession(session) {
     if (session && !session.read_only && session.session_id) {
       this.sessions.upsert(session);
-      // The sidebar keeps the newest copy of the row: an answer older than it shows the row's title.
-      const row = this.sessions.find(session.session_id);
-      if (isNewerThan(row, session) && row.title !== session.title) {
-        session = { ...session, title: row.title };
-        if (this.chat.sessionId === session.session_id) this.chat.session = session;
-      }
+      // The sidebar keeps the newest copy of the row: an answer older than it shows the row's header fields.
+      const followed = followRow(session, this.sessions.find(session.session_id));
+      if (followed !== session && this.chat.sessionId === session.session_id) this.chat.session = followed;
+      session = followed;
     }
     this.updateHeader(session);
+  }
+
+  followFeed(row) {
+    if (!row || !this.chat.session || row.session_id !== this.chat.sessionId) return;
+    const followed = followRow(this.chat.session, row);
+    if (followed === this.chat.session) return;
+    this.chat.session = followed;
+    this.updateHeader(followed);
+  }
+
+  // The open session was deleted in another tab: leave it as a delete here does, keeping an unsent message
+  // in the composer (it goes to a new session if sent). Its undo, while it lasts, is in the tab that deleted it.
+  removedElsewhere(sid) {
+    if (sid !== this.chat.sessionId) return;
+    const draft = this.composer.draft();
+    this.composer.cancelEdit({ keepText: true });
+    this.goEmpty();
+    toast(
+      draft
+        ? "This conversation was deleted in another tab. Your unsent message is still in the box; sending it starts a new conversation."
+        : "This conversation was deleted in another tab.",
+      { timeout: 0 },
+    );
   }
 
   updateHeader(session) {
@@ -228,10 +244,15 @@ class App {
     this.composer.setEnabled(!(session && session.read_only), session && session.read_only ? "This session is read-only" : undefined);
   }
 
-  // A header control changed the open session's row (its model): keep the chat view's copy in step.
+  // A control changed a session's row (its model, workspace, pin...): keep the chat view's copy in step,
+  // unless the feed already brought a newer change of the same fields.
   sessionChanged(row) {
-    if (this.chat.session && row.session_id === this.chat.sessionId) this.chat.session = { ...this.chat.session, ...row };
+    if (!row) return;
     this.sessions.upsert(row);
+    if (this.chat.session && row.session_id === this.chat.sessionId) {
+      this.chat.session = followRow({ ...this.chat.session, ...row }, this.sessions.find(row.session_id));
+      this.updateHeader(this.chat.session);
+    }
   }
 
   async newSession() {

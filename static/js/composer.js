@@ -153,4 +153,9 @@ export class Composer {
   focus() {
     this.input.focus();
   }
+
+  // What the person typed and has not sent yet.
+  draft() {
+    return this.input.value.trim();
+  }
 }

@@ -52,6 +52,18 @@ export function isNewerThan(row, copy) {
   return Boolean(row) && row._seq > (readPosition(copy) ?? Number.NEGATIVE_INFINITY);
 }
 
+// The header fields of the open session that its sidebar row carries, so the feed keeps them current.
+export const HEADER_FIELDS = ["title", "model", "model_provider", "workspace", "pinned", "archived"];
+
+// The open session as the header shows it: `session` (a payload) with the header fields of the tab's row
+// when the row is newer; the same object when nothing differs, so a caller can tell nothing changed.
+export function followRow(session, row) {
+  if (!session || !isNewerThan(row, session)) return session;
+  const changed = HEADER_FIELDS.filter((name) => name in row && row[name] !== session[name]);
+  if (!changed.length) return session;
+  return { ...session, ...Object.fromEntries(changed.map((name) => [name, row[name]])) };
+}
+
 // The list after a page current to `seq` arrives while the feed runs: the page's rows, except where the
 // tab already holds a newer copy, plus rows the feed brought after the page was read; rows the page
 // lacks and that are no newer than it are gone.

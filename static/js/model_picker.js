@@ -16,7 +16,11 @@ export class ModelPicker {
     this.onSetup = onSetup;
     this.catalog = null;
     this.session = null;
+    this.stale = false; // a change to show once the person leaves the select
     select.addEventListener("change", () => this.pick());
+    select.addEventListener("blur", () => {
+      if (this.stale) this.render();
+    });
     refreshButton.addEventListener("click", () => this.load({ refresh: true }));
   }
 
@@ -33,12 +37,18 @@ export class ModelPicker {
     this.render();
   }
 
+  // A change of the same session while the person is on the select (its list may be open: a native select
+  // does not say, so focus stands for open) is shown when they leave it, not under their pointer.
   update(session) {
-    this.session = session && session.session_id && !session.read_only ? session : null;
-    this.render();
+    const next = session && session.session_id && !session.read_only ? session : null;
+    const same = next && this.session && next.session_id === this.session.session_id;
+    this.session = next;
+    if (same && document.activeElement === this.select) this.stale = true;
+    else this.render();
   }
 
   render() {
+    this.stale = false;
     this.root.hidden = !this.session || !this.catalog;
     if (this.root.hidden) return;
     const { catalog, session } = this;
@@ -70,8 +80,7 @@ export class ModelPicker {
     const [provider, model] = value ? JSON.parse(value) : ["", ""];
     try {
       const data = await api.setModel(this.session.session_id, model, provider);
-      this.session = { ...this.session, ...data.session };
-      this.onChanged(data.session);
+      this.onChanged(data.session); // comes back through update(), as the newest of this pick and the feed
       toast(`The next answer comes from ${model || "the default model"}.`);
     } catch (err) {
       toastError(err);

@@ -49,7 +49,7 @@ function isEmptyUntitled(row, currentId) {
 }
 
 export class SessionList {
-  constructor({ root, filterInput, archivedToggle, onOpen, onDeleted, onChanged, onFeedChanged }) {
+  constructor({ root, filterInput, archivedToggle, onOpen, onDeleted, onChanged, onFeedChanged, onFeedRemoved }) {
     this.root = root;
     this.filterInput = filterInput;
     this.archivedToggle = archivedToggle;
@@ -57,8 +57,10 @@ export class SessionList {
     this.onDeleted = onDeleted;
     this.onChanged = onChanged;
     this.onFeedChanged = onFeedChanged;
+    this.onFeedRemoved = onFeedRemoved;
     this.rows = []; // each with `_seq`, the feed position it is current to (freshness.js)
     this.removedAt = new Map(); // session id -> the feed change that removed it
+    this.deleting = new Set(); // sessions this tab is deleting: the feed's removal of them is no news here
     this.agentRows = [];
     this.nextCursor = null;
     this.feed = null;
@@ -150,6 +152,8 @@ export class SessionList {
     this.render();
     const open = upserts.find((row) => row && row.session_id === this.currentId);
     if (open) this.onFeedChanged?.(this.find(open.session_id));
+    const gone = this.currentId && removes.includes(this.currentId) && !this.deleting.has(this.currentId);
+    if (gone) this.onFeedRemoved?.(this.currentId);
   }
 
   // Keeps the newer of the tab's row and `row` (current to `seq`; null when its age is unknown).
@@ -430,11 +434,14 @@ export class SessionList {
     });
     if (!confirmed) return;
     let result;
+    this.deleting.add(row.session_id);
     try {
       result = await api.remove(row.session_id);
     } catch (err) {
       toastError(err);
       return;
+    } finally {
+      this.deleting.delete(row.session_id);
     }
     this.remove(row.session_id);
     this.onDeleted?.(row.session_id);

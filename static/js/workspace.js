@@ -32,6 +32,7 @@ export class WorkspacePicker {
     this.root = root;
     this.onChanged = onChanged;
     this.session = null;
+    this.stale = false; // a change to show once the menu closes
     this.root.classList.add("workspace");
     this.summary = el("summary", "btn btn-small workspace-current");
     this.summary.setAttribute("aria-label", "Workspace");
@@ -66,6 +67,7 @@ export class WorkspacePicker {
     this.root.append(this.summary, this.menu);
     this.root.addEventListener("toggle", () => {
       if (this.root.open) this.refresh();
+      else if (this.stale) this.setSession(this.session);
     });
     this.form.addEventListener("submit", (event) => {
       event.preventDefault();
@@ -83,9 +85,14 @@ export class WorkspacePicker {
     });
   }
 
+  // A change of the same session while the person has the menu open is shown when it closes: the open
+  // menu (its path, the folders offered) stays as it was when they opened it.
   setSession(session) {
     const sid = session && (session.session_id || session.id);
+    const shown = this.session && (this.session.session_id || this.session.id);
     this.session = session;
+    this.stale = Boolean(sid && sid === shown && this.root.open);
+    if (this.stale) return;
     this.root.hidden = !sid || Boolean(session.read_only) || !session.workspace;
     if (this.root.hidden) {
       this.root.open = false;
@@ -133,8 +140,7 @@ export class WorkspacePicker {
       const { session: row } = await workspaceApi.set(sid, folder);
       this.input.value = "";
       this.root.open = false;
-      this.setSession({ ...this.session, ...row });
-      this.onChanged?.(row);
+      this.onChanged?.(row); // comes back through setSession(), as the newest of this choice and the feed
     } catch (err) {
       this.showError(err.message);
       this.input.focus();

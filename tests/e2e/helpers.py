@@ -96,20 +96,32 @@ class PageGuard:
 
 
 @contextlib.contextmanager
-def open_page(browser, base_url: str, *, viewport=DESKTOP, color_scheme="light"):
-    """A fresh browser context and page; on a clean exit the page must not have logged any problem."""
+def open_tabs(browser, base_url: str, count: int, *, viewport=DESKTOP, color_scheme="light"):
+    """``count`` pages of one fresh browser context (tabs of one person); on a clean exit no page may have
+    logged any problem."""
     context = browser.new_context(viewport=viewport, color_scheme=color_scheme, accept_downloads=True)
-    page = context.new_page()
-    page.set_default_timeout(15000)
-    page.guard = PageGuard(page)
-    page.base = base_url
+    pages = []
+    for _ in range(count):
+        page = context.new_page()
+        page.set_default_timeout(15000)
+        page.guard = PageGuard(page)
+        page.base = base_url
+        pages.append(page)
     try:
-        yield page
-        # Let late responses and console messages arrive before judging the page.
-        page.wait_for_timeout(150)
-        assert not page.guard.problems, "the page was not clean:\n" + "\n".join(page.guard.problems)
+        yield pages
+        # Let late responses and console messages arrive before judging the pages.
+        pages[0].wait_for_timeout(150)
+        problems = [problem for page in pages for problem in page.guard.problems]
+        assert not problems, "the page was not clean:\n" + "\n".join(problems)
     finally:
         context.close()
+
+
+@contextlib.contextmanager
+def open_page(browser, base_url: str, *, viewport=DESKTOP, color_scheme="light"):
+    """A fresh browser context and page; on a clean exit the page must not have logged any problem."""
+    with open_tabs(browser, base_url, 1, viewport=viewport, color_scheme=color_scheme) as (page,):
+        yield page
 
 
 def screenshot(page, name: str) -> Path:

@@ -1,14 +1,29 @@
-"""The sidebar in a real browser: create, search, rename, pin, archive, delete with undo, the phone layout."""
+"""The sidebar in a real browser: create, search, rename, pin, archive, delete with undo, the phone layout,
+and what the open conversation does when the feed brings a change made in another tab."""
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 
 import pytest
 from playwright.sync_api import expect
 
-from .helpers import PHONE, goto_app, import_session, open_page, screenshot, screenshots
+from talaria_testing.fake_llm import Reply
+
+from .helpers import (
+    PHONE,
+    goto_app,
+    import_session,
+    new_session,
+    open_page,
+    open_tabs,
+    screenshot,
+    screenshots,
+    send,
+    wait_turn_done,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -16,6 +31,9 @@ CHAT = [
     {"role": "user", "content": "What is the capital of France?"},
     {"role": "assistant", "content": "The capital of France is **Paris**."},
 ]
+
+
+FAKE_MODEL = json.dumps(["custom", "fake-model"], separators=(",", ":"))  # the picker's option value
 
 
 def unique(word: str) -> str:
@@ -249,3 +267,127 @@ def test_a_long_list_arrives_in_pages(page, server):
     more.click()
     expect(rows).to_have_count(_listed(server.get_json("/api/sessions")["sessions"]))
     expect(more).to_have_count(0)
+
+
+def test_a_conversation_deleted_in_another_tab_closes_here_with_a_notice_and_keeps_the_draft(
+    browser, server, llm
+):
+    """With the same conversation open in two tabs, a delete in one left the other showing it (only its
+    sidebar row went), and a message sent there failed."""
+    title = unique("Deleted elsewhere")
+    sid = import_session(server, title, CHAT)["session_id"]
+    with open_tabs(browser, server.base_url, 2) as (here, there):
+        for tab in (here, there):
+            goto_app(tab, f"/#/s/{sid}")
+            expect(tab.locator('.msg[data-idx="1"]')).to_contain_text("Paris")
+        here.locator("#composer-input").fill("A half-typed question")
+
+        row(there, title).locator(".session-menu-btn").click()
+        row(there, title).get_by_role("menuitem", name="Delete").click()
+        there.locator("dialog.modal").get_by_role("button", name="Delete").click()
+
+        notice = here.locator(".toast", has_text="This conversation was deleted in another tab.")
+        expect(notice).to_be_visible()
+        expect(notice).to_contain_text("unsent message")
+        expect(notice.get_by_role("button", name="Undo")).to_have_count(0)
+        expect(here.locator("#empty-state")).to_be_visible()
+        expect(here.locator("#messages .msg")).to_have_count(0)
+        expect(here.locator("#chat-title")).to_have_text("Talaria")
+        expect(here).not_to_have_url(re.compile("#/s/"))
+        expect(here.locator("#composer-input")).to_have_value("A half-typed question")
+        # The tab that deleted it keeps its own Undo and is not told about another tab.
+        expect(there.locator(".toast", has_text=title).get_by_role("button", name="Undo")).to_be_visible()
+        expect(there.locator(".toast", has_text="another tab")).to_have_count(0)
+        screenshots(here, "deleted-in-another-tab")
+
+        # The kept message starts a new conversation instead of failing against the deleted one.
+        llm.script(Reply(text="A fresh start."))
+        before = send(here, here.locator("#composer-input").input_value())
+        wait_turn_done(here, before)
+        expect(here).to_have_url(re.compile(r"#/s/[A-Za-z0-9_-]+$"))
+        assert here.url.rsplit("/", 1)[1] != sid
+        expect(here.locator(".msg-user")).to_have_count(1)
+        expect(here.locator(".msg-user")).to_contain_text("A half-typed question")
+        expect(here.locator(".msg-assistant").last).to_contain_text("A fresh start.")
+
+
+def test_the_header_follows_a_model_and_workspace_picked_in_another_tab(browser, server):
+    """Only the title followed the feed: a model or workspace picked in another tab changed the sidebar's
+    row there but left this tab's header pickers showing the old one."""
+    folder = server.root / unique("elsewhere")
+    folder.mkdir()
+    with open_tabs(browser, server.base_url, 2) as (here, there):
+        sid = new_session(there)
+        goto_app(here, f"/#/s/{sid}")
+        expect(here.locator("#model-select")).to_have_value("")
+        expect(here.locator("#workspace-picker .workspace-label")).to_have_text(server.workspace.name)
+
+        there.locator("#model-select").select_option(FAKE_MODEL)
+        expect(here.locator("#model-select")).to_have_value(FAKE_MODEL)
+
+        picker = there.locator("#workspace-picker")
+        picker.locator("summary").click()
+        picker.locator(".workspace-form input").fill(str(folder))
+        picker.locator(".workspace-form input").press("Enter")
+        expect(here.locator("#workspace-picker .workspace-label")).to_have_text(folder.name)
+        expect(here.locator("#model-select")).to_have_value(FAKE_MODEL)
+
+
+def test_a_picker_in_use_here_takes_a_change_from_another_tab_once_the_person_leaves_it(page, server):
+    """The header applies a change from the feed to a picker the person is using only once they leave it
+    (the workspace menu closes, the model select loses focus), so nothing moves under their pointer."""
+    folder = server.root / unique("later")
+    folder.mkdir()
+    sid = new_session(page)
+    menu = page.locator("#workspace-picker")
+    menu.locator("summary").click()
+    expect(menu.locator(".workspace-menu")).to_be_visible()
+
+    server.post_json("/api/session/workspace", {"session_id": sid, "workspace": str(folder)})
+    server.post_json(
+        "/api/session/model", {"session_id": sid, "model": "fake-model", "model_provider": "custom"}
+    )
+    # A later change of the same session: once its title shows, the two before it have arrived too.
+    title = unique("Changed elsewhere")
+    server.post_json("/api/session/rename", {"session_id": sid, "title": title})
+    expect(page.locator("#chat-title")).to_have_text(title)
+    expect(menu.locator(".workspace-label")).to_have_text(server.workspace.name)
+    expect(menu.locator(".workspace-path")).to_have_text(str(server.workspace))
+    expect(page.locator("#model-select")).to_have_value(FAKE_MODEL)  # not in use: follows at once
+
+    page.keyboard.press("Escape")
+    expect(menu.locator(".workspace-menu")).to_be_hidden()
+    expect(menu.locator(".workspace-label")).to_have_text(folder.name)
+
+    page.locator("#model-select").focus()
+    server.post_json("/api/session/model", {"session_id": sid, "model": "", "model_provider": ""})
+    title = unique("Back to the default")
+    server.post_json("/api/session/rename", {"session_id": sid, "title": title})
+    expect(page.locator("#chat-title")).to_have_text(title)
+    expect(page.locator("#model-select")).to_have_value(FAKE_MODEL)
+    page.locator("#composer-input").focus()
+    expect(page.locator("#model-select")).to_have_value("")
+
+
+def test_an_answer_read_before_a_model_change_does_not_undo_it_in_the_header(page, server):
+    """Like the title, the header's model follows the newest of the session's answer and the feed: the
+    session's answer, read before the model changed and arriving after the feed's change, must not
+    bring the old model back into the picker."""
+    sid = server.post_json("/api/session/new", {})["session"]["session_id"]
+    held = []
+    page.route(re.compile(r"/api/session\?session_id="), lambda route: held.append((route, route.fetch())))
+    goto_app(page, f"/#/s/{sid}")
+    while not held:
+        page.wait_for_timeout(20)
+    server.post_json(
+        "/api/session/model", {"session_id": sid, "model": "fake-model", "model_provider": "custom"}
+    )
+    title = unique("Model changed")  # a later change: once its row shows, the model change has arrived
+    server.post_json("/api/session/rename", {"session_id": sid, "title": title})
+    expect(row(page, title)).to_have_count(1)
+
+    route, answer = held.pop()
+    route.fulfill(response=answer)
+    page.wait_for_function("() => performance.getEntriesByName('talaria:open').length > 0")
+    expect(page.locator("#chat-title")).to_have_text(title)
+    expect(page.locator("#model-select")).to_have_value(FAKE_MODEL)

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { READ_AT, chooseRow, isNewerThan, mergePage, readPosition, stampRead } from "../../static/js/freshness.js";
+import { READ_AT, chooseRow, followRow, isNewerThan, mergePage, readPosition, stampRead } from "../../static/js/freshness.js";
 
 const row = (sid, title, seq) => ({ session_id: sid, title, _seq: seq });
 
@@ -68,4 +68,35 @@ test("a page read while the feed runs keeps what the feed brought after it", () 
       ["created", "Made later", 22],
     ],
   );
+});
+
+test("the header shows the row's model, workspace, pin and archive when the row is newer than the session", () => {
+  const session = { session_id: "a", title: "A", model: "old", model_provider: "p1", workspace: "/w1", messages_total: 3, [READ_AT]: 10 };
+  const newer = { ...row("a", "A", 11), model: "new", model_provider: "p2", workspace: "/w2", pinned: true, archived: true, message_count: 9 };
+  assert.deepEqual(followRow(session, newer), {
+    ...session,
+    model: "new",
+    model_provider: "p2",
+    workspace: "/w2",
+    pinned: true,
+    archived: true,
+  });
+});
+
+test("an older or equally new row leaves the session's header as it is", () => {
+  const session = { session_id: "a", title: "Mine", model: "picked", [READ_AT]: 11 };
+  assert.equal(followRow(session, { ...row("a", "Theirs", 10), model: "stale" }), session);
+  assert.equal(followRow(session, { ...row("a", "Theirs", 11), model: "stale" }), session);
+});
+
+test("a row that agrees with the session changes nothing, and no row or session is no change", () => {
+  const session = { session_id: "a", title: "A", model: "m", [READ_AT]: 1 };
+  assert.equal(followRow(session, { ...row("a", "A", 5), model: "m" }), session);
+  assert.equal(followRow(session, undefined), session);
+  assert.equal(followRow(null, row("a", "A", 5)), null);
+});
+
+test("a field the row does not carry is not cleared in the header", () => {
+  const session = { session_id: "a", title: "A", model: "m", model_provider: "p", [READ_AT]: 1 };
+  assert.deepEqual(followRow(session, { ...row("a", "A", 5), model: "n" }), { ...session, model: "n" });
 });
