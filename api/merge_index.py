@@ -307,15 +307,18 @@ def transcript_texts(
         known = entry.sources
         if known is None or entry.tokenize is not tokenize or entry.max_chars != max_chars:
             continue
-        if len(known) <= len(sources) and sources[: len(known)] == known:
-            if len(known) < len(sources):
-                fresh = sources[len(known) :]
-                entry.extend(make(fresh))
-                entry.sources = known + fresh if _decisive(fresh) else None
+        if len(known) == len(sources):  # compared whole: no copy of either
+            if sources != known:
+                continue
+        elif len(known) < len(sources) and sources[: len(known)] == known:
+            fresh = sources[len(known) :]
+            entry.extend(make(fresh))
+            entry.sources = known + fresh if _decisive(fresh) else None
         elif not (len(known) > len(sources) and known[: len(sources)] == sources):
             continue
-        del _RECENT_TRANSCRIPTS[k]
-        _RECENT_TRANSCRIPTS.insert(0, entry)
+        if k:
+            del _RECENT_TRANSCRIPTS[k]
+            _RECENT_TRANSCRIPTS.insert(0, entry)
         return entry
     entry = TranscriptTexts(make(sources), tokenize, max_chars)
     entry.sources = list(sources) if _decisive(sources) else None

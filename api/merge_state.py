@@ -20,6 +20,16 @@ FUZZY_MAX_KEYS = 1000
 FUZZY_MAX_CHARS = 200_000
 
 
+def fuzzy_settled(replayed: int, texts: TranscriptTexts | None) -> bool | None:
+    """Whether fuzzy likeness is allowed, when the number of transcript rows the replay walks or their texts
+    (``texts``, the index of exactly those rows) settle it; ``None`` when the keys must be counted."""
+    if replayed <= FUZZY_MAX_KEYS:
+        return True
+    if texts is not None and len(texts.texts) == replayed and len(texts.norm_set) > FUZZY_MAX_KEYS:
+        return False  # distinct texts never exceed distinct visible keys
+    return None
+
+
 class MergeState:
     """One run of the append-only merge, without its rules. Rows are named by handles: transcript rows
     ``0..transcript_len-1``, then the state rows (``facts`` holds both and each row's keys, computed on
@@ -96,11 +106,12 @@ class MergeState:
     def fuzzy_allowed(self) -> bool:
         """Fuzzy likeness only while the transcript has at most 1000 distinct visible keys."""
         if self._fuzzy_ok is None:
-            texts = None if len(self.replay_order) <= FUZZY_MAX_KEYS else self._transcript_texts()
-            if texts is None:
-                self._fuzzy_ok = True
-            elif len(texts.texts) == len(self.replay_order) and len(texts.norm_set) > FUZZY_MAX_KEYS:
-                self._fuzzy_ok = False  # distinct texts never exceed distinct visible keys
+            replayed = len(self.replay_order)
+            settled = fuzzy_settled(
+                replayed, None if replayed <= FUZZY_MAX_KEYS else self._transcript_texts()
+            )
+            if settled is not None:
+                self._fuzzy_ok = settled
             else:
                 buckets = set(self._by_fingerprint.local_list())
                 buckets.discard(None)
@@ -206,44 +217,6 @@ class MergeState:
                 if self.replay_position(candidate) >= cursor
             ],
         )
-
-    def _unlike_transcript(self, row: dict[str, Any], norm: str, texts: TranscriptTexts | None) -> bool:
-        """No unreplayed transcript row has this state row's visible key (its collapsed text is ``norm``) or is
-        fuzzily like it, so neither the replay nor the visible-duplicate rule can fire. Decided from the
-        transcript's text index ``texts``, without building the row's keys; ``None`` when the replay has
-        consumed the transcript (then no rule can fire: visible duplicates count only unreplayed rows)."""
-        if texts is None:
-            return True
-        rows, replay_order = self.facts.rows, self.replay_order
-        limit = len(replay_order)
-        if norm in texts.norm_set:
-            calls = row.get("tool_calls")
-            if not calls:
-                return False
-            # Equal tool calls have the same first call id: a row whose first id no transcript row with
-            # its text has is unlike.
-            call_id = _first_call_id(calls)
-            if call_id is None:
-                return False
-            for i in texts.positions(norm):
-                if i >= limit:
-                    break
-                if _first_call_id(rows[replay_order[i]].get("tool_calls")) == call_id:
-                    return False
-        if not norm or not self.fuzzy_allowed():
-            return True
-        by_text, by_tokens = texts.fuzzy_hits(norm)
-        if not by_text and not by_tokens:
-            return True
-        role, api = row.get("role"), api_content(row)
-        for positions in (by_text, by_tokens):
-            for i in positions:
-                if i >= limit:
-                    break
-                other = rows[replay_order[i]]
-                if other.get("role") == role and api_content(other) == api:
-                    return False
-        return True
 
     def _copies_a_matched_row(self, handle: int) -> bool:
         """The row has the exact key of a state row already matched against the transcript."""
@@ -358,10 +331,3 @@ class MergeState:
             idx += moved
         out.insert(idx, handle)
         self.registered_state.append(handle)
-
-
-def _first_call_id(calls: Any) -> str | None:
-    """The ``id`` of the first of these tool calls, when it is a string."""
-    first = calls[0] if isinstance(calls, (list, tuple)) and calls else None
-    call_id = first.get("id") if isinstance(first, dict) else None
-    return call_id if isinstance(call_id, str) else None

@@ -130,10 +130,15 @@ class KnownTexts:
 
     def failing(self, texts: list[Any]) -> set[Any]:
         """The distinct texts that fail the test; ``TypeError`` if one is unhashable."""
-        start = 0
-        for passed in self.recent:  # a list known to pass that starts this one: compared at C speed
-            if start < len(passed) <= len(texts) and texts[: len(passed)] == passed:
-                start = len(passed)
+        start, size = 0, len(texts)
+        for k, passed in enumerate(
+            self.recent
+        ):  # a list known to pass that starts this one: compared at C speed
+            length = len(passed)
+            if start < length <= size and (texts == passed if length == size else texts[:length] == passed):
+                if length == size and k == 0:
+                    return set()  # the list asked about last
+                start = length
         rest = texts[start:] if start else texts
         known = self.known
         if all(map(known.__contains__, rest)):  # no set built when every text is known
@@ -413,6 +418,17 @@ def _is_narrow_marker(msg: Any) -> bool:
 
 _PLAIN_TEXTS = KnownTexts(
     lambda content: not (type(content) is str and _opens_with_compaction_wording(content))
+)
+
+
+# Texts whose rows a key reads as they are: strings that open with neither a workspace tag nor the
+# compaction wording. A context of such rows holds no compaction marker.
+PLAIN_UNTAGGED_TEXTS = KnownTexts(
+    lambda content: (
+        type(content) is str
+        and strip_workspace_tag(content) is content
+        and not _opens_with_compaction_wording(content)
+    )
 )
 
 

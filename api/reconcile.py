@@ -21,7 +21,6 @@ from api.context_view import _state_db_anchor_index, state_db_delta_after_contex
 from api.merge_index import _raw_prefix
 from api.merge_state import FUZZY_MAX_CHARS, MergeState
 from api.message_keys import (
-    ROW_ID_ALIASES,
     api_content,
     collapse,
     context_messages_include_compression_marker,
@@ -34,6 +33,7 @@ from api.message_keys import (
     strip_workspace_tag,
 )
 from api.messages import content_as_text, merge_timestamp, parse_timestamp
+from api.plain_tail import context_tail, count_plainly_new
 
 __all__ = [  # the message keys live in api.message_keys and are re-exported here
     "message_merge_key",
@@ -47,11 +47,9 @@ __all__ = [  # the message keys live in api.message_keys and are re-exported her
     "reconciled_view",
 ]
 
-_INF = float("inf")
 _VISIBLE_COLUMNS = frozenset({"tool_calls", "api_content"})
 _IMAGE_PART_TYPES = frozenset({"image_url", "input_image", "image"})
 _SCREENSHOT = "[screenshot]"
-_IDENTITY_KEYS = frozenset({"id", "message_id", *ROW_ID_ALIASES})
 _context_messages_include_compression_marker = context_messages_include_compression_marker
 
 
@@ -116,53 +114,27 @@ class _Merge(MergeState):
 
     def _append_plainly_new(self, start: int) -> int:
         """Append the rows from ``start`` on that no rule but the last can take, without building their keys;
-        the path of the rows a new turn adds. Returns how many it appended. Screenshot mirror aside (the
-        caller checks it for the first row; a later row it might take ends the run), that holds with no
-        watermark, no identity fields, a time newer than every transcript row (so no transcript row shares
-        its exact or merge key), no registered or matched state row with its text or time, and no unreplayed
-        transcript row exactly or fuzzily like it (``_unlike_transcript``)."""
+        the path of the rows a new turn adds (``count_plainly_new``). Returns how many it appended."""
         if self.watermark is not None:
             return 0
-        facts, newest = self.facts, self.newest
-        rows, end = facts.rows, len(facts.rows)
-        # Only appends happen below, so the matched rows and their times stay as they are.
-        matched_times = self._matched_timestamps() if self.matched_state else None
-        texts = self._transcript_texts() if self.cursor < len(self.replay_order) else None
-        registered: dict[Any, list[int]] | None = None  # texts of the rows registered before this run
-        added: set[str] = set()  # and of the rows it appends
-        norms = collapse.cache
-        handle = start
-        while handle < end:
-            row = rows[handle]
-            if type(row) is not dict or not row.keys().isdisjoint(_IDENTITY_KEYS):
-                break
-            content = row.get("content")
-            if handle > start and type(content) is list and row.get("role") == "user":
-                break
-            ts = row.get("timestamp")
-            if type(ts) is not float or not -_INF < ts < _INF:
-                ts = parse_timestamp(ts)
-            if ts is None or (newest is not None and ts <= newest):
-                break
-            if matched_times is not None and ts in matched_times:
-                break
-            raw = content if type(content) is str else content_as_text(content)
-            if added or self.registered_state:
-                if registered is None:
-                    registered = self._by_text.synced(with_local=False)
-                if raw in registered or raw in added:
-                    break
-            text = strip_workspace_tag(raw) if row.get("role") == "user" else raw
-            norm = norms.get(text)
-            if not self._unlike_transcript(row, collapse(text) if norm is None else norm, texts):
-                break
-            added.add(raw)
-            handle += 1
-        if handle > start:
-            taken = range(start, handle)
+        count = count_plainly_new(
+            self.facts.rows,
+            start,
+            newest=self.newest,
+            texts=self._transcript_texts() if self.cursor < len(self.replay_order) else None,
+            transcript=self.facts.rows,
+            replay_order=self.replay_order,
+            fuzzy_allowed=self.fuzzy_allowed,
+            # Only appends happen in the run, so the matched rows and their times stay as they are.
+            matched_times=self._matched_timestamps() if self.matched_state else (),
+            registered=lambda: self._by_text.synced(with_local=False),
+            registered_first=bool(self.registered_state),
+        )
+        if count:
+            taken = range(start, start + count)
             (self.appended if self.out is None else self.out).extend(taken)
             self.registered_state.extend(taken)
-        return handle - start
+        return count
 
     # -- the rules --------------------------------------------------------------------------------
 
@@ -415,10 +387,15 @@ def reconciled_view(
     from_context = bool(prefer_context and context)
     local = context if from_context else messages
     state = list(state_messages or [])
+    watermark = getattr(session, "truncation_watermark", None)
     if from_context:
         claimed_cli = bool(getattr(session, "is_cli_session", False)) and not getattr(
             session, "read_only", False
         )
+        if not claimed_cli and parse_timestamp(watermark) is None:
+            tail = context_tail(local, state)  # the usual case: state.db holds the context and a new turn
+            if tail is not None:
+                return list(local) if _ends_in_interrupted_turn(local) else local + tail
         if (
             claimed_cli
             and len(messages) > len(context)
@@ -438,6 +415,6 @@ def reconciled_view(
     return merge_session_messages_append_only(
         local,
         state,
-        truncation_watermark=getattr(session, "truncation_watermark", None),
+        truncation_watermark=watermark,
         truncation_boundary=getattr(session, "truncation_boundary", None),
     )

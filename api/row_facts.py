@@ -43,6 +43,8 @@ def newest_time(values: list[Any]) -> float | None:
     """
     for k, (known, best) in enumerate(_RECENT_TIMES):
         if len(known) <= len(values) and all(map(is_, known, values)):
+            if k == 0 and len(known) == len(values):
+                return best  # the list asked about last
             newer = _newest(values[len(known) :])
             if newer is not None and (best is None or newer > best):
                 best = newer
@@ -67,6 +69,24 @@ def _newest(values: list[Any]) -> float | None:
     if best is not None and not math.isfinite(best):  # an inf or nan decided max(): filter (rare)
         best = max((v for v in times if math.isfinite(v)), default=None)
     return best
+
+
+def same_raw_content(state_row: dict[str, Any], local_row: dict[str, Any]) -> bool:
+    """The raw fields show the content keys of a state row and a local row equal: the same text, as is on
+    both sides (no workspace tag to drop), role, tool call id and tool name, and no ``api_content``.
+    ``False`` may be unsure."""
+    a, b = state_row, local_row
+    ca = a.get("content")
+    return (
+        type(ca) is str
+        and ca == b.get("content")
+        and a.get("role") == b.get("role")
+        and (a.get("tool_call_id") or "") == (b.get("tool_call_id") or "")
+        and (a.get("tool_name") or a.get("name") or "") == (b.get("tool_name") or b.get("name") or "")
+        and not a.get("api_content")
+        and not b.get("api_content")
+        and (a.get("role") != "user" or strip_workspace_tag(ca) is ca)
+    )
 
 
 class Rows:
@@ -179,17 +199,7 @@ class Rows:
         """Content keys of state row ``hs`` and local row ``hl`` are equal (raw fields first)."""
         a, b = self.rows[state_handle], self.rows[local_handle]
         if type(a) is dict and type(b) is dict:
-            ca = a.get("content")
-            if (
-                type(ca) is str
-                and ca == b.get("content")
-                and a.get("role") == b.get("role")
-                and (a.get("tool_call_id") or "") == (b.get("tool_call_id") or "")
-                and (a.get("tool_name") or a.get("name") or "") == (b.get("tool_name") or b.get("name") or "")
-                and not a.get("api_content")
-                and not b.get("api_content")
-                and (a.get("role") != "user" or strip_workspace_tag(ca) is ca)
-            ):
+            if same_raw_content(a, b):
                 return True
             if self.fingerprint(state_handle) != self.fingerprint(local_handle):
                 return False
