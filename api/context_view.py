@@ -1,7 +1,7 @@
 """Where a model context sits in state.db (docs/reconciliation.md, "The context delta"): pure, no I/O.
 
 ``state_db_delta_after_context`` finds the state rows newer than a context that state.db may mirror;
-``_state_db_anchor_index`` finds the state row a compaction anchor key names. ``api.reconcile``
+``state_db_anchor_index`` finds the state row a compaction anchor key names. ``api.reconcile``
 combines them with the append-only merge into the reconciled view and re-exports the public name.
 """
 
@@ -12,7 +12,7 @@ from itertools import compress, repeat
 from operator import eq
 from typing import Any
 
-from api.merge_index import _raw_prefix
+from api.merge_index import raw_prefix
 from api.message_keys import (
     UNTAGGED_TEXTS,
     collapse,
@@ -96,7 +96,7 @@ def _run_by_columns(facts: Rows, offset: int, limit: int) -> int:
     context_len = facts.transcript_len
     state = facts.rows[context_len : context_len + limit]
     run = 1
-    found = _raw_prefix(state, facts.rows[offset : offset + limit], _CONTENT_COLUMNS)
+    found = raw_prefix(state, facts.rows[offset : offset + limit], _CONTENT_COLUMNS)
     if found is not None:  # rows the columns prove equal, then row by row from the first doubt
         length, closer, _ = found
         run = next((k for k in sorted(closer) if not facts.same_content(context_len + k, offset + k)), length)
@@ -125,7 +125,7 @@ def _anchor_text(msg: dict[str, Any]) -> str:
     return collapse(text)[:160]
 
 
-def _state_db_anchor_index(state: list[Any], anchor: Any) -> int | None:
+def state_db_anchor_index(state: list[Any], anchor: Any) -> int | None:
     """Index of the last state row matching the compression anchor key (role, text, attachments, ts)."""
     if not isinstance(anchor, dict) or not anchor.get("role"):
         return None

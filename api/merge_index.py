@@ -1,7 +1,7 @@
 """Fast lookups for the append-only merge (``api.reconcile``) and the context delta (``api.context_view``).
 
 The indexes group registered rows (transcript rows plus the state rows a merge has added so far) by
-one fact and load the transcript side only when a lookup could hit it; ``_raw_prefix`` finds the
+one fact and load the transcript side only when a lookup could hit it; ``raw_prefix`` finds the
 leading run where two row lists agree on raw content and role, column-wise at C speed.
 """
 
@@ -109,7 +109,7 @@ class _FingerprintIndex:
         return found + self.state.get(fingerprint, [])
 
 
-def _raw_prefix(
+def raw_prefix(
     state: list[Any], local: list[Any], columns: frozenset[str]
 ) -> tuple[int, set[int], list[Any]] | None:
     """The leading run where state and local rows have equal raw content and role, at C speed.

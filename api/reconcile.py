@@ -17,8 +17,8 @@ from itertools import compress, repeat
 from operator import gt
 from typing import Any
 
-from api.context_view import _state_db_anchor_index, state_db_delta_after_context
-from api.merge_index import _raw_prefix
+from api.context_view import state_db_anchor_index, state_db_delta_after_context
+from api.merge_index import raw_prefix
 from api.merge_state import FUZZY_MAX_CHARS, MergeState
 from api.message_keys import (
     api_content,
@@ -279,7 +279,7 @@ class _Merge(MergeState):
         if type(first) is not dict or first.get("content") != expected.get("content"):
             return 0  # no run to replay: the usual case once the context delta cut the mirrored rows
         state = facts.rows[transcript_len : transcript_len + length]
-        found = _raw_prefix(state, facts.rows[:length], _VISIBLE_COLUMNS)
+        found = raw_prefix(state, facts.rows[:length], _VISIBLE_COLUMNS)
         if found is None:
             return 0
         length, closer, contents = found
@@ -406,7 +406,7 @@ def reconciled_view(
             local = messages
         elif context_messages_include_compression_marker(local):
             anchor = getattr(session, "compression_anchor_message_key", None)
-            idx = _state_db_anchor_index(state, anchor) if anchor else None
+            idx = state_db_anchor_index(state, anchor) if anchor else None
             if idx is None:
                 return list(local)
             state = state[idx + 1 :]
