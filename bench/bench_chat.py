@@ -32,7 +32,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from talaria_testing import fake_llm  # noqa: E402
-from talaria_testing.fake_llm import FakeLLM, Reply, write_hermes_config  # noqa: E402
+from talaria_testing.fake_llm import FakeLLM, Reply, agent_server  # noqa: E402
 from talaria_testing.server_proc import ServerProc  # noqa: E402
 
 STREAMS = 4
@@ -241,8 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     sent: dict[str, float] = {}
     fake = timed_fake(sent).start()
     with tempfile.TemporaryDirectory(prefix="talaria-bench-chat-") as tmp:
-        srv = ServerProc(Path(tmp), env={"TALARIA_AGENT_TOOLSETS": "none"})
-        write_hermes_config(srv.hermes_home, fake.base_url)
+        srv = agent_server(Path(tmp), fake.base_url)
         build_corpus(srv.session_dir, opts.sessions)
         srv.start()
         try:

@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.bench_chat import Reader, pct, reply, timed_fake  # noqa: E402
-from talaria_testing.fake_llm import write_hermes_config  # noqa: E402
+from talaria_testing.fake_llm import agent_server  # noqa: E402
 from talaria_testing.server_proc import ServerProc  # noqa: E402
 from talaria_testing.transcripts import long_transcript  # noqa: E402
 
@@ -67,10 +67,7 @@ OPEN_FLOOR = """async (sid) => {
 
 
 def start_server(root: Path, llm) -> ServerProc:
-    server = ServerProc(root, env={"TALARIA_AGENT_TOOLSETS": "none"})
-    server.hermes_home.mkdir(parents=True, exist_ok=True)
-    write_hermes_config(server.hermes_home, llm.base_url)
-    return server.start()
+    return agent_server(root, llm.base_url).start()
 
 
 def stream_run(page, server: ServerProc, llm, sent: dict, tokens: int, rate: float) -> dict:

@@ -28,16 +28,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.bench_chat import reply, start_turn, timed_fake  # noqa: E402
-from talaria_testing.fake_llm import FakeLLM, Reply, write_hermes_config  # noqa: E402
-from talaria_testing.server_proc import ServerProc  # noqa: E402
+from talaria_testing.fake_llm import FakeLLM, Reply, agent_server  # noqa: E402
 
 
 def seeded_root(tmp: Path, fake: FakeLLM, toolsets: str) -> Path:
     """A state folder with one session that has had a turn (the session the warm-up builds for)."""
     root = tmp / "seed"
-    srv = ServerProc(root, env={"TALARIA_AGENT_TOOLSETS": toolsets})
-    write_hermes_config(srv.hermes_home, fake.base_url)
-    with srv:
+    with agent_server(root, fake.base_url, toolsets=toolsets) as srv:
         sid = srv.post_json("/api/session/new", {})["session"]["session_id"]
         fake.script(Reply(text="seeded"))
         start_turn(srv, sid, "seed").join(120)
@@ -45,9 +42,7 @@ def seeded_root(tmp: Path, fake: FakeLLM, toolsets: str) -> Path:
 
 
 def one_run(root: Path, fake: FakeLLM, sent: dict, warm: bool, opts) -> dict:
-    srv = ServerProc(
-        root, env={"TALARIA_AGENT_TOOLSETS": opts.toolsets, "TALARIA_WARM_UP": "1" if warm else "0"}
-    )
+    srv = agent_server(root, None, toolsets=opts.toolsets, env={"TALARIA_WARM_UP": "1" if warm else "0"})
     srv.start()
     try:
         # The page while the warm-up runs: /health and / right after the start, one after the other.

@@ -20,7 +20,6 @@ import random
 import statistics
 import sys
 import time
-import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from api.message_keys import clear_memos  # noqa: E402
 from api.models import merge_session_messages_append_only, reconciled_state_db_messages_for_session  # noqa: E402
+from talaria_testing.transcripts import session_view  # noqa: E402
 
 T0 = 1_750_000_000.0
 
@@ -143,16 +143,8 @@ def main(argv=None) -> int:
             return _copy(stream[:n]), state_rows(stream[: n + 10])
 
         def setup_ctx(n=n):
-            session = types.SimpleNamespace(
-                session_id=f"bench{n}",
-                messages=_copy(stream[:n]),
-                context_messages=_copy(stream[:n]),
-                truncation_watermark=None,
-                truncation_boundary=None,
-                compression_anchor_message_key=None,
-                is_cli_session=False,
-                read_only=False,
-                profile=None,
+            session = session_view(
+                session_id=f"bench{n}", messages=_copy(stream[:n]), context_messages=_copy(stream[:n])
             )
             return session, state_rows(stream[: n + 10])
 

@@ -28,6 +28,7 @@ import hashlib
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from talaria_testing.fsrecorder import FsRecorder, Op, parent
 
@@ -50,6 +51,16 @@ class CrashState:
         for rel in sorted(self.files):
             h.update(b"F" + rel.encode() + b"\0" + hashlib.sha1(self.files[rel]).digest())
         return h.hexdigest()
+
+
+def materialise(state: CrashState, dest: Path) -> None:
+    """Write the state out as a folder ``dest`` (new), the way the disk would hold it after the crash."""
+    dest.mkdir()
+    for d in sorted(state.dirs, key=lambda d: d.count("/")):
+        if d != ".":
+            (dest / d).mkdir(exist_ok=True)
+    for rel, data in state.files.items():
+        (dest / rel).write_bytes(data)
 
 
 def data_variants(durable: bytes, current: bytes) -> list[bytes]:

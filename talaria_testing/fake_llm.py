@@ -50,6 +50,7 @@ from talaria_testing.fake_llm_server import (  # noqa: F401 (re-exported: import
     message_text,
     split_tokens,
 )
+from talaria_testing.server_proc import ServerProc
 
 # ----------------------------------------------------------------------------------------------
 # Agent configuration for tests
@@ -90,6 +91,24 @@ def hermes_config(
         "memory": {"memory_enabled": False, "user_profile_enabled": False},
     }
     return _deep_merge(config, extra or {})
+
+
+def agent_server(
+    root: str | os.PathLike,
+    base_url: str | None,
+    *,
+    toolsets: str = "none",
+    env: dict | None = None,
+    password: str | None = None,
+    **config,
+) -> ServerProc:
+    """The real server, not started yet, with ``toolsets`` enabled and its agent pointed at the fake at
+    ``base_url`` (``config`` as for ``hermes_config``); with None the home's config is left as it is."""
+    settings = {"TALARIA_AGENT_TOOLSETS": toolsets, **(env or {})}
+    server = ServerProc(Path(root), env=settings, password=password)
+    if base_url is not None:
+        write_hermes_config(server.hermes_home, base_url, **config)
+    return server
 
 
 def refused_base_url() -> str:

@@ -14,7 +14,7 @@ import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -222,6 +222,15 @@ class FakeLLM:
             self._summaries.clear()
             self._log.clear()
         self.release()
+
+    @contextlib.contextmanager
+    def fresh(self) -> Iterator[FakeLLM]:
+        """The fake for one test: emptied before it, and whatever it left hanging released after it."""
+        self.reset()
+        try:
+            yield self
+        finally:
+            self.release()
 
     def pending(self) -> int:
         with self._lock:

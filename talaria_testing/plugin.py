@@ -1,4 +1,5 @@
-"""Pytest plugin: isolates HERMES_HOME and the state dir, then configures ``api.config`` with them.
+"""Pytest plugin: isolates HERMES_HOME and the state dir, then configures ``api.config`` with them; fails a
+test whose processes outlive it, and gives the shared fixtures (a state dir, the fake LLM).
 
 Loaded by ``tests/conftest.py``; a test outside the repository (the founding acceptance test, run in
 place) loads it with ``-p talaria_testing.plugin``. It is repository-only: installing Talaria never
@@ -120,6 +121,22 @@ def cleanup_test_sessions():
                     path.unlink()
                 except OSError:
                     pass
+
+
+@pytest.fixture(scope="module")
+def llm():
+    """The fake LLM shared by a test module (the browser tests share one per run)."""
+    from talaria_testing.fake_llm import FakeLLM
+
+    with FakeLLM() as server:
+        yield server
+
+
+@pytest.fixture
+def fake(llm):
+    """The module's fake LLM, emptied for this test and released after it."""
+    with llm.fresh():
+        yield llm
 
 
 @pytest.fixture

@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from talaria_testing.fsrecorder import FsRecorder
+
 SID = "dur1"
 OTHER = "dur2"
 BASE_TS = 1_700_000_000.0
@@ -401,6 +403,17 @@ def build_template(scenario: Scenario, root: Path, n: int) -> dict:
     with bound(root) as sessions:
         info = scenario.build(sessions, n)
     return info
+
+
+def record(scenario: Scenario, template: Path, root: Path, info: dict) -> tuple[FsRecorder, dict[str, bytes]]:
+    """Run the scenario's operation on a copy of ``template`` in ``root`` under the file-system recorder:
+    the recording and the files the operation left."""
+    copy_state(template, root)
+    with bound(root) as sessions:
+        with FsRecorder(root) as rec:
+            scenario.run(sessions, info)
+        final = files_under(root)
+    return rec, final
 
 
 def run_in_process(scenario: Scenario, root: Path, info: dict) -> None:

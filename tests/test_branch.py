@@ -8,20 +8,13 @@ from api import branch, session_catalogue, session_views
 from api.errors import BadRequest, Conflict, NotFound
 from api.models import SESSIONS, Session
 from talaria_testing import scripted_turns
-
-
-def _msg(role, content, ts, **extra):
-    return {"role": role, "content": content, "timestamp": ts, **extra}
+from talaria_testing.transcripts import conversation, message_row
 
 
 @pytest.fixture
 def parent(state_dir):
-    msgs = [
-        _msg("user", "u1", 1.0),
-        _msg("assistant", "a1", 2.0),
-        _msg("user", "u2", 3.0),
-        _msg("assistant", "a2", 4.0, _partial=True),
-    ]
+    msgs = conversation("u1", "a1", "u2", "a2")
+    msgs[-1]["_partial"] = True
     s = Session(session_id="parent", messages=msgs, context_messages=msgs[:1], title="Trip plans", model="m1")
     s.save()
     return s
@@ -67,7 +60,7 @@ def test_a_streaming_session_cannot_branch(parent):
 
 
 def test_a_long_title_stays_within_the_limit(state_dir):
-    Session(session_id="long", messages=[_msg("user", "x", 1.0)], title="t" * 200).save()
+    Session(session_id="long", messages=[message_row("user", "x", 1.0)], title="t" * 200).save()
     title = branch.branch_session("long", 1)["title"]
     assert len(title) <= session_catalogue.TITLE_MAX and title.endswith("(branch)")
 

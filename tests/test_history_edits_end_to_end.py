@@ -14,18 +14,12 @@ from api import compression, session_index, session_ops, state_db
 from api.models import Session, merge_session_messages_append_only, reconciled_state_db_messages_for_session
 from api.session_recovery import recover_all_sessions_on_startup
 from talaria_testing.scripted_compressor import install_scripted_compressor
+from talaria_testing.transcripts import conversation, message_row
 
 SID = "e2e_edit"
 
 
-def _msg(role, content, ts):
-    return {"role": role, "content": content, "timestamp": ts}
-
-
-ORIGINAL = [
-    _msg("user", "u1", 1.0), _msg("assistant", "a1", 2.0), _msg("user", "u2", 3.0),
-    _msg("assistant", "a2", 4.0), _msg("user", "u3", 5.0), _msg("assistant", "a3", 6.0),
-]  # fmt: skip
+ORIGINAL = conversation("u1", "a1", "u2", "a2", "u3", "a3")
 
 
 @pytest.fixture
@@ -47,7 +41,7 @@ def _state_rows(db_path):
 def _new_turn(db, text):
     """What a completed chat turn leaves: both rows in the session file and in the agent's state.db."""
     now = time.time()
-    user, answer = _msg("user", text, now), _msg("assistant", f"re: {text}", now + 0.5)
+    user, answer = message_row("user", text, now), message_row("assistant", f"re: {text}", now + 0.5)
     session = models.get_session(SID)
     session.messages.extend([dict(user), dict(answer)])
     if session.context_messages:

@@ -11,14 +11,11 @@ from hypothesis import strategies as st
 import api.models as models
 from api.models import Session, get_session
 from talaria_testing import foreign_writer
-
-
-def _msg(role, content, ts):
-    return {"role": role, "content": content, "timestamp": ts}
+from talaria_testing.transcripts import conversation, message_row
 
 
 def _session(sid="s1", n=4, **kw):
-    msgs = [_msg("user" if i % 2 == 0 else "assistant", f"m{i}", float(i + 1)) for i in range(n)]
+    msgs = conversation(*(f"m{i}" for i in range(n)))
     return Session(session_id=sid, title="T", workspace="/tmp", model="m", messages=msgs, **kw)
 
 
@@ -49,7 +46,7 @@ def test_zero_watermark_is_kept_as_the_truncate_to_empty_sentinel(state_dir):
 
 
 def test_file_layout_puts_metadata_before_messages_and_context_last(state_dir):
-    s = _session(context_messages=[_msg("user", "m0", 1.0)])
+    s = _session(context_messages=[message_row("user", "m0", 1.0)])
     s.save()
     keys = list(json.loads(s.path.read_text()).keys())
     assert keys[0] == "session_id"
@@ -59,7 +56,9 @@ def test_file_layout_puts_metadata_before_messages_and_context_last(state_dir):
 
 
 def test_save_then_load_keeps_unknown_keys(state_dir):
-    s = Session(session_id="u1", messages=[_msg("user", "hi", 1.0)], last_usage={"a": 1}, future_field=[1, 2])
+    s = Session(
+        session_id="u1", messages=[message_row("user", "hi", 1.0)], last_usage={"a": 1}, future_field=[1, 2]
+    )
     s.save()
     raw = json.loads(s.path.read_text())
     raw["from_the_future"] = {"x": "y"}
@@ -172,7 +171,7 @@ def test_growing_save_leaves_the_backup_alone(state_dir):
     s.messages = s.messages[:2]
     s.save()
     bak = s.backup_path.read_bytes()
-    s.messages.append(_msg("user", "new", 9.0))
+    s.messages.append(message_row("user", "new", 9.0))
     s.save()
     assert s.backup_path.read_bytes() == bak
 
@@ -182,7 +181,7 @@ def test_a_stale_object_never_overwrites_a_newer_file(state_dir):
     s = _session(n=4)
     s.save()
     other = Session.load("s1")
-    other.messages.append(_msg("user", "x", 10.0))
+    other.messages.append(message_row("user", "x", 10.0))
     other.save()
     s.pinned = True
     s.save()
@@ -225,7 +224,7 @@ def test_corrupt_existing_file_is_kept_before_it_is_overwritten(state_dir):
 def test_adjacent_duplicate_partials_collapse_on_load_with_a_backup(state_dir):
     partial = {"role": "assistant", "content": "", "_partial": True}
     s = Session(
-        session_id="p1", messages=[_msg("user", "q", 1.0), dict(partial), dict(partial), dict(partial)]
+        session_id="p1", messages=[message_row("user", "q", 1.0), dict(partial), dict(partial), dict(partial)]
     )
     s.save()
     loaded = Session.load("p1")
@@ -238,7 +237,9 @@ def test_a_session_needing_a_collapse_still_loads_from_a_read_only_disk(tmp_path
 
     with failed_saves.tmpfs_sessions(tmp_path) as (mnt, _sessions):
         partial = {"role": "assistant", "content": "", "_partial": True}
-        Session(session_id="p1", messages=[_msg("user", "q", 1.0), dict(partial), dict(partial)]).save()
+        Session(
+            session_id="p1", messages=[message_row("user", "q", 1.0), dict(partial), dict(partial)]
+        ).save()
         before = (mnt / "sessions" / "p1.json").read_bytes()
         with failed_saves.READ_ONLY(mnt):
             loaded = Session.load("p1")
@@ -251,7 +252,7 @@ def test_get_session_caches_and_reloads_when_the_file_changes(state_dir):
     first = get_session("s1")
     assert get_session("s1") is first
     other = Session.load("s1")
-    other.messages.append(_msg("user", "later", 5.0))
+    other.messages.append(message_row("user", "later", 5.0))
     other.save()
     assert len(get_session("s1").messages) == 3
 
@@ -264,7 +265,7 @@ def test_get_session_missing_raises_key_error(state_dir):
 def test_compact_counts_the_messages_it_holds(state_dir):
     s = _session(n=3)
     s.save()
-    s.messages.append(_msg("user", "x", 9.0))
+    s.messages.append(message_row("user", "x", 9.0))
     s.save()
     row = models.all_sessions()[0]
     assert row["message_count"] == 4
@@ -320,7 +321,7 @@ def test_another_programs_rename_and_pin_survive_our_appended_turn(state_dir):
     s = _session(n=4)
     s.save()
     foreign_writer.run(s.path, "--title", "Theirs", "--pin")
-    s.messages.append(_msg("user", "ours", 9.0))
+    s.messages.append(message_row("user", "ours", 9.0))
     s.save()
     doc = json.loads(s.path.read_text())
     assert (doc["title"], doc["pinned"], doc["manual_title"]) == ("Theirs", True, True)
@@ -332,7 +333,7 @@ def test_a_rename_elsewhere_beats_the_automatic_title_a_turn_gives(state_dir):
     s.title = "Untitled"
     s.save()
     foreign_writer.run(s.path, "--title", "Theirs")
-    s.messages.append(_msg("user", "hello there", 1.0))
+    s.messages.append(message_row("user", "hello there", 1.0))
     s.title = "hello there"  # the first turn titles an untitled session
     s.save()
     loaded = Session.load("s1")
@@ -343,7 +344,7 @@ def test_turns_appended_by_both_programs_are_all_kept(state_dir):
     s = _session(n=2)
     s.save()
     foreign_writer.run(s.path, "--append-user", "theirs")
-    s.messages.append(_msg("user", "ours", 9.0))
+    s.messages.append(message_row("user", "ours", 9.0))
     s.save()
     assert [m["content"] for m in Session.load("s1").messages] == ["m0", "m1", "theirs", "ours"]
 
@@ -356,7 +357,7 @@ def test_a_conflicting_change_is_a_409_and_memory_becomes_the_newer_file(state_d
     models.cache_session(s)
     foreign_writer.run(s.path, "--keep", "2")
     newer = s.path.read_bytes()
-    s.messages.append(_msg("user", "ours", 9.0))
+    s.messages.append(message_row("user", "ours", 9.0))
     with pytest.raises(Conflict) as caught:
         s.save()
     assert caught.value.status == 409 and "another program" in caught.value.message
@@ -399,15 +400,10 @@ def _stream_until_done(srv, stream_id: str) -> list[str]:
 
 @pytest.mark.integration
 def test_a_rename_by_another_program_during_a_turn_keeps_the_rename_and_the_whole_turn(tmp_path):
-    from talaria_testing.fake_llm import FakeLLM, Reply, write_hermes_config
-    from talaria_testing.server_proc import ServerProc
+    from talaria_testing.fake_llm import FakeLLM, Reply, agent_server
 
     with FakeLLM() as llm:
-        srv = ServerProc(
-            tmp_path, env={"TALARIA_AGENT_TOOLSETS": "none", "TALARIA_CHECKPOINT_INTERVAL": "0.2"}
-        )
-        write_hermes_config(srv.hermes_home, llm.base_url)
-        with srv:
+        with agent_server(tmp_path, llm.base_url, env={"TALARIA_CHECKPOINT_INTERVAL": "0.2"}) as srv:
             sid = srv.post_json("/api/session/new", {})["session"]["session_id"]
             path = srv.session_dir / f"{sid}.json"
             llm.script(Reply(text="alpha beta gamma delta", hang_after=2), Reply(text="second answer"))

@@ -7,13 +7,7 @@ import pytest
 from api import config, provider_errors
 from api.endpoint_probe import ProbeResult
 from api.provider_errors import Endpoint
-from talaria_testing.fake_llm import FakeLLM, refused_base_url
-
-
-@pytest.fixture(scope="module")
-def llm():
-    with FakeLLM() as server:
-        yield server
+from talaria_testing.fake_llm import refused_base_url
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import types
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,6 +9,7 @@ from hypothesis import strategies as st
 import api.models
 from api.models import reconciled_state_db_messages_for_session
 from api.reconcile import merge_session_messages_append_only
+from talaria_testing.transcripts import session_view
 
 CALL_A = [
     {"id": "call_a", "type": "function", "function": {"name": "terminal", "arguments": '{"command": "ls"}'}}
@@ -50,22 +49,6 @@ U1, A1, U2, A2 = (
     u("second question", 3.0),
     a("second answer", 4.0),
 )
-
-
-def session(**fields):
-    base = dict(
-        session_id="s1",
-        messages=[],
-        context_messages=[],
-        truncation_watermark=None,
-        truncation_boundary=None,
-        compression_anchor_message_key=None,
-        is_cli_session=False,
-        read_only=False,
-        profile=None,
-    )
-    base.update(fields)
-    return types.SimpleNamespace(**base)
 
 
 # ----------------------------------------------------------------------------- worked examples
@@ -456,18 +439,18 @@ def test_reconciled_of_no_session_is_empty():
 
 
 def test_reconciled_display_merges_messages_with_state():
-    s = session(messages=[U1, A1], context_messages=[A1])
+    s = session_view(messages=[U1, A1], context_messages=[A1])
     assert reconciled_state_db_messages_for_session(s, state_messages=[U1, A1, U2]) == [U1, A1, U2]
 
 
 def test_reconciled_context_merges_only_rows_after_the_mirrored_context():
-    s = session(messages=[U1, A1, U2], context_messages=[U1, A1])
+    s = session_view(messages=[U1, A1, U2], context_messages=[U1, A1])
     out = reconciled_state_db_messages_for_session(s, prefer_context=True, state_messages=[U1, A1, U2, A2])
     assert out == [U1, A1, U2, A2]
 
 
 def test_reconciled_context_falls_back_to_messages_when_the_context_is_empty():
-    s = session(messages=[U1, A1], context_messages=[])
+    s = session_view(messages=[U1, A1], context_messages=[])
     assert reconciled_state_db_messages_for_session(s, prefer_context=True, state_messages=[U1, A1]) == [
         U1,
         A1,
@@ -482,7 +465,7 @@ def test_reconciled_reads_state_db_through_api_models_at_call_time(monkeypatch):
         return [U1, A1, U2]
 
     monkeypatch.setattr(api.models, "get_state_db_session_messages", fake)
-    out = reconciled_state_db_messages_for_session(session(session_id="abc", messages=[U1]))
+    out = reconciled_state_db_messages_for_session(session_view(session_id="abc", messages=[U1]))
     assert calls == [(("abc",), {})]
     assert out == [U1, A1, U2]
 
@@ -491,7 +474,7 @@ def test_reconciled_seed_scenario_returns_the_compressed_context():
     now = 1_800_000_000.0
     context = [u("one", now), a("four", now + 1e-6)]
     messages = [u("one", 1.0), a("two", 2.0), u("three", 3.0), a("four", 4.0)]
-    s = session(
+    s = session_view(
         messages=messages,
         context_messages=context,
         truncation_watermark=now + 1e-6,
@@ -505,7 +488,7 @@ MARKER = a("[CONTEXT COMPACTION — REFERENCE ONLY] Earlier turns were compacted
 
 
 def test_reconciled_compacted_context_without_anchor_is_returned_as_is():
-    s = session(messages=[U1, A1, U2, A2], context_messages=[MARKER, A2])
+    s = session_view(messages=[U1, A1, U2, A2], context_messages=[MARKER, A2])
     out = reconciled_state_db_messages_for_session(
         s, prefer_context=True, state_messages=[U1, A1, U2, A2, a("x", 99.0)]
     )
@@ -514,7 +497,7 @@ def test_reconciled_compacted_context_without_anchor_is_returned_as_is():
 
 def test_reconciled_compacted_context_merges_rows_after_the_anchor():
     anchor = {"role": "assistant", "ts": 4.0, "text": "second answer", "attachments": 0}
-    s = session(
+    s = session_view(
         messages=[U1, A1, U2, A2], context_messages=[MARKER, A2], compression_anchor_message_key=anchor
     )
     new = [u("after", 60.0), a("after answer", 61.0)]
@@ -526,7 +509,7 @@ def test_reconciled_compacted_context_merges_rows_after_the_anchor():
 
 def test_reconciled_compacted_context_with_an_anchor_missing_from_state_is_returned_as_is():
     anchor = {"role": "assistant", "ts": 77.0, "text": "gone", "attachments": 0}
-    s = session(messages=[U1], context_messages=[MARKER, A2], compression_anchor_message_key=anchor)
+    s = session_view(messages=[U1], context_messages=[MARKER, A2], compression_anchor_message_key=anchor)
     out = reconciled_state_db_messages_for_session(
         s, prefer_context=True, state_messages=[U1, A1, u("x", 80.0)]
     )
@@ -535,7 +518,7 @@ def test_reconciled_compacted_context_with_an_anchor_missing_from_state_is_retur
 
 def test_reconciled_anchor_timestamp_may_be_iso_8601():
     anchor = {"role": "assistant", "ts": "1970-01-01T00:00:04Z", "text": "second answer", "attachments": 0}
-    s = session(
+    s = session_view(
         messages=[U1, A1, U2, A2], context_messages=[MARKER, A2], compression_anchor_message_key=anchor
     )
     new = u("after", 60.0)
@@ -546,13 +529,13 @@ def test_reconciled_anchor_timestamp_may_be_iso_8601():
 
 
 def test_reconciled_claimed_cli_session_uses_its_longer_messages():
-    s = session(messages=[U1, A1, U2], context_messages=[U1, A1], is_cli_session=True)
+    s = session_view(messages=[U1, A1, U2], context_messages=[U1, A1], is_cli_session=True)
     out = reconciled_state_db_messages_for_session(s, prefer_context=True, state_messages=[U1, A1, U2, A2])
     assert out == [U1, A1, U2, A2]
 
 
 def test_reconciled_read_only_cli_session_keeps_its_context():
-    s = session(messages=[U1, A1, U2], context_messages=[U1, A1], is_cli_session=True, read_only=True)
+    s = session_view(messages=[U1, A1, U2], context_messages=[U1, A1], is_cli_session=True, read_only=True)
     out = reconciled_state_db_messages_for_session(s, prefer_context=True, state_messages=[U1, A1])
     assert out == [U1, A1]
 
@@ -681,7 +664,7 @@ def test_property_a_transcript_asked_about_again_is_answered_as_the_first_time(c
 
     side, state, w, b = case
     rows = [dict(m) for m in side]
-    sess = session(messages=rows, context_messages=rows, truncation_watermark=w, truncation_boundary=b)
+    sess = session_view(messages=rows, context_messages=rows, truncation_watermark=w, truncation_boundary=b)
     reconciled_state_db_messages_for_session(sess, prefer_context=prefer_context, state_messages=state)
     for edit, at in edits:  # the next turn: rows changed in place, or more rows
         row = rows[at % len(rows)] if rows else None
@@ -702,7 +685,7 @@ def test_property_a_transcript_asked_about_again_is_answered_as_the_first_time(c
             row["content"] = "[Workspace::v1: /w] " + row["content"]
         elif edit == "marker":
             row["content"] = "[CONTEXT COMPACTION] Earlier turns were compacted."
-    first = session(
+    first = session_view(
         messages=[dict(m) for m in rows],
         context_messages=[dict(m) for m in rows],
         truncation_watermark=w,

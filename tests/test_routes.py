@@ -86,6 +86,14 @@ def test_wrong_method_is_405_with_allow(no_auth):
 # ---------------------------------------------------------------------- manual compress validation
 
 
+def compress_with(monkeypatch, manual_compress, body: dict) -> FakeHandler:
+    """The compress route's answer to ``body`` when ``api.compression.manual_compress`` is the given one."""
+    monkeypatch.setattr(compression, "manual_compress", manual_compress)
+    handler = FakeHandler()
+    routes._handle_session_compress(handler, body)
+    return handler
+
+
 @pytest.mark.parametrize(("body", "message"), [
     ({}, "Missing required field(s): session_id"),
     ({"session_id": ""}, "Missing required field(s): session_id"),
@@ -95,9 +103,7 @@ def test_wrong_method_is_405_with_allow(no_auth):
     ({"session_id": 7}, "Invalid session_id"),
 ])  # fmt: skip
 def test_compress_validates_session_id_first(body, message, monkeypatch):
-    monkeypatch.setattr(compression, "manual_compress", lambda *a: pytest.fail("must not be called"))
-    handler = FakeHandler()
-    routes._handle_session_compress(handler, body)
+    handler = compress_with(monkeypatch, lambda *a: pytest.fail("must not be called"), body)
     assert (handler.status, handler.payload()) == (400, {"error": message})
 
 
@@ -108,30 +114,27 @@ def test_compress_passes_the_result_and_the_topic_through(monkeypatch):
         calls.append((sid, focus))
         return {"ok": True, "session": {"session_id": sid}, "summary": {}, "focus_topic": focus}
 
-    monkeypatch.setattr(compression, "manual_compress", fake)
-    handler = FakeHandler()
-    routes._handle_session_compress(handler, {"session_id": " abc ", "topic": "  " + "f" * 600})
+    handler = compress_with(monkeypatch, fake, {"session_id": " abc ", "topic": "  " + "f" * 600})
     assert handler.status == 200 and handler.payload()["ok"] is True
     assert calls == [("abc", "  " + "f" * 600)]  # api.compression strips and cuts it
 
 
-def test_compress_api_errors_keep_their_status(monkeypatch):
-    def fake(sid, focus):
-        raise Conflict("Session is still streaming; wait for the current turn to finish.")
+def failing(exc: Exception):
+    def manual_compress(sid, focus):
+        raise exc
 
-    monkeypatch.setattr(compression, "manual_compress", fake)
-    handler = FakeHandler()
-    routes._handle_session_compress(handler, {"session_id": "abc"})
-    assert handler.status == 409
+    return manual_compress
+
+
+def test_compress_api_errors_keep_their_status(monkeypatch):
+    conflict = Conflict("Session is still streaming; wait for the current turn to finish.")
+    assert compress_with(monkeypatch, failing(conflict), {"session_id": "abc"}).status == 409
 
 
 def test_compress_other_failures_are_400_with_paths_scrubbed(monkeypatch):
-    def fake(sid, focus):
-        raise OSError("cannot read /home/alice/.hermes/config.yaml")
-
-    monkeypatch.setattr(compression, "manual_compress", fake)
-    handler = FakeHandler()
-    routes._handle_session_compress(handler, {"session_id": "abc"})
+    handler = compress_with(
+        monkeypatch, failing(OSError("cannot read /home/alice/.hermes/config.yaml")), {"session_id": "abc"}
+    )
     assert handler.status == 400
     assert handler.payload() == {"error": "Compression failed: cannot read <path>"}
 

@@ -12,7 +12,8 @@ from api import config, models, session_catalogue, session_views, tombstones
 from api.errors import BadRequest, Conflict, NotFound
 from api.models import Session
 from talaria_testing import failed_saves, scripted_turns
-from talaria_testing.sessions import message, saved_session
+from talaria_testing.sessions import saved_session
+from talaria_testing.transcripts import message_row
 
 # ---------------------------------------------------------------------- create and edit
 
@@ -139,7 +140,7 @@ def test_restore_rejects_malformed_tokens(state_dir, token):
 def test_restore_refuses_to_overwrite_a_session_that_came_back(state_dir):
     session = saved_session(n=1)
     token = session_catalogue.delete_session(session.session_id)["undo_token"]
-    Session(session_id=session.session_id, title="new", messages=[message("user", "x", 5.0)]).save()
+    Session(session_id=session.session_id, title="new", messages=[message_row("user", "x", 5.0)]).save()
     with pytest.raises(Conflict):
         session_catalogue.restore_deleted(token)
 
@@ -179,7 +180,10 @@ def test_search_matches_titles_case_insensitively(state_dir):
 def test_content_search_finds_messages_with_index_and_snippet(state_dir):
     session = Session(
         title="misc",
-        messages=[message("user", "hello", 1.0), message("assistant", "The Quick brown fox jumps", 2.0)],
+        messages=[
+            message_row("user", "hello", 1.0),
+            message_row("assistant", "The Quick brown fox jumps", 2.0),
+        ],
     )
     session.save()
     assert session_catalogue.search_sessions("quick brown")["sessions"] == []
@@ -192,7 +196,7 @@ def test_content_search_finds_messages_with_index_and_snippet(state_dir):
 
 
 def test_content_search_handles_queries_json_escapes(state_dir):
-    Session(title="q", messages=[message("user", 'she said "hi"\nthen left', 1.0)]).save()
+    Session(title="q", messages=[message_row("user", 'she said "hi"\nthen left', 1.0)]).save()
     with models.LOCK:
         models.SESSIONS.clear()
     rows = session_catalogue.search_sessions('said "hi"', content=True)["sessions"]

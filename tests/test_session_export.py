@@ -12,6 +12,7 @@ from api.errors import BadRequest, NotFound, PayloadTooLarge
 from api.models import Session
 from api.session_export import export_session, import_session, to_markdown
 from talaria_testing import failed_saves
+from talaria_testing.transcripts import message_row
 
 
 def _session() -> Session:
@@ -105,10 +106,6 @@ def test_export_rejects_unknown_formats_and_missing_sessions(state_dir):
         export_session("nosuchsession", "json")
 
 
-def _msg(role: str, content, ts: float) -> dict:
-    return {"role": role, "content": content, "timestamp": ts}
-
-
 # ---------------------------------------------------------------------- import
 
 
@@ -122,8 +119,8 @@ def test_import_gets_a_new_id_and_the_default_workspace(state_dir, tmp_path):
         "active_stream_id": "s1",
         "pending_user_message": "half",
         "messages": [
-            _msg("user", "hi", 1.0),
-            {**_msg("assistant", "yo", 2.0), "html": "<b>x</b>", "_idx": 1},
+            message_row("user", "hi", 1.0),
+            {**message_row("assistant", "yo", 2.0), "html": "<b>x</b>", "_idx": 1},
         ],
         "input_tokens": "lots",
         "pinned": "yes",
@@ -140,7 +137,7 @@ def test_import_gets_a_new_id_and_the_default_workspace(state_dir, tmp_path):
         and stored["pending_user_message"] is None
     )
     assert stored["input_tokens"] == 0 and stored["pinned"] is False and "unknown_key" not in stored
-    assert stored["messages"][1] == _msg("assistant", "yo", 2.0)
+    assert stored["messages"][1] == message_row("assistant", "yo", 2.0)
     assert [
         p.name for p in state_dir.iterdir() if p.name.endswith(".json") and not p.name.startswith("_")
     ] == [f"{sid}.json"]
@@ -170,7 +167,7 @@ def test_import_rejects_too_many_messages(state_dir, monkeypatch):
 
 
 def test_import_accepts_a_saved_get_answer(state_dir):
-    session = Session(title="round trip", messages=[_msg("user", f"m{i}", float(i)) for i in range(3)])
+    session = Session(title="round trip", messages=[message_row("user", f"m{i}", float(i)) for i in range(3)])
     session.save()
     answer = session_views.get_session_payload(session.session_id)
     row = import_session(json.loads(json.dumps(answer)))

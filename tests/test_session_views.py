@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from api import session_catalogue, session_list, session_views
 from api.models import Session
-from talaria_testing.sessions import message, saved_session
+from talaria_testing.sessions import saved_session
+from talaria_testing.transcripts import message_row
 
 # ---------------------------------------------------------------------- paging
 
@@ -49,8 +50,8 @@ def test_messages_carry_sanitized_html_for_user_and_assistant_only(state_dir):
     session = Session(
         title="t",
         messages=[
-            message("user", "**bold** <script>alert(1)</script>", 1.0),
-            message("assistant", [{"type": "text", "text": "[x](javascript:alert(1))"}], 2.0),
+            message_row("user", "**bold** <script>alert(1)</script>", 1.0),
+            message_row("assistant", [{"type": "text", "text": "[x](javascript:alert(1))"}], 2.0),
             {"role": "tool", "content": "raw <b>tool</b>", "tool_call_id": "c1"},
         ],
     )
@@ -111,7 +112,7 @@ def test_agent_sessions_exclude_talaria_webui_and_deleted_ids(state_dir, fake_st
 
 def test_agent_session_is_returned_read_only(state_dir, fake_state_db):
     fake_state_db.rows = [{"id": "cli1", "title": "CLI chat", "source": "cli"}]
-    fake_state_db.messages = {"cli1": [message("user", "hi", 1.0), message("assistant", "*yo*", 2.0)]}
+    fake_state_db.messages = {"cli1": [message_row("user", "hi", 1.0), message_row("assistant", "*yo*", 2.0)]}
     session = session_views.get_session_payload("cli1", msg_limit=1)["session"]
     assert session["read_only"] is True and session["title"] == "CLI chat"
     assert [m["_idx"] for m in session["messages"]] == [1] and "<em>yo</em>" in session["messages"][0]["html"]

@@ -10,35 +10,16 @@ only allowed outcome is the new version.
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 
 from api.session_recovery import recover_all_sessions_on_startup
 from talaria_testing import promises
-from talaria_testing.crash_states import CrashState, Stats, crash_states
+from talaria_testing.crash_states import CrashState, Stats, crash_states, materialise
 from talaria_testing.fsrecorder import FsRecorder, replay
-from talaria_testing.scenarios import SCENARIOS, bound, build_template, copy_state, files_under
+from talaria_testing.scenarios import SCENARIOS, bound, build_template, copy_state, files_under, record
 
 SECTION = "crash_states"
-
-
-def materialise(state: CrashState, dest: Path) -> None:
-    dest.mkdir()
-    for d in sorted(state.dirs, key=lambda d: d.count("/")):
-        if d != ".":
-            (dest / d).mkdir(exist_ok=True)
-    for rel, data in state.files.items():
-        (dest / rel).write_bytes(data)
-
-
-def record(scenario, template: Path, root: Path, info: dict) -> tuple[FsRecorder, dict[str, bytes]]:
-    copy_state(template, root)
-    with bound(root) as sessions:
-        with FsRecorder(root) as rec:
-            scenario.run(sessions, info)
-        final = files_under(root)
-    return rec, final
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])

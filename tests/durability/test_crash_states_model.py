@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from api.session_recovery import recover_all_sessions_on_startup
 from talaria_testing import promises
-from talaria_testing.crash_states import Stats, crash_states, data_variants
+from talaria_testing.crash_states import Stats, crash_states, data_variants, materialise
 from talaria_testing.fsrecorder import FsRecorder, Op, replay
 from talaria_testing.scenarios import (
     BY_NAME,
@@ -18,10 +18,9 @@ from talaria_testing.scenarios import (
     DELIBERATE,
     GROW,
     SID,
-    bound,
     build_template,
-    copy_state,
     files_under,
+    record,
 )
 
 
@@ -118,13 +117,7 @@ def test_data_variants_cover_lost_partial_and_zero_filled_appends():
 def test_replay_rebuilds_a_recorded_save_exactly(tmp_path):
     scenario = BY_NAME["save_shrink_loss"]
     template = tmp_path / "t"
-    info = build_template(scenario, template, 8)
-    root = tmp_path / "r"
-    copy_state(template, root)
-    with bound(root) as sessions:
-        with FsRecorder(root) as rec:
-            scenario.run(sessions, info)
-        final = files_under(root)
+    rec, final = record(scenario, template, tmp_path / "r", build_template(scenario, template, 8))
     assert replay(rec)[1] == final
     sequence = [
         (op.kind, op.dst) for op in rec.log if op.kind in ("rename", "fsync_dir") and "_index" not in op.dst
@@ -137,23 +130,13 @@ def test_the_checker_flags_a_recorded_save_whose_fsyncs_are_removed(tmp_path):
     """Mutation: the same save without its file fsyncs must produce states that break promise 1."""
     scenario = BY_NAME["save_grow"]
     template = tmp_path / "t"
-    info = build_template(scenario, template, 8)
-    root = tmp_path / "r"
-    copy_state(template, root)
-    with bound(root) as sessions:
-        with FsRecorder(root) as rec:
-            scenario.run(sessions, info)
-        final = files_under(root)
+    rec, final = record(scenario, template, tmp_path / "r", build_template(scenario, template, 8))
     rec.log = [op for op in rec.log if op.kind != "fsync"]
     exp = promises.Expectation(scenario.name, scenario.kind, files_under(template), final)
     found = []
     for k, state in enumerate(crash_states(rec)):
         dest = tmp_path / f"s{k}"
-        dest.mkdir()
-        for d in state.dirs:
-            (dest / d).mkdir(exist_ok=True)
-        for rel, data in state.files.items():
-            (dest / rel).write_bytes(data)
+        materialise(state, dest)
         recover_all_sessions_on_startup(dest / "sessions", rebuild_index=True)
         found += promises.check(exp, state.files, files_under(dest), acknowledged=state.point == len(rec.log))
     assert any(v.startswith("P1") for v in found)

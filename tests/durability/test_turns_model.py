@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from talaria_testing.fake_llm import FakeLLM, write_hermes_config
-from talaria_testing.server_proc import ServerProc
+from talaria_testing.fake_llm import FakeLLM, agent_server
 from talaria_testing.turn_model import run_steps
 from talaria_testing.turn_outcomes import AGENT_CONFIG, SERVER_ENV
 
@@ -24,14 +23,8 @@ SECTION = "turns_model"
 
 
 def _run_seed(root: Path, seed: int, steps: int) -> dict:
-    with FakeLLM() as fake:
-        srv = ServerProc(root, env=SERVER_ENV)
-        write_hermes_config(srv.hermes_home, fake.base_url, extra=AGENT_CONFIG)
-        srv.start()
-        try:
-            return run_steps(srv, fake, seed, steps)
-        finally:
-            srv.stop()
+    with FakeLLM() as fake, agent_server(root, fake.base_url, env=SERVER_ENV, extra=AGENT_CONFIG) as srv:
+        return run_steps(srv, fake, seed, steps)
 
 
 def test_random_turns_edits_compressions_and_restarts_keep_the_model_true(durability, counters, tmp_path):

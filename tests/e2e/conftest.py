@@ -56,19 +56,16 @@ def llm():
 def _fresh_llm(request):
     """Each test starts with empty reply queues (only when the test uses the fake)."""
     if "llm" in request.fixturenames:
-        llm = request.getfixturevalue("llm")
-        llm.reset()
-        yield
-        llm.release()
+        with request.getfixturevalue("llm").fresh():
+            yield
     else:
         yield
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, llm):
-    srv = start_server(tmp_path_factory.mktemp("talaria-e2e"), llm)
-    yield srv
-    srv.stop()
+    with start_server(tmp_path_factory.mktemp("talaria-e2e"), llm) as srv:
+        yield srv
 
 
 @pytest.fixture

@@ -17,18 +17,14 @@ PHONE = {"width": 390, "height": 844}
 
 def start_server(root: Path, llm, *, password: str | None = None, prepare=None):
     """The real server with its agent pointed at the fake LLM; ``prepare(server)`` runs before start."""
-    from talaria_testing.fake_llm import write_hermes_config
-    from talaria_testing.server_proc import ServerProc
+    from talaria_testing.fake_llm import agent_server
 
     env = {
-        "TALARIA_AGENT_TOOLSETS": "todo",
         "TALARIA_CHECKPOINT_INTERVAL": "0.5",
         # Workspaces a test chooses live under the server's own folder.
         "TALARIA_WORKSPACE_ROOTS": str(root),
     }
-    server = ServerProc(root, password=password, env=env)
-    server.hermes_home.mkdir(parents=True, exist_ok=True)
-    write_hermes_config(server.hermes_home, llm.base_url)
+    server = agent_server(root, llm.base_url, toolsets="todo", env=env, password=password)
     if prepare is not None:
         server.session_dir.mkdir(parents=True, exist_ok=True)
         prepare(server)

@@ -8,8 +8,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from talaria_testing.fake_llm import Reply, write_hermes_config
-from talaria_testing.server_proc import ServerProc
+from talaria_testing.fake_llm import Reply, agent_server
 
 from .helpers import PHONE, goto_app, new_session, open_page, screenshot, send, turns_done, wait_turn_done
 
@@ -19,16 +18,10 @@ pytestmark = pytest.mark.e2e
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, llm):
     root = tmp_path_factory.mktemp("talaria-e2e-control")
-    env = {
-        "TALARIA_AGENT_TOOLSETS": "terminal,clarify",
-        "TALARIA_WORKSPACE_ROOTS": str(root),
-        "TALARIA_CHECKPOINT_INTERVAL": "0.5",
-    }
-    srv = ServerProc(root, env=env)
-    write_hermes_config(srv.hermes_home, llm.base_url, extra={"approvals": {"mode": "manual"}})
-    srv.start()
-    yield srv
-    srv.stop()
+    env = {"TALARIA_WORKSPACE_ROOTS": str(root), "TALARIA_CHECKPOINT_INTERVAL": "0.5"}
+    manual = {"approvals": {"mode": "manual"}}
+    with agent_server(root, llm.base_url, toolsets="terminal,clarify", env=env, extra=manual) as srv:
+        yield srv
 
 
 def victim(server, name: str):

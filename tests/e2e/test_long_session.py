@@ -27,10 +27,9 @@ def long_server(tmp_path_factory, llm):
             session.save(skip_index=True)
             ids["long"] = session.session_id
 
-    srv = start_server(tmp_path_factory.mktemp("talaria-long"), llm, prepare=prepare)
-    srv.long_id = ids["long"]
-    yield srv
-    srv.stop()
+    with start_server(tmp_path_factory.mktemp("talaria-long"), llm, prepare=prepare) as srv:
+        srv.long_id = ids["long"]
+        yield srv
 
 
 @pytest.fixture

@@ -25,9 +25,8 @@ def two_models():
 
 @pytest.fixture
 def fake(two_models):
-    two_models.reset()
-    yield two_models
-    two_models.release()
+    with two_models.fresh():
+        yield two_models
 
 
 @pytest.fixture(scope="module")

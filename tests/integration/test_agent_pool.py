@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from talaria_testing.fake_llm import FakeLLM, write_hermes_config
+from talaria_testing.chat_client import chat, named, new_session, text_of
+from talaria_testing.fake_llm import FakeLLM, agent_server
 from talaria_testing.server_proc import ServerProc
-from tests.integration.test_chat import chat, named, new_session, text_of
 
 pytestmark = pytest.mark.integration
 
@@ -25,8 +25,7 @@ def _wait_for_line(srv: ServerProc, needle: str, timeout: float = 120.0) -> str:
 
 def test_a_restart_warms_the_latest_sessions_agent_and_turns_during_and_after_it_answer(tmp_path):
     with FakeLLM() as llm:
-        srv = ServerProc(tmp_path, env={"TALARIA_AGENT_TOOLSETS": "none"})
-        write_hermes_config(srv.hermes_home, llm.base_url)
+        srv = agent_server(tmp_path, llm.base_url)
         with srv:
             older = new_session(srv)
             llm.script("first answer")
@@ -49,15 +48,12 @@ def test_a_restart_warms_the_latest_sessions_agent_and_turns_during_and_after_it
 def test_a_first_start_warms_up_without_leaving_a_session_behind(tmp_path):
     from api import state_db
 
-    with FakeLLM() as llm:
-        srv = ServerProc(tmp_path, env={"TALARIA_AGENT_TOOLSETS": "none", "TALARIA_WARM_UP": "1"})
-        write_hermes_config(srv.hermes_home, llm.base_url)
-        with srv:
-            _wait_for_line(srv, "warm-up done in")
-            assert "warm-up: built the agent of session" not in srv.log_text()
-            assert not (srv.hermes_home / "state.db").exists() or "warm-up" not in (
-                state_db.session_ids(srv.hermes_home / "state.db") or set()
-            )
-            assert srv.get_json("/api/sessions")["sessions"] == []
-            llm.script("first answer")
-            assert text_of(chat(srv, new_session(srv), "hello")) == "first answer"
+    with FakeLLM() as llm, agent_server(tmp_path, llm.base_url, env={"TALARIA_WARM_UP": "1"}) as srv:
+        _wait_for_line(srv, "warm-up done in")
+        assert "warm-up: built the agent of session" not in srv.log_text()
+        assert not (srv.hermes_home / "state.db").exists() or "warm-up" not in (
+            state_db.session_ids(srv.hermes_home / "state.db") or set()
+        )
+        assert srv.get_json("/api/sessions")["sessions"] == []
+        llm.script("first answer")
+        assert text_of(chat(srv, new_session(srv), "hello")) == "first answer"

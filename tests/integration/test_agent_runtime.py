@@ -9,7 +9,7 @@ import time
 import pytest
 
 from api import agent_runtime, agent_turn, config
-from talaria_testing.fake_llm import FakeLLM, Reply, write_hermes_config
+from talaria_testing.fake_llm import Reply, write_hermes_config
 
 pytestmark = pytest.mark.integration
 
@@ -38,22 +38,15 @@ class Recorder:
         return "".join(d["text"] for d in self.named("token"))
 
 
-@pytest.fixture(scope="module")
-def llm():
-    with FakeLLM() as server:
-        yield server
-
-
 _AGENTS: list = []
 
 
 @pytest.fixture
 def fake(llm):
-    llm.reset()
-    llm.context_length = 131072
-    write_hermes_config(config.HERMES_HOME, llm.base_url)
-    yield llm
-    llm.release()
+    with llm.fresh():
+        llm.context_length = 131072
+        write_hermes_config(config.HERMES_HOME, llm.base_url)
+        yield llm
     while _AGENTS:
         agent_runtime.close_agent(_AGENTS.pop())
 

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from talaria_testing.chat_client import SSE, named, names, new_session, session, start, text_of
-from talaria_testing.fake_llm import FakeLLM, Reply, write_hermes_config
+from talaria_testing.fake_llm import FakeLLM, Reply, agent_server
 from talaria_testing.server_proc import ServerProc
 
 pytestmark = pytest.mark.integration
@@ -25,23 +25,16 @@ WAIT_S = 60.0
 
 
 def _server(root: Path, base_url: str, **env: str) -> ServerProc:
-    settings = {
-        "TALARIA_AGENT_TOOLSETS": "terminal,clarify,file",
-        "TALARIA_WORKSPACE_ROOTS": str(root),
-        "TALARIA_CHECKPOINT_INTERVAL": "0.2",
-        **env,
-    }
-    srv = ServerProc(root, env=settings)
+    settings = {"TALARIA_WORKSPACE_ROOTS": str(root), "TALARIA_CHECKPOINT_INTERVAL": "0.2", **env}
     # Manual mode: every flagged command goes to the person (smart mode would first ask the LLM).
-    write_hermes_config(srv.hermes_home, base_url, extra={"approvals": {"mode": "manual"}})
-    return srv
+    manual = {"approvals": {"mode": "manual"}}
+    return agent_server(root, base_url, toolsets="terminal,clarify,file", env=settings, extra=manual)
 
 
 @pytest.fixture(scope="module")
 def srv(llm, tmp_path_factory):
-    server = _server(tmp_path_factory.mktemp("approvals"), llm.base_url).start()
-    yield server
-    server.stop()
+    with _server(tmp_path_factory.mktemp("approvals"), llm.base_url) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
@@ -49,17 +42,15 @@ def quick_srv(llm, tmp_path_factory):
     """Questions expire after a second here."""
     root = tmp_path_factory.mktemp("approvals_quick")
     env = {"TALARIA_APPROVAL_TIMEOUT": "1", "TALARIA_CLARIFY_TIMEOUT": "1"}
-    server = _server(root, llm.base_url, **env).start()
-    yield server
-    server.stop()
+    with _server(root, llm.base_url, **env) as server:
+        yield server
 
 
 @pytest.fixture
 def server(llm, tmp_path):
     """A server for one test (it is killed, stopped, or keeps an allow-list the others must not see)."""
-    server = _server(tmp_path, llm.base_url).start()
-    yield server
-    server.stop()
+    with _server(tmp_path, llm.base_url) as server:
+        yield server
 
 
 def victim_folder(srv: ServerProc, name: str) -> Path:

@@ -8,8 +8,7 @@ import base64
 import pytest
 
 from talaria_testing.chat_client import read_all, session
-from talaria_testing.fake_llm import FakeLLM, Reply, write_hermes_config
-from talaria_testing.server_proc import ServerProc
+from talaria_testing.fake_llm import Reply, agent_server
 
 pytestmark = pytest.mark.integration
 
@@ -19,20 +18,13 @@ PNG = base64.b64decode(
 
 
 @pytest.fixture(scope="module")
-def llm():
-    with FakeLLM() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def srv(tmp_path_factory, llm):
     root = tmp_path_factory.mktemp("attach")
-    server = ServerProc(root, env={"TALARIA_AGENT_TOOLSETS": "none", "TALARIA_WORKSPACE_ROOTS": str(root)})
+    env = {"TALARIA_WORKSPACE_ROOTS": str(root)}
     # The agent's own image routing decides; "native" says this model takes image parts.
-    write_hermes_config(server.hermes_home, llm.base_url, extra={"agent": {"image_input_mode": "native"}})
-    server.start()
-    yield server
-    server.stop()
+    extra = {"agent": {"image_input_mode": "native"}}
+    with agent_server(root, llm.base_url, env=env, extra=extra) as server:
+        yield server
 
 
 def test_an_attached_image_reaches_the_model_as_an_image_part(srv, llm):

@@ -29,7 +29,7 @@ from talaria_testing.chat_client import (
     start,
     text_of,
 )
-from talaria_testing.fake_llm import Reply, write_hermes_config
+from talaria_testing.fake_llm import Reply, agent_server
 from talaria_testing.server_proc import ServerProc
 
 pytestmark = pytest.mark.integration
@@ -43,24 +43,21 @@ TODO_ARGS = {"todos": [{"id": "1", "content": "write the tests", "status": "pend
 
 
 def _server(root, base_url: str | None, toolsets: str = "none", **config) -> ServerProc:
-    srv = ServerProc(root, env={"TALARIA_AGENT_TOOLSETS": toolsets, "TALARIA_CHECKPOINT_INTERVAL": "0.2"})
-    if base_url is not None:
-        write_hermes_config(srv.hermes_home, base_url, **config)
-    return srv
+    return agent_server(
+        root, base_url, toolsets=toolsets, env={"TALARIA_CHECKPOINT_INTERVAL": "0.2"}, **config
+    )
 
 
 @pytest.fixture(scope="module")
 def srv(llm, tmp_path_factory):
-    server = _server(tmp_path_factory.mktemp("chat"), llm.base_url).start()
-    yield server
-    server.stop()
+    with _server(tmp_path_factory.mktemp("chat"), llm.base_url) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
 def tool_srv(llm, tmp_path_factory):
-    server = _server(tmp_path_factory.mktemp("chat_tools"), llm.base_url, toolsets="todo").start()
-    yield server
-    server.stop()
+    with _server(tmp_path_factory.mktemp("chat_tools"), llm.base_url, toolsets="todo") as server:
+        yield server
 
 
 # ---------------------------------------------------------------------- turns

@@ -22,7 +22,7 @@ from talaria_testing.chat_client import (
     session,
     start,
 )
-from talaria_testing.fake_llm import Reply, write_hermes_config
+from talaria_testing.fake_llm import Reply, agent_server
 from talaria_testing.faults import fill, small_tmpfs
 from talaria_testing.server_proc import ServerProc
 from talaria_testing.turn_outcomes import (
@@ -41,16 +41,13 @@ pytestmark = pytest.mark.integration
 
 
 def _server(root, base_url: str, extra: dict | None = None) -> ServerProc:
-    srv = ServerProc(root, env=SERVER_ENV)
-    write_hermes_config(srv.hermes_home, base_url, extra={**AGENT_CONFIG, **(extra or {})})
-    return srv
+    return agent_server(root, base_url, env=SERVER_ENV, extra={**AGENT_CONFIG, **(extra or {})})
 
 
 @pytest.fixture(scope="module")
 def srv(llm, tmp_path_factory):
-    server = _server(tmp_path_factory.mktemp("outcomes"), llm.base_url).start()
-    yield server
-    server.stop()
+    with _server(tmp_path_factory.mktemp("outcomes"), llm.base_url) as server:
+        yield server
 
 
 def sent_rows(fake, text: str) -> list[tuple]:

@@ -9,8 +9,7 @@ import json
 
 import pytest
 
-from talaria_testing.fake_llm import FakeLLM, write_hermes_config
-from talaria_testing.server_proc import ServerProc
+from talaria_testing.fake_llm import FakeLLM, agent_server
 
 pytestmark = pytest.mark.integration
 MARKER = "[CONTEXT COMPACTION — REFERENCE ONLY]"
@@ -57,8 +56,7 @@ def llm():
 
 
 def test_compress_with_the_real_agent_changes_only_the_context_and_survives_restart(tmp_path, llm):
-    srv = ServerProc(tmp_path, env={"TALARIA_AGENT_TOOLSETS": "none"})
-    write_hermes_config(srv.hermes_home, llm.base_url)
+    srv = agent_server(tmp_path, llm.base_url)
     original = _conversation()
     _write_session(srv.session_dir, original)
     with srv.start():
@@ -88,8 +86,7 @@ def test_compress_with_the_real_agent_changes_only_the_context_and_survives_rest
 
 
 def test_compress_bad_input_is_a_clear_json_error_and_changes_nothing(tmp_path, llm):
-    srv = ServerProc(tmp_path, env={"TALARIA_AGENT_TOOLSETS": "none"})
-    write_hermes_config(srv.hermes_home, llm.base_url)
+    srv = agent_server(tmp_path, llm.base_url)
     _write_session(srv.session_dir, _conversation(1))
     before = (srv.session_dir / f"{SID}.json").read_bytes()
     with srv.start():

@@ -11,7 +11,7 @@ import json
 import pytest
 import yaml
 
-from talaria_testing.fake_llm import FakeLLM, Reply, write_hermes_config
+from talaria_testing.fake_llm import FakeLLM, Reply, agent_server
 from talaria_testing.server_proc import ServerProc
 
 from .test_chat import chat, named, new_session, on_disk, session, text_of
@@ -42,12 +42,9 @@ def provider():
 
 @pytest.fixture
 def fakes(llm, second, provider):
-    for fake in (llm, second, provider):
-        fake.reset()
-    llm.extra_models = ("fake-b",)
-    yield llm, second
-    for fake in (llm, second, provider):
-        fake.release()
+    with llm.fresh(), second.fresh(), provider.fresh():
+        llm.extra_models = ("fake-b",)
+        yield llm, second
 
 
 def _server(root, env: dict | None = None) -> ServerProc:
@@ -56,21 +53,16 @@ def _server(root, env: dict | None = None) -> ServerProc:
 
 @pytest.fixture(scope="module")
 def srv(llm, second, provider, tmp_path_factory):
-    server = _server(tmp_path_factory.mktemp("models"), {"TALARIA_AGENT_TOOLSETS": "todo"})
     endpoint = {"name": "Second", "base_url": second.base_url, "api_key": "sk-second-1234"}
-    write_hermes_config(
-        server.hermes_home,
-        llm.base_url,
-        extra={
-            "custom_providers": [{**endpoint, "model": "other-model"}],
-            "model_catalog": {"enabled": False},
-        },
+    extra = {"custom_providers": [{**endpoint, "model": "other-model"}], "model_catalog": {"enabled": False}}
+    root = tmp_path_factory.mktemp("models")
+    server = agent_server(
+        root, llm.base_url, toolsets="todo", env={"TALARIA_CHECKPOINT_INTERVAL": "0.2"}, extra=extra
     )
     env_file = f"DEEPSEEK_API_KEY=sk-deep-1234\nDEEPSEEK_BASE_URL={provider.base_url}\n"
     (server.hermes_home / ".env").write_text(env_file, encoding="utf-8")
-    server.start()
-    yield server
-    server.stop()
+    with server:
+        yield server
 
 
 def _groups(srv: ServerProc, refresh: bool = False) -> dict[str, list[str]]:

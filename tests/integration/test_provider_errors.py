@@ -6,28 +6,15 @@ import time
 
 import pytest
 
-from talaria_testing.fake_llm import FakeLLM, Reply, refused_base_url, write_hermes_config
-from talaria_testing.server_proc import ServerProc
-from tests.integration.test_chat import chat, named, new_session, read_all, text_of
+from talaria_testing.chat_client import chat, named, new_session, read_all, text_of
+from talaria_testing.fake_llm import Reply, agent_server, refused_base_url
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def llm():
-    with FakeLLM() as server:
-        yield server
-
-
-def _server(root, base_url: str) -> ServerProc:
-    srv = ServerProc(root, env={"TALARIA_AGENT_TOOLSETS": "none"})
-    write_hermes_config(srv.hermes_home, base_url)
-    return srv
-
-
-@pytest.fixture(scope="module")
 def srv(llm, tmp_path_factory):
-    with _server(tmp_path_factory.mktemp("provider_errors"), llm.base_url) as server:
+    with agent_server(tmp_path_factory.mktemp("provider_errors"), llm.base_url) as server:
         yield server
 
 
@@ -62,7 +49,7 @@ def test_an_unknown_model_lists_the_models_the_endpoint_offers(llm, srv):
 
 def test_a_refused_connection_names_the_base_url_and_the_config_file(tmp_path):
     base_url = refused_base_url()
-    with _server(tmp_path, base_url) as srv:
+    with agent_server(tmp_path, base_url) as srv:
         message = _error(chat(srv, new_session(srv), "anyone there?"))
         assert f"cannot reach the model endpoint {base_url} (the connection was refused)" in message
         assert f"`model.base_url` in {srv.hermes_home / 'config.yaml'}" in message
@@ -70,7 +57,7 @@ def test_a_refused_connection_names_the_base_url_and_the_config_file(tmp_path):
 
 def test_a_refused_endpoint_is_reported_at_start_by_the_warm_up(tmp_path):
     base_url = refused_base_url()
-    srv = _server(tmp_path, base_url)
+    srv = agent_server(tmp_path, base_url)
     srv.extra_env["TALARIA_WARM_UP"] = "1"
     with srv:
         needle = (

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from talaria_testing.server_proc import ServerProc
+from talaria_testing.transcripts import conversation
 
 pytestmark = pytest.mark.integration
 
@@ -35,10 +36,7 @@ def srv(tmp_path_factory):
 
 
 def _msgs(n: int, prefix: str = "message") -> list[dict]:
-    return [
-        {"role": "user" if i % 2 == 0 else "assistant", "content": f"{prefix} {i}", "timestamp": 1000.0 + i}
-        for i in range(n)
-    ]
+    return conversation(*(f"{prefix} {i}" for i in range(n)), start=1000.0)
 
 
 def _import(srv: ServerProc, title: str, messages: list[dict]) -> str:
