@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from api import config, models, workspace
+from api import config, session_lookup, workspace
 from api.errors import BadRequest, Forbidden, NotFound, PayloadTooLarge, UnsupportedMediaType
 
 PATH_MAX_CHARS = 4096
@@ -38,10 +38,7 @@ def image_type(head: bytes) -> str | None:
 
 def session_workspace(sid: str) -> Path:
     """The session's workspace folder, resolved (the default workspace when the session names none)."""
-    try:
-        session = models.get_session(sid)
-    except KeyError:
-        raise NotFound("Session not found") from None
+    session = session_lookup.load_session(sid)
     folder = getattr(session, "workspace", None) or workspace.default()
     return Path(folder).expanduser().resolve()
 

@@ -13,8 +13,8 @@ import uuid
 from typing import Any
 
 from api import config as _config
-from api import interrupted_turns, models, turn_journal
-from api.errors import BadRequest, Conflict, NotFound
+from api import interrupted_turns, models, session_lookup, turn_journal
+from api.errors import BadRequest, Conflict
 from api.session_fields import float_or_none, message_text
 
 
@@ -44,10 +44,7 @@ def editable_session(sid: str) -> models.Session:
     failed) is closed first and saved, so the edit starts from what is on disk.
     """
     with _config._get_session_agent_lock(sid):
-        try:
-            session = models.get_session(sid)
-        except KeyError:
-            raise NotFound("Session not found") from None
+        session = session_lookup.load_session(sid)
         if session.active_stream_id or session.pending_user_message:
             if turn_journal.live_turn_for(sid) is not None:
                 raise Conflict("Session is still streaming; wait for the current turn to finish.")

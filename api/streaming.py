@@ -28,6 +28,7 @@ from api import (
     interrupted_turns,
     models,
     provider_errors,
+    session_lookup,
     session_ops,
     session_views,
     titles,
@@ -82,10 +83,7 @@ def start_turn(session_id: str, message: Any, model: str | None = None, attachme
     turn = Turn(stream_id, session_id, message)
     turn.image_paths = attachments.image_files(session_id, attached)
     with _config._get_session_agent_lock(session_id):
-        try:
-            session = models.get_session(session_id)
-        except KeyError:
-            raise NotFound("Session not found") from None
+        session = session_lookup.load_session(session_id)
         if session.read_only:
             raise Conflict("This session is read-only.")
         if turn_journal.live_turn_for(session_id) is not None:

@@ -79,9 +79,14 @@ def test_an_image_over_the_size_limit_is_refused(workspace, monkeypatch):
         media.read_media("media", "out/chart.png")
 
 
-def test_an_unknown_session_is_a_404(state_dir):
-    with pytest.raises(NotFound):
-        media.read_media("nope", "x.png")
+def test_an_unknown_session_or_one_whose_file_is_a_link_is_a_404(state_dir, tmp_path):
+    """A link where the session file should be raised ValueError (a 500) here."""
+    outside = tmp_path / "outside.json"
+    outside.write_text('{"session_id": "linked", "workspace": "/"}')
+    (state_dir / "linked.json").symlink_to(outside)
+    for sid in ("nope", "linked"):
+        with pytest.raises(NotFound):
+            media.read_media(sid, "x.png")
 
 
 def test_a_session_without_a_workspace_uses_the_default_one(state_dir, tmp_path, monkeypatch):

@@ -5,23 +5,15 @@ from __future__ import annotations
 import pytest
 
 from api import session_ops
-from api.errors import BadRequest, Conflict
+from api.errors import BadRequest, Conflict, NotFound
 from api.models import Session
 from talaria_testing import failed_saves, scripted_turns
-
-
-def _msg(role, content, ts):
-    return {"role": role, "content": content, "timestamp": ts}
+from talaria_testing.transcripts import conversation, message_row
 
 
 @pytest.fixture
 def session(state_dir):
-    msgs = [
-        _msg("user", "u1", 1.0),
-        _msg("assistant", "a1", 2.0),
-        _msg("user", "u2", 3.0),
-        _msg("assistant", "a2", 4.0),
-    ]
+    msgs = conversation("u1", "a1", "u2", "a2")
     s = Session(session_id="ops", messages=msgs, context_messages=list(msgs), title="Kept")
     s.save()
     return s
@@ -44,7 +36,7 @@ def test_retry_returns_the_last_user_text(session):
 
 
 def test_retry_and_undo_with_no_user_message_raise_value_error(state_dir):
-    Session(session_id="empty", messages=[_msg("assistant", "hello", 1.0)]).save()
+    Session(session_id="empty", messages=[message_row("assistant", "hello", 1.0)]).save()
     with pytest.raises(ValueError, match="No previous message to retry."):
         session_ops.retry_last("empty")
     with pytest.raises(ValueError, match="Nothing to undo."):
@@ -74,10 +66,10 @@ def test_truncate_rejects_bad_keep_counts_and_changes_nothing(session, bad):
 
 def test_truncate_context_alignment_keeps_a_leading_summary():
     display = [
-        _msg("user", "u1", 1.0),
-        _msg("assistant", "a1", 2.0),
-        _msg("user", "u2", 3.0),
-        _msg("assistant", "a2", 4.0),
+        message_row("user", "u1", 1.0),
+        message_row("assistant", "a1", 2.0),
+        message_row("user", "u2", 3.0),
+        message_row("assistant", "a2", 4.0),
     ]
     summary = {"role": "user", "content": "[CONTEXT COMPACTION — REFERENCE ONLY] s"}
     context = [summary, display[2], display[3]]
@@ -116,7 +108,7 @@ def test_truncation_watermark_reads_timestamp_then_ts(messages, expected):
 
 
 def test_watermark_advances_after_a_new_turn_but_zero_stays(state_dir):
-    s = Session(session_id="w", messages=[_msg("user", "x", 10.0)], truncation_watermark=2.0)
+    s = Session(session_id="w", messages=[message_row("user", "x", 10.0)], truncation_watermark=2.0)
     session_ops.advance_watermark_after_turn(s)
     assert s.truncation_watermark == 10.0
     s.truncation_watermark = 0.0
@@ -126,7 +118,7 @@ def test_watermark_advances_after_a_new_turn_but_zero_stays(state_dir):
 
 def _compressed(state_dir) -> Session:
     """Six rows, compressed after the fourth (anchor row 3), one turn since."""
-    msgs = [_msg("user" if i % 2 == 0 else "assistant", f"m{i}", float(i + 1)) for i in range(6)]
+    msgs = [message_row("user" if i % 2 == 0 else "assistant", f"m{i}", float(i + 1)) for i in range(6)]
     summary = {"role": "user", "content": "[CONTEXT COMPACTION — REFERENCE ONLY] m0..m3", "timestamp": 4.0}
     s = Session(
         session_id="cmp",
@@ -177,7 +169,11 @@ def test_a_history_edit_whose_save_fails_changes_nothing_and_a_later_pin_keeps_t
     edit, fault, tmp_path
 ):
     with failed_saves.tmpfs_sessions(tmp_path) as (mnt, _sessions):
-        msgs = [_msg("user", "u1", 1.0), _msg("assistant", "a1", 2.0), _msg("user", "u2", 3.0)]
+        msgs = [
+            message_row("user", "u1", 1.0),
+            message_row("assistant", "a1", 2.0),
+            message_row("user", "u2", 3.0),
+        ]
         Session(session_id="ops", messages=msgs, context_messages=list(msgs), title="Kept").save()
         failed_saves.fails_and_changes_nothing(
             mnt, "ops", lambda: HISTORY_EDITS[edit]("ops"), failed_saves.FAULTS[fault]
@@ -194,12 +190,28 @@ def test_undo_in_a_compressed_session_keeps_the_removed_turns_state_db_rows_out_
     # The compressed context was stamped when it was made, later than the rows it stands for.
     for k, row in enumerate(session.context_messages):
         row["timestamp"] = 50.0 + k
-    session.messages.append(_msg("user", "removed", 60.0))
-    session.context_messages.append(_msg("user", "removed", 60.0))
+    session.messages.append(message_row("user", "removed", 60.0))
+    session.context_messages.append(message_row("user", "removed", 60.0))
     session.save()
     session_ops.undo_last("cmp")
     loaded = Session.load("cmp")
-    earlier = [_msg("user" if i % 2 == 0 else "assistant", f"m{i}", float(i + 1)) for i in range(6)]
-    state_rows = [*earlier, _msg("user", "removed", 60.0), _msg("assistant", "its answer", 61.0)]
+    earlier = [message_row("user" if i % 2 == 0 else "assistant", f"m{i}", float(i + 1)) for i in range(6)]
+    state_rows = [
+        *earlier,
+        message_row("user", "removed", 60.0),
+        message_row("assistant", "its answer", 61.0),
+    ]
     view = reconciled_state_db_messages_for_session(loaded, prefer_context=True, state_messages=state_rows)
     assert "removed" not in [m["content"] for m in view] and "its answer" not in [m["content"] for m in view]
+
+
+def test_history_edits_of_a_session_file_that_is_a_link_are_not_found(state_dir, tmp_path):
+    """A link where the session file should be raised ValueError here, which the history-edit routes
+    answered as 200 with an error naming the file; every service now loads sessions the same way."""
+    outside = tmp_path / "outside.json"
+    outside.write_text('{"session_id": "linked", "messages": [{"role": "user", "content": "hi"}]}')
+    (state_dir / "linked.json").symlink_to(outside)
+    for edit in (session_ops.undo_last, session_ops.retry_last, session_ops.clear_session):
+        with pytest.raises(NotFound):
+            edit("linked")
+    assert "hi" in outside.read_text()

@@ -101,6 +101,16 @@ def test_cancel_keeps_the_text_so_far_marked_cancelled(scripted):
     assert "cancelled" in _names(turn)
 
 
+def test_a_turn_in_a_session_whose_file_is_a_link_is_refused_as_not_found(scripted, tmp_path):
+    """A link where the session file should be raised ValueError (a 500) here."""
+    outside = tmp_path / "outside.json"
+    outside.write_text('{"session_id": "linked", "messages": []}')
+    (scripted / "linked.json").symlink_to(outside)
+    with pytest.raises(NotFound):
+        streaming.start_turn("linked", "hello")
+    assert turn_journal.live_turn_for("linked") is None
+
+
 def test_cancel_of_an_unknown_stream_is_404(scripted):
     with pytest.raises(NotFound):
         streaming.cancel_turn(stream_id="nope")
