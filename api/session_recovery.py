@@ -12,8 +12,10 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from api import atomic, config, models, recovery_audit, session_index
 from api.recovery_files import (
@@ -246,14 +248,35 @@ def repair_safe_session_recovery(session_dir: Path, state_db_path: Path | None =
     }
 
 
+# The routes' answers name files relative to the state folder: the server's own folders stay on the server.
+
+
 def audit_live_sessions() -> dict:
     """The audit of the server's own session folder and state.db (the recovery audit route)."""
-    return audit_session_recovery(Path(models.SESSION_DIR), config.STATE_DB_PATH)
+    folder = Path(models.SESSION_DIR)
+    return relative_to(folder.parent, audit_session_recovery(folder, config.STATE_DB_PATH))
 
 
 def repair_safe_live_sessions() -> dict:
     """The safe repair of the server's own session folder and state.db (the repair-safe route)."""
-    return repair_safe_session_recovery(Path(models.SESSION_DIR), config.STATE_DB_PATH)
+    folder = Path(models.SESSION_DIR)
+    return relative_to(folder.parent, repair_safe_session_recovery(folder, config.STATE_DB_PATH))
+
+
+def relative_to(folder: Path, report: Any) -> Any:
+    """``report`` (JSON-shaped) with ``folder``'s absolute path, in every string, made relative to it."""
+    prefix = str(folder)
+
+    def relative(item: Any) -> Any:
+        if isinstance(item, str):
+            return "." if item == prefix else item.replace(prefix + os.sep, "")
+        if isinstance(item, dict):
+            return {key: relative(inner) for key, inner in item.items()}
+        if isinstance(item, list):
+            return [relative(inner) for inner in item]
+        return item
+
+    return relative(report)
 
 
 _EXIT = {"ok": 0, "warn": 1, "needs_manual_review": 2}

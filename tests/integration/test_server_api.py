@@ -380,6 +380,29 @@ def test_recovery_audit_and_repair(srv):
     assert {"before", "after", "recovery"} <= set(repair)
 
 
+def test_recovery_answers_name_files_relative_to_the_state_folder(tmp_path):
+    """The audit and the repair answered with the server's absolute paths (its folders, its user's name)."""
+    server = ServerProc(tmp_path)
+    with server:
+        folder = server.session_dir
+        (folder / "broken.json").write_text("{not json")  # no backup: a person decides
+        (folder / "not a session id.json").write_text("{}")  # a name recovery ignores
+        full = {"session_id": "shrunk", "messages": conversation("u1", "a1", "u2", "a2")}
+        (folder / "shrunk.json.bak").write_text(json.dumps(full))
+        (folder / "shrunk.json").write_text(json.dumps({**full, "messages": full["messages"][:1]}))
+        audit = server.get_json("/api/session/recovery/audit")
+        repair = server.post_json("/api/session/recovery/repair-safe", {})
+    assert str(tmp_path) not in json.dumps(audit) + json.dumps(repair)
+    assert audit["session_dir"] == repair["session_dir"] == "sessions"
+    assert {item["path"] for item in audit["items"]} >= {
+        "sessions/broken.json",
+        "sessions/not a session id.json",
+        "sessions/shrunk.json",
+    }
+    [restored] = [d for d in repair["recovery"]["details"] if d.get("restored")]
+    assert restored["kept_path"].startswith("sessions/shrunk.json.replaced-")
+
+
 def test_chat_routes_validate_before_anything_runs(srv):
     assert srv.json("POST", "/api/chat/start", {"message": "hi"})[0] == 400
     assert srv.json("POST", "/api/chat/start", {"session_id": "abc", "message": ""})[0] == 400
