@@ -188,8 +188,6 @@ def _session_op(handler, body: dict, op: Callable[[str], dict]) -> None:
     except ValueError as exc:  # "nothing to retry/undo": answered 200 with an error, as hermes-webui does
         j(handler, {"error": str(exc)})
         return
-    except KeyError:
-        raise NotFound("Session not found") from None
     j(handler, _with_full_session(result, sid))
 
 

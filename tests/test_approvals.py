@@ -3,14 +3,12 @@ while asking leaves nothing open (the command is refused, the session can be ask
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-
 import pytest
 
 from api import approvals
 from api.errors import BadRequest
 from api.models import Session
+from talaria_testing.asking import answer_when_asked
 
 DATA = {"command": "rm -rf /srv/x", "description": "recursive delete", "pattern_key": "recursive delete"}
 
@@ -19,17 +17,6 @@ DATA = {"command": "rm -rf /srv/x", "description": "recursive delete", "pattern_
 def sid(state_dir):
     Session(session_id="ap1", messages=[{"role": "user", "content": "hi"}]).save()
     return "ap1"
-
-
-def answer_when_asked(events: list, answer: Callable[[dict], object]) -> Callable[[str, dict], None]:
-    """A journal sink that answers the question a moment after it is asked (as the person would)."""
-
-    def emit(name: str, data: dict) -> None:
-        events.append((name, data))
-        if name in ("approval", "clarify"):
-            threading.Timer(0.02, answer, args=(data,)).start()
-
-    return emit
 
 
 def test_the_persons_choice_reaches_the_agent_and_the_journal(sid):
