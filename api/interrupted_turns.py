@@ -13,10 +13,11 @@ import time
 from pathlib import Path
 
 from api import config as _config
-from api import models, questions, session_index
+from api import models, questions, session_index, turn_journal
+from api.errors import Conflict
 from api.session_fields import message_text
 
-log = logging.getLogger("talaria.streaming")
+log = logging.getLogger("talaria.interrupted_turns")
 
 INTERRUPTED_TEXT = "⚠ This answer was interrupted (the server stopped before it finished)."
 
@@ -30,6 +31,14 @@ def interrupted_marker() -> dict:
         "_error": True,
         "_interrupted": True,
     }
+
+
+def close_unless_live(session: models.Session, refusal: str) -> bool:
+    """409 with ``refusal`` while a turn of this process streams in the session; else close a turn
+    the file still calls pending (True when one was closed; the caller saves)."""
+    if turn_journal.live_turn_for(session.session_id) is not None:
+        raise Conflict(refusal)
+    return close_pending_turn(session)
 
 
 def close_pending_turn(session: models.Session) -> bool:

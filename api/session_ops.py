@@ -13,8 +13,8 @@ import uuid
 from typing import Any
 
 from api import config as _config
-from api import interrupted_turns, models, session_lookup, turn_journal
-from api.errors import BadRequest, Conflict
+from api import interrupted_turns, models, session_lookup
+from api.errors import BadRequest
 from api.session_fields import float_or_none, message_text
 
 
@@ -45,11 +45,10 @@ def editable_session(sid: str) -> models.Session:
     """
     with _config._get_session_agent_lock(sid):
         session = session_lookup.load_session(sid)
-        if session.active_stream_id or session.pending_user_message:
-            if turn_journal.live_turn_for(sid) is not None:
-                raise Conflict("Session is still streaming; wait for the current turn to finish.")
-            if interrupted_turns.close_pending_turn(session):
-                session.save(touch_updated_at=False)
+        if interrupted_turns.close_unless_live(
+            session, "Session is still streaming; wait for the current turn to finish."
+        ):
+            session.save(touch_updated_at=False)
     return session
 
 

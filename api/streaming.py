@@ -86,11 +86,11 @@ def start_turn(session_id: str, message: Any, model: str | None = None, attachme
         session = session_lookup.load_session(session_id)
         if session.read_only:
             raise Conflict("This session is read-only.")
-        if turn_journal.live_turn_for(session_id) is not None:
-            raise Conflict("A reply is still streaming in this session; stop it or wait for it to finish.")
         before = _fields_of(session)
-        if session.active_stream_id or session.pending_user_message:
-            interrupted_turns.close_pending_turn(session)  # a stale pending turn from a process that is gone
+        # A turn left pending by a process that is gone is closed here and saved with the write-ahead.
+        interrupted_turns.close_unless_live(
+            session, "A reply is still streaming in this session; stop it or wait for it to finish."
+        )
         history = _history_for(session)
         now = time.time()
         turn.user_ts = now
