@@ -36,6 +36,7 @@ from api.session_fields import (
 )
 from api.session_files import (  # noqa: F401 - read_session_file and read_metadata_prefix: public here too
     METADATA_PREFIX_BYTES,
+    UnsafeFile,
     bind_to_file_name,
     disk_sig,
     read_metadata_prefix,
@@ -201,7 +202,8 @@ class Session(SessionFields):
     # ------------------------------------------------------------------ save
 
     def _disk_state(self, path: Path) -> tuple[int, bytes | None]:
-        """(message count on disk, bytes when they had to be read); -1 = unparsable, -2 = absent."""
+        """(message count on disk, bytes when they had to be read); -1 = unparsable, -2 = absent,
+        -3 = not a regular file (a link, FIFO or device: never read, never followed)."""
         try:
             st = os.stat(path)
         except FileNotFoundError:
@@ -209,7 +211,13 @@ class Session(SessionFields):
         sig = (st.st_ino, st.st_size, st.st_mtime_ns)
         if sig == self._disk_sig and self._saved_message_count is not None:
             return self._saved_message_count, None
-        data = path.read_bytes()
+        try:
+            found = read_session_file(path)
+        except UnsafeFile:
+            return -3, None
+        if found is None:
+            return -2, None
+        data = found[1]
         try:
             parsed = loads_json(data)
         except (ValueError, UnicodeDecodeError):
@@ -266,7 +274,9 @@ class Session(SessionFields):
         if existing > 0 and incoming == 0 and (self.active_stream_id or self.pending_user_message):
             log.warning("refusing to save %s with no messages during a live turn", self.session_id)
             return None
-        if existing == -1 and path.exists():
+        if existing == -3:
+            atomic.move_aside(path, "unsafe")  # renamed, not copied: reading a FIFO would block the save
+        elif existing == -1 and path.exists():
             atomic.keep_aside(path, "corrupt")
         elif existing > incoming:
             # A shrinking save never lands without its backup: if the backup cannot be written
@@ -274,7 +284,8 @@ class Session(SessionFields):
             data = existing_bytes if existing_bytes is not None else path.read_bytes()
             atomic.write_bytes_durable(self.backup_path, data)
 
-        checked = self._disk_sig if self._base is not None else None
+        # A file moved aside is gone from the name: nothing there to have changed under us.
+        checked = self._disk_sig if self._base is not None and existing != -3 else None
 
         def remember(st: os.stat_result) -> None:
             if checked is not None and disk_sig(path) != checked:

@@ -425,3 +425,29 @@ def test_a_rename_by_another_program_during_a_turn_keeps_the_rename_and_the_whol
                 ("user", "again"),
                 ("assistant", "second answer"),
             ]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link"])
+def test_a_save_over_something_that_is_not_a_regular_file_moves_it_aside_and_never_blocks(state_dir, kind):
+    """The save read the old file with a plain read: a FIFO put in its place blocked the save for ever,
+    and a symbolic link was followed out of the folder."""
+    import os
+    import threading
+
+    session = Session(session_id="odd", messages=[message_row("user", "hi", 1.0)])
+    session.save()
+    outside = state_dir.parent / "outside.json"
+    outside.write_text("{}")
+    session.path.unlink()
+    if kind == "fifo":
+        os.mkfifo(session.path)
+    else:
+        session.path.symlink_to(outside)
+    saving = threading.Thread(target=session.save, daemon=True)
+    saving.start()
+    saving.join(5)
+    assert not saving.is_alive()
+    assert not session.path.is_symlink() and session.path.is_file()
+    assert Session.load("odd").messages == session.messages
+    assert [p.name.split("-")[0] for p in state_dir.glob("odd.json.unsafe-*")] == ["odd.json.unsafe"]
+    assert outside.read_text() == "{}"
