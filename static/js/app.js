@@ -384,7 +384,6 @@ class App {
           toastError(err);
         }
         if (this.chat.sessionId === sid) await this.chat.reload().catch(toastError);
-        this.sessions.refresh().catch(() => {});
       },
       undo: () => {
         if (this.chat.sessionId === sid) this.chat.renderAll();

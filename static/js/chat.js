@@ -347,12 +347,6 @@ export class ChatView {
       case "compressed":
         live.note("compressed", "Context compressed to make room.");
         break;
-      case "title":
-        if (this.session && data.title) {
-          this.session.title = data.title;
-          this.onSession?.(this.session);
-        }
-        break;
       case "error":
         live.error(data.message || "The turn failed.", data.hint);
         break;

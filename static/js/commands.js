@@ -82,8 +82,7 @@ export const COMMANDS = [
       }
       const target = sid || (await app.ensureSession());
       const data = await api.rename(target, arg);
-      app.sessions.upsert(data.session);
-      app.updateHeader({ ...app.chat.session, ...data.session });
+      app.sessionChanged(data.session);
       return true;
     },
   },
