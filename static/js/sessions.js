@@ -12,6 +12,7 @@ const DAY = 86400;
 const SEARCH_DELAY_MS = 250;
 const PAGE_SIZE = 100;
 const FEED_URL = "/api/sessions/feed";
+const FEED_RETRY_MS = 3000;
 
 function recency(row) {
   return Number(row.last_message_at || row.updated_at || row.created_at || row.started_at || 0);
@@ -137,11 +138,23 @@ export class SessionList {
       noteFeedPosition(seq);
       this.apply(change.upsert || [], change.remove || [], seq);
     });
+    const feed = this.feed;
+    feed.addEventListener("error", () => {
+      // A dropped connection reconnects by itself; a refused one (a lost login, a server error) is closed
+      // for good, so the list is read again in a while and followed from there.
+      if (feed.readyState !== EventSource.CLOSED || this.feed !== feed) return;
+      this.feed = null;
+      this.retryFollowing();
+    });
     this.feed.addEventListener("reset", () => {
       this.feed.close();
       this.feed = null;
       this.refresh().catch(() => {});
     });
+  }
+
+  retryFollowing() {
+    setTimeout(() => this.refresh().catch(() => this.retryFollowing()), FEED_RETRY_MS);
   }
 
   // A change of the feed, numbered `seq`: its rows are current to it.
@@ -385,8 +398,8 @@ export class SessionList {
   async mutate(call) {
     try {
       const data = await call();
-      this.upsert(data.session);
-      this.onChanged?.(data.session);
+      if (this.onChanged) this.onChanged(data.session);
+      else this.upsert(data.session);
     } catch (err) {
       toastError(err);
     }

@@ -391,3 +391,26 @@ def test_an_answer_read_before_a_model_change_does_not_undo_it_in_the_header(pag
     page.wait_for_function("() => performance.getEntriesByName('talaria:open').length > 0")
     expect(page.locator("#chat-title")).to_have_text(title)
     expect(page.locator("#model-select")).to_have_value(FAKE_MODEL)
+
+
+def test_a_refused_feed_is_followed_again_and_later_changes_still_arrive(page, server):
+    """The feed had no error handler: once the server refused it (a lost login, a server error) the browser
+    closed it for good, and no later change reached the sidebar until a reload."""
+    refused = []
+
+    def refuse_once(route):
+        if refused:
+            route.continue_()
+            return
+        refused.append(route.request.url)
+        route.fulfill(status=503, content_type="application/json", body='{"error": "busy"}')
+
+    page.guard.allowed_statuses.add(503)
+    page.route(re.compile(r"/api/sessions/feed"), refuse_once)
+    goto_app(page)
+    while not refused:
+        page.wait_for_timeout(20)
+    title = unique("Made after the feed was refused")
+    sid = server.post_json("/api/session/new", {})["session"]["session_id"]
+    server.post_json("/api/session/rename", {"session_id": sid, "title": title})
+    expect(row(page, title)).to_have_count(1, timeout=10000)
