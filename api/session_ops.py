@@ -172,17 +172,13 @@ def _cut_to_last_user(session: models.Session, empty_message: str) -> tuple[dict
     return last_user, removed
 
 
-def _text(msg: dict) -> str:
-    return message_text(msg)
-
-
 def retry_last(sid: str) -> dict:
     """Remove the last user turn and what followed, returning its text for the composer to resend."""
     with _config._get_session_agent_lock(sid):
         session = editable_session(sid)
         last_user, removed = _cut_to_last_user(session, "No previous message to retry.")
         session.save()
-    return {"last_user_text": _text(last_user), "removed_count": len(removed)}
+    return {"last_user_text": message_text(last_user), "removed_count": len(removed)}
 
 
 def undo_last(sid: str) -> dict:
@@ -191,7 +187,7 @@ def undo_last(sid: str) -> dict:
         session = editable_session(sid)
         last_user, removed = _cut_to_last_user(session, "Nothing to undo.")
         session.save()
-    preview = _text(last_user)
+    preview = message_text(last_user)
     return {
         "removed_count": len(removed),
         "removed_preview": preview[:40] + ("..." if len(preview) > 40 else ""),

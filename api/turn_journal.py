@@ -72,8 +72,14 @@ _LOCK = threading.Lock()
 
 
 def start(turn: Turn) -> None:
-    """Journal ``turn`` and make it its session's live turn (the caller holds the session lock)."""
+    """Journal ``turn`` and make it its session's live turn (the caller holds the session lock).
+
+    Journals finished long enough ago are dropped here, once a turn, not on every read."""
     with _LOCK:
+        now = time.time()
+        for key, old in list(_TURNS.items()):
+            if old.finished_at and now - old.finished_at > _FINISHED_TTL_S:
+                del _TURNS[key]
         _TURNS[turn.stream_id] = turn
         _LIVE_BY_SESSION[turn.session_id] = turn
 
@@ -87,10 +93,6 @@ def end(turn: Turn) -> None:
 
 def get_turn(stream_id: str) -> Turn | None:
     with _LOCK:
-        now = time.time()
-        for key, turn in list(_TURNS.items()):
-            if turn.finished_at and now - turn.finished_at > _FINISHED_TTL_S:
-                del _TURNS[key]
         return _TURNS.get(stream_id)
 
 
