@@ -13,7 +13,7 @@ import signal
 import socket
 import threading
 
-from api import config, http_handler, origin, routes, session_feed, session_index, streaming
+from api import config, http_handler, mcp_servers, origin, routes, session_feed, session_index, streaming
 from api.http_server import TalariaServer
 
 log = logging.getLogger("talaria.server")
@@ -72,6 +72,7 @@ def shutdown_sequence(server: TalariaServer, grace_s: float = SHUTDOWN_GRACE_S) 
         streaming.shutdown()
     except Exception:  # noqa: BLE001
         log.exception("stopping live turns failed")
+    mcp_servers.DISCOVERY.stop()  # the MCP servers' processes end with their connections
     if not server.wait_idle(grace_s):
         log.warning("requests still running after %.0f s; exiting anyway", grace_s)
     server.server_close()

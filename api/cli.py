@@ -25,6 +25,7 @@ from api import (
     doctor,
     interrupted_turns,
     log_setup,
+    mcp_servers,
     model_catalog,
     provider_errors,
     routes,
@@ -203,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     print(banner(f"http://{shown}:{port}", log_path), flush=True)
     if values["warm_up"]:
         agent_pool.start_warm_up()
+    mcp_servers.start_discovery()
     app_server.serve(server)
     log.info("stopped")
     return 0

@@ -2,14 +2,14 @@
 
 A session's ``enabled_toolsets`` is a list of toolset names, or ``None`` for the default: the
 ``agent_toolsets`` setting when set, else the toolsets the agent's own configuration enables for its
-CLI (``hermes tools``). The list and the defaults come from the agent (``hermes_cli.tools_config``).
+CLI (``hermes tools``), the person's MCP servers included (a server's name is its toolset). The list and the defaults come from the agent (``hermes_cli.tools_config``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from api import agent_runtime, session_catalogue, session_lookup
+from api import agent_runtime, mcp_servers, session_catalogue, session_lookup
 from api import config as _config
 from api.errors import BadRequest
 
@@ -38,7 +38,8 @@ def default_toolsets() -> list[str]:
         return configured
     tools_config = _tools_config()
     agent_config = agent_runtime.agent_module("hermes_cli.config").load_config()
-    return sorted(tools_config._get_platform_tools(agent_config, "cli", include_default_mcp_servers=False))
+    # The person's MCP servers are on by default, as in the agent's CLI (each server's name is its toolset).
+    return sorted(tools_config._get_platform_tools(agent_config, "cli", include_default_mcp_servers=True))
 
 
 def session_toolsets(session: Any) -> list[str]:
@@ -48,14 +49,14 @@ def session_toolsets(session: Any) -> list[str]:
 
 
 def available_toolsets() -> list[dict]:
-    """``[{name, label, description}]`` in the agent's order (built-in, then plugins)."""
+    """``[{name, label, description}]`` in the agent's order (built-in, then plugins), then the MCP servers."""
     tools_config = _tools_config()
     rows = []
     for name, label, description in tools_config._get_effective_configurable_toolsets():
         rows.append(
             {"name": name, "label": tools_config.gui_toolset_label(label), "description": description}
         )
-    return rows
+    return rows + mcp_servers.server_toolsets()
 
 
 def list_for_session(sid: str | None) -> dict:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from api import config, toolsets
 from api.errors import BadRequest
@@ -54,3 +55,20 @@ def test_clean_choice_keeps_known_names_once_and_refuses_the_rest():
     for bad in (["nope"], "todo", [1], [""], {"todo": 1}, ["x" * 101]):
         with pytest.raises(BadRequest):
             toolsets.clean_choice(bad, known)
+
+
+def test_the_persons_mcp_servers_are_in_the_default_and_in_the_menu(setting):
+    """The agent's CLI offers every enabled MCP server by default; the web sessions asked for the
+    platform toolsets without them, so a configured server never reached a turn."""
+    setting("")
+    path = config.HERMES_HOME / "config.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    servers = {"demo": {"command": "true"}, "off": {"command": "true", "enabled": False}}
+    path.write_text(yaml.safe_dump({"mcp_servers": servers}), encoding="utf-8")
+    try:
+        default = toolsets.default_toolsets()
+        menu = {row["name"]: row for row in toolsets.available_toolsets()}
+    finally:
+        path.unlink()
+    assert "demo" in default and "off" not in default
+    assert menu["demo"]["label"] == "MCP: demo" and "off" not in menu

@@ -5,6 +5,20 @@ import { api } from "./api.js";
 import { el } from "./render.js";
 import { toastError } from "./toast.js";
 
+// An MCP server's state under its row: connected with its tool count, still connecting, or why it failed.
+export function mcpStateText(state) {
+  if (state.status === "connected") return `connected · ${state.tools} tool${state.tools === 1 ? "" : "s"}`;
+  if (state.status === "failed") return `not connected: ${state.error || "it did not answer"}`;
+  if (state.status === "connecting") return "connecting…";
+  return "not connected yet";
+}
+
+function mcpState(state) {
+  const line = el("span", `toolset-mcp toolset-mcp-${state.status}`, mcpStateText(state));
+  line.setAttribute("role", "status");
+  return line;
+}
+
 export class ToolsMenu {
   constructor({ menu, summary, list, resetButton }) {
     this.menu = menu;
@@ -52,17 +66,29 @@ export class ToolsMenu {
 
   show(data) {
     this.data = data;
-    const rows = data.toolsets.map((toolset) => {
-      const row = el("label", "toolset-row");
+    const row = (toolset) => {
+      const label = el("label", "toolset-row");
       const box = el("input");
       box.type = "checkbox";
       box.value = toolset.name;
       box.checked = toolset.enabled;
       const text = el("span", "toolset-text");
       text.append(el("span", "toolset-name", toolset.label), el("span", "toolset-desc", toolset.description));
-      row.append(box, text);
-      return row;
-    });
+      if (toolset.mcp) text.append(mcpState(toolset.mcp));
+      label.append(box, text);
+      return label;
+    };
+    // The person's own MCP servers come first, under a heading: they are what a person looks for here.
+    const servers = data.toolsets.filter((toolset) => toolset.mcp);
+    const builtIn = data.toolsets.filter((toolset) => !toolset.mcp);
+    const rows = servers.length
+      ? [
+          el("div", "tools-heading", "MCP servers"),
+          ...servers.map(row),
+          el("div", "tools-heading", "Agent tools"),
+          ...builtIn.map(row),
+        ]
+      : builtIn.map(row);
     this.list.replaceChildren(...rows);
     const count = data.toolsets.filter((toolset) => toolset.enabled).length;
     this.summary.textContent = `Tools ${count}`;

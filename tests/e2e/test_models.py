@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from playwright.sync_api import expect
 
-from talaria_testing.fake_llm import FakeLLM, Reply
+from talaria_testing import mcp_server
+from talaria_testing.fake_llm import FakeLLM, Reply, agent_server
 from talaria_testing.server_proc import ServerProc
 
 from .helpers import DESKTOP, PHONE, goto_app, new_session, open_page, screenshot, send, wait_turn_done
@@ -144,3 +146,19 @@ def test_the_setup_form_gets_an_empty_home_to_a_streamed_answer(browser, two_mod
         assert request["body"]["model"] == "fake-b"
         assert request["headers"]["Authorization"] == "Bearer sk-browser-5678"
         assert "sk-browser-5678" not in page.content()
+
+
+def test_the_tools_menu_shows_each_mcp_servers_state(browser, two_models, tmp_path):
+    servers = {"demo": mcp_server.entry("ok"), "stuck": mcp_server.entry("hang")}
+    server = agent_server(tmp_path, two_models.base_url, toolsets="todo,demo", extra={"mcp_servers": servers})
+    with server, open_page(browser, server.base_url) as page:
+        mcp_server.wait_for_states(server, {"demo": "connected", "stuck": "failed"})
+        new_session(page)
+        page.locator("#tools-summary").click()
+        panel = page.locator(".tools-panel")
+        demo = panel.locator(".toolset-row", has_text="MCP: demo")
+        expect(demo.locator("input")).to_be_checked()
+        expect(demo.locator(".toolset-mcp")).to_have_text(re.compile(r"^connected · \d+ tools$"))
+        stuck = panel.locator(".toolset-row", has_text="MCP: stuck")
+        expect(stuck.locator(".toolset-mcp-failed")).to_contain_text("not connected:")
+        _screens(page, "tools-menu-mcp")
