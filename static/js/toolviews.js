@@ -1,9 +1,10 @@
 // Human views of the common tools' calls: a terminal command and its output as a console, a file edit
-// as a diff, a todo list as a checklist. The raw JSON stays one click away.
+// as a diff, a todo list as a checklist, a change of the agent's memory as a note saying what it changed.
+// The raw JSON stays one click away.
 
 import { el } from "./render.js";
 
-export const HUMAN_TOOLS = new Set(["terminal", "patch", "write_file", "todo"]);
+export const HUMAN_TOOLS = new Set(["terminal", "patch", "write_file", "todo", "memory"]);
 const MAX_LINES = 400;
 
 export function parseMaybeJson(value) {
@@ -76,6 +77,27 @@ function todoView(args, result) {
   return list;
 }
 
+const MEMORY_FILES = { memory: "MEMORY.md", user: "USER.md" };
+const MEMORY_ACTIONS = { add: "added to", replace: "replaced in", remove: "removed from" };
+
+// What a call of the agent's memory tool changed, in words: which file, what text; or that it failed.
+export function memoryNote(args, result) {
+  const file = MEMORY_FILES[args?.target] || MEMORY_FILES.memory;
+  const action = MEMORY_ACTIONS[args?.action] || "changed in";
+  if (!result) return { kind: "running", text: `Changing ${file}…` };
+  if (result.success === false) return { kind: "failed", text: `Memory not changed: ${result.error || "the tool refused"}` };
+  return { kind: "changed", text: `Memory changed: ${action} ${file}` };
+}
+
+function memoryView(args, result) {
+  const note = memoryNote(args, result);
+  const box = el("div", `tool-view tool-memory tool-memory-${note.kind}`);
+  box.append(el("div", "memory-note", note.text));
+  const detail = args?.action === "remove" ? args?.old_text : args?.content;
+  if (typeof detail === "string" && detail) box.append(el("blockquote", "memory-entry", detail));
+  return box;
+}
+
 // The human view of one call (null for tools without one); `result` may be missing while it runs.
 export function humanView(name, rawArgs, rawResult) {
   if (!HUMAN_TOOLS.has(name)) return null;
@@ -83,5 +105,6 @@ export function humanView(name, rawArgs, rawResult) {
   const result = parseMaybeJson(rawResult);
   if (name === "terminal") return consoleView(args, result);
   if (name === "todo") return todoView(args, result);
+  if (name === "memory") return memoryView(args, result);
   return diffView(args, result);
 }
