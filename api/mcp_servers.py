@@ -58,8 +58,10 @@ class Discovery:
     _stamp: str = ""
     _fingerprint: str | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
+    _wake: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     _servers_started: bool = False
+    _reload_requested: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self) -> threading.Thread:
@@ -71,6 +73,7 @@ class Discovery:
     def stop(self, timeout: float = 15.0) -> None:
         """Stop watching and close every server connection (their stdio processes end with it)."""
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout)
         if not self._servers_started:
@@ -88,12 +91,15 @@ class Discovery:
                 log.warning("MCP discovery failed: %s: %s", type(exc).__name__, exc)
                 with self._lock:
                     self.state, self.error = "ready", f"{type(exc).__name__}: {exc}"
-            self._stop.wait(self.poll_s)
+            self._wake.wait(self.poll_s)
+            self._wake.clear()
 
     def check_once(self) -> bool:
         """Discover when the section is new or changed; True when a round ran."""
         stamp = agent_runtime.config_stamp()
-        if stamp == self._stamp:
+        with self._lock:
+            forced, self._reload_requested = self._reload_requested, False
+        if stamp == self._stamp and not forced:
             return False
         self._stamp = stamp
         if not mcp_available():
@@ -102,7 +108,7 @@ class Discovery:
             return False
         section = configured_section()
         fingerprint = _fingerprint(section)
-        if fingerprint == self._fingerprint:
+        if fingerprint == self._fingerprint and not forced:
             return False
         first = self._fingerprint is None
         self._fingerprint = fingerprint
@@ -121,6 +127,13 @@ class Discovery:
             log.info("MCP: %d tool(s) from %d configured server(s)", len(names), len(section))
         return True
 
+    def request_reload(self) -> None:
+        """Reconnect every server at the watcher's next round, now (as the agent's ``/reload-mcp``)."""
+        with self._lock:
+            self._reload_requested = True
+            self.state = "discovering"
+        self._wake.set()
+
     def snapshot(self) -> dict[str, Any]:
         with self._lock:
             return {"discovery": self.state, "error": self.error, "rounds": self.rounds}
@@ -131,6 +144,11 @@ DISCOVERY = Discovery()
 
 def start_discovery() -> threading.Thread:
     return DISCOVERY.start()
+
+
+def request_reload() -> dict[str, Any]:
+    DISCOVERY.request_reload()
+    return {"ok": True, **DISCOVERY.snapshot()}
 
 
 def _server_tools(name: str) -> list[dict[str, str]]:

@@ -22,6 +22,7 @@ from api import (
     models,
     routes_agent,
     routes_control,
+    routes_toolbox,
     session_catalogue,
     session_export,
     session_feed,
@@ -378,6 +379,7 @@ ROUTES: dict[tuple[str, str], Callable[[Any, dict], None]] = {
     ("GET", "/api/auth/status"): _handle_auth_status,
     **routes_agent.ROUTES,
     **routes_control.ROUTES,
+    **routes_toolbox.ROUTES,
 }
 PATHS: frozenset[str] = frozenset(path for _, path in ROUTES)
 # Reachable without a login cookie (the page itself is static and always served).

@@ -1,4 +1,4 @@
-"""Routes for what the agent runs with: the model picker, first-run setup, toolsets per session, MCP servers, the agent's memory.
+"""Routes for what the agent runs with: the model picker, first-run setup, toolsets per session.
 
 Thin handlers as in ``api.routes`` (parse → one domain call → ``j``); ``api.routes`` merges ``ROUTES``.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from api import agent_memory, agent_setup, mcp_servers, model_catalog, toolsets
+from api import agent_setup, model_catalog, toolsets
 from api.http_io import j, require_session_id
 
 _TRUE = ("1", "true", "yes", "on")
@@ -34,25 +34,6 @@ def _handle_session_toolsets(handler, body: dict) -> None:
     j(handler, {"session": toolsets.set_session_toolsets(sid, body.get("enabled_toolsets"))})
 
 
-def _handle_mcp_servers(handler, _query: dict) -> None:
-    j(handler, mcp_servers.servers())
-
-
-def _handle_mcp_tools(handler, _query: dict) -> None:
-    j(handler, mcp_servers.tools())
-
-
-def _handle_memory(handler, _query: dict) -> None:
-    j(handler, agent_memory.read_all())
-
-
-def _handle_memory_write(handler, body: dict) -> None:
-    j(
-        handler,
-        {"file": agent_memory.write(body.get("target"), body.get("content"), body.get("base_version"))},
-    )
-
-
 def _handle_onboarding_status(handler, query: dict) -> None:
     j(handler, agent_setup.setup_status())
 
@@ -70,10 +51,6 @@ ROUTES: dict[tuple[str, str], Callable[[Any, dict], None]] = {
     ("POST", "/api/session/model"): _handle_session_model,
     ("GET", "/api/toolsets"): _handle_toolsets,
     ("POST", "/api/session/toolsets"): _handle_session_toolsets,
-    ("GET", "/api/mcp/servers"): _handle_mcp_servers,
-    ("GET", "/api/mcp/tools"): _handle_mcp_tools,
-    ("GET", "/api/memory"): _handle_memory,
-    ("POST", "/api/memory/write"): _handle_memory_write,
     ("GET", "/api/onboarding/status"): _handle_onboarding_status,
     ("POST", "/api/onboarding/probe"): _handle_onboarding_probe,
     ("POST", "/api/onboarding/setup"): _handle_onboarding_setup,

@@ -373,7 +373,7 @@ def _auto_title(session: models.Session) -> str | None:
     first = next(
         (message_text(m) for m in session.messages if isinstance(m, dict) and m.get("role") == "user"), ""
     )
-    line = " ".join(first.split())
+    line = " ".join(titles.persons_words(first).split())
     if not line:
         return None
     title = line if len(line) <= _TITLE_CHARS else line[: _TITLE_CHARS - 1].rsplit(" ", 1)[0] + "…"

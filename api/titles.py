@@ -20,6 +20,19 @@ from api.session_fields import message_text
 log = logging.getLogger("talaria.titles")
 
 
+_SKILL_PREFIX = '[IMPORTANT: The user has invoked the "'
+
+
+def persons_words(text: str) -> str:
+    """What the person wrote: for a skill's slash command, the skill and the instruction, not the skill's
+    text the agent loaded (read with the agent's own ``extract_user_instruction_from_skill_message``)."""
+    if not text.startswith(_SKILL_PREFIX):
+        return text
+    skill = text[len(_SKILL_PREFIX) :].split('"', 1)[0]
+    extract = agent_runtime.agent_module("agent.skill_commands").extract_user_instruction_from_skill_message
+    return f"/{skill} {extract(text) or ''}".strip()
+
+
 def first_exchange(messages: list) -> tuple[str, str] | None:
     """``(user text, answer text)`` when the transcript is exactly one answered user message."""
     users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
@@ -32,7 +45,7 @@ def first_exchange(messages: list) -> tuple[str, str] | None:
     ]
     if not answers:
         return None
-    return message_text(users[0]) or "", answers[-1]
+    return persons_words(message_text(users[0]) or ""), answers[-1]
 
 
 def wants_title(session: models.Session) -> tuple[str, str] | None:

@@ -60,3 +60,13 @@ def test_a_name_the_person_gave_is_never_replaced(session):
 def test_an_unusable_title_changes_nothing(session, bad):
     assert not titles.apply_title("t1", bad)
     assert Session.load("t1").title == "Plan a trip"
+
+
+def test_a_skill_commands_message_is_titled_by_the_persons_words_not_the_skills_text():
+    sent = (
+        '[IMPORTANT: The user has invoked the "greet" skill, indicating they want you to follow its '
+        "instructions. The full skill content is loaded below.]\n\n# Greet\nSay hello.\n\n"
+        "The user has provided the following instruction alongside the skill invocation: say hi to Bob"
+    )
+    assert titles.persons_words(sent) == "/greet say hi to Bob"
+    assert titles.persons_words("plain words") == "plain words"

@@ -4,7 +4,7 @@
 import { api, setCsrfToken } from "./api.js";
 import { AttachmentTray } from "./attachments.js";
 import { ChatView } from "./chat.js";
-import { findCommand, refusal } from "./commands.js";
+import { findCommand, loadAgentCommands, refusal } from "./commands.js";
 import { Composer } from "./composer.js";
 import { followRow } from "./freshness.js";
 import { showLogin } from "./login.js";
@@ -14,7 +14,8 @@ import { ask, confirmAction } from "./dialog.js";
 import { ModelPicker } from "./model_picker.js";
 import { PendingAction } from "./pending.js";
 import { showRecoveryReport } from "./recovery.js";
-import { showShortcuts } from "./shortcuts.js";
+import { showCommands, showShortcuts } from "./shortcuts.js";
+import { openToolbox } from "./toolbox.js";
 import { messageText } from "./render.js";
 import { SessionList } from "./sessions.js";
 import { SetupDialog } from "./setup.js";
@@ -98,6 +99,7 @@ class App {
       ensureSession: () => this.ensureSession(),
     });
     $("new-session").addEventListener("click", () => this.newSession());
+    $("open-toolbox").addEventListener("click", () => openToolbox());
     $("open-sidebar").addEventListener("click", () => this.toggleSidebar(true));
     $("close-sidebar").addEventListener("click", () => this.toggleSidebar(false));
     $("scrim").addEventListener("click", () => this.toggleSidebar(false));
@@ -125,6 +127,7 @@ class App {
     $("app").hidden = false;
     await this.sessions.refresh();
     this.modelPicker.load();
+    loadAgentCommands().catch(() => {}); // the page's own commands work without the agent's
     this.setup.offerIfNeeded();
     const titleOf = (sid) => this.sessions.find(sid)?.title;
     api
@@ -418,6 +421,15 @@ class App {
     } finally {
       this.composer.setStatus("");
     }
+  }
+
+  pickModel(name) {
+    return this.modelPicker.pickByName(name);
+  }
+
+  async showHelp() {
+    await showCommands();
+    return true;
   }
 
   toggleSidebar(open) {

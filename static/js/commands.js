@@ -2,7 +2,7 @@
 // from it, the shortcuts dialog lists it, and the app runs a command's handler; adding a command is one
 // entry here.
 
-import { api } from "./api.js";
+import { api, getJSON, postJSON } from "./api.js";
 import { toast } from "./toast.js";
 
 // Undo and retry answer `{error}` when there is no turn to remove: it is said, and the command is done.
@@ -88,21 +88,86 @@ export const COMMANDS = [
   },
 ];
 
+// The agent's own commands the page runs (GET /api/commands names them with the agent's help text), by name.
+const AGENT_RUNNERS = {
+  new: { withoutSession: true, run: (app) => app.newSession().then(() => true) },
+  model: {
+    withoutSession: false,
+    run: (app, sid, arg) => app.pickModel(arg),
+  },
+  help: { withoutSession: true, run: (app) => app.showHelp() },
+  "reload-mcp": {
+    withoutSession: true,
+    async run() {
+      await postJSON("/api/mcp/reload", {});
+      toast("Reconnecting the MCP servers…");
+      return true;
+    },
+  },
+  "reload-skills": {
+    withoutSession: true,
+    async run() {
+      const data = await postJSON("/api/skills/reload", {});
+      await loadAgentCommands();
+      toast(`Skills scanned again: ${data.total ?? 0} skill${data.total === 1 ? "" : "s"}.`);
+      return true;
+    },
+  },
+};
+
+// A skill's command sends the skill, loaded by the agent, with what follows the command as the instruction.
+function skillCommand(row) {
+  return {
+    name: row.name,
+    args: row.args,
+    help: row.help,
+    kind: "skill",
+    withoutSession: true,
+    async run(app, sid, arg) {
+      const data = await postJSON("/api/skills/invoke", { command: `/${row.name}`, instruction: arg });
+      return app.send(data.message);
+    },
+  };
+}
+
+// Adds the agent's commands and skills from GET /api/commands after the page's own (which win a name clash).
+export function addAgentCommands(rows) {
+  COMMANDS.splice(OWN_COMMANDS);
+  const taken = new Set(COMMANDS.map((c) => c.name));
+  for (const row of rows || []) {
+    if (!row || typeof row.name !== "string" || taken.has(row.name)) continue;
+    if (row.kind === "skill") COMMANDS.push(skillCommand(row));
+    else if (AGENT_RUNNERS[row.name]) COMMANDS.push({ ...AGENT_RUNNERS[row.name], name: row.name, args: row.args, help: row.help, kind: "agent" });
+    else continue;
+    taken.add(row.name);
+  }
+}
+
+export async function loadAgentCommands() {
+  const data = await getJSON("/api/commands");
+  addAgentCommands(data.commands);
+}
+
+const OWN_COMMANDS = COMMANDS.length;
+
 export function findCommand(name) {
   return COMMANDS.find((c) => c.name === name) || null;
 }
 
-// "/compress the plan" → {name: "compress", arg: "the plan"}; null when the text is not a known command.
+// "/compress the plan" → {name: "compress", arg: "the plan"}; "/nosuch thing" → {name: "nosuch", arg:
+// "thing", unknown: true}, so the composer can ask before sending it as text; null when the text is not a
+// slash word at all ("/usr/bin/env is missing" is text).
 export function parseSlash(text) {
-  const match = /^\/([a-z]+)(?:\s+([\s\S]*))?$/i.exec(String(text).trim());
+  const match = /^\/([a-z][a-z0-9_-]*)(?:\s+([\s\S]*))?$/i.exec(String(text).trim());
   if (!match) return null;
   const name = match[1].toLowerCase();
-  if (!findCommand(name)) return null;
-  return { name, arg: (match[2] || "").trim() };
+  const arg = (match[2] || "").trim();
+  if (!findCommand(name)) return { name, arg, unknown: true };
+  return { name, arg };
 }
 
 export function completions(text) {
-  const match = /^\/([a-z]*)$/i.exec(text);
+  const match = /^\/([a-z0-9_-]*)$/i.exec(text);
   if (!match) return [];
   const prefix = match[1].toLowerCase();
   return COMMANDS.filter((c) => c.name.startsWith(prefix));

@@ -36,7 +36,8 @@ export class Composer {
         this.renderCompletions();
         return;
       }
-      if (event.key === "Tab" || (event.key === "Enter" && !event.shiftKey && !parseSlash(this.input.value))) {
+      const typed = parseSlash(this.input.value);
+      if (event.key === "Tab" || (event.key === "Enter" && !event.shiftKey && (!typed || typed.unknown))) {
         event.preventDefault();
         this.choose(this.options[this.active]);
         return;
@@ -65,6 +66,10 @@ export class Composer {
     if (!text.trim() || this.busy) return;
     this.closeCompletions();
     const command = this.editing === null ? parseSlash(text) : null;
+    if (command?.unknown) {
+      this.offerAsText(command.name, text);
+      return;
+    }
     const editing = this.editing;
     this.busy = true;
     try {
@@ -76,6 +81,25 @@ export class Composer {
     } finally {
       this.busy = false;
     }
+  }
+
+  // An unknown /word is never sent to the model by accident: the person sees that it is unknown and can send
+  // it as text on purpose.
+  offerAsText(name, text) {
+    const send = el("button", "link-btn", "Send as text");
+    send.type = "button";
+    send.addEventListener("click", async () => {
+      this.setStatus("");
+      if (this.input.value !== text || this.busy) return;
+      this.busy = true;
+      try {
+        if ((await this.onSend?.(text, { editIdx: null })) !== false) this.input.value = "";
+      } finally {
+        this.busy = false;
+      }
+    });
+    this.status.replaceChildren(`/${name} is not a command (type / to see them). `, send);
+    this.input.addEventListener("input", () => this.setStatus(""), { once: true });
   }
 
   choose(option) {

@@ -70,6 +70,28 @@ export class ModelPicker {
     this.select.title = session.model ? `Model for the next answer: ${session.model}` : "The configured default model";
   }
 
+  // `/model <name>` picks the model of that name (its first provider); `/model` alone opens the list.
+  async pickByName(name) {
+    if (!name) {
+      this.select.focus();
+      this.select.showPicker?.();
+      return true;
+    }
+    const wanted = name.trim().toLowerCase();
+    const option = [...this.select.options].find((opt) => {
+      if (!opt.value || opt.value === SETUP) return false;
+      const [provider, model] = JSON.parse(opt.value);
+      return model.toLowerCase() === wanted || `${provider}/${model}`.toLowerCase() === wanted;
+    });
+    if (!option) {
+      toast(`No model named ${name} in the list (↻ asks the endpoints again).`);
+      return false;
+    }
+    this.select.value = option.value;
+    await this.pick();
+    return true;
+  }
+
   async pick() {
     const value = this.select.value;
     if (value === SETUP) {

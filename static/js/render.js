@@ -2,6 +2,7 @@
 // sanitized (markdown-it with HTML off, then an nh3 allow-list), so it is inserted as HTML; every other
 // string goes in as text.
 
+import { skillInvocation } from "./skill_message.js";
 import { HUMAN_TOOLS, humanView } from "./toolviews.js";
 
 const RESULT_PREVIEW_CHARS = 20000;
@@ -172,6 +173,16 @@ function roleLabel(role) {
   return role || "message";
 }
 
+function skillBody({ skill, instruction }, text) {
+  const body = el("div", "msg-body msg-skill");
+  body.append(el("div", "skill-line", `⚡ Skill: ${skill}`));
+  if (instruction) body.append(el("p", "skill-instruction", instruction));
+  const details = el("details", "skill-sent");
+  details.append(el("summary", null, "What the agent received"), el("pre", "skill-sent-text", text));
+  body.append(details);
+  return body;
+}
+
 // One message → an <article>; `toolCards` (id → card) collects cards so tool rows can fill them.
 export function renderMessage(msg, { toolCards } = {}) {
   const role = msg.role || "unknown";
@@ -215,7 +226,10 @@ export function renderMessage(msg, { toolCards } = {}) {
     return article;
   }
 
-  if (text || typeof msg.html === "string") {
+  const invoked = role === "user" ? skillInvocation(text) : null;
+  if (invoked) {
+    article.append(skillBody(invoked, text));
+  } else if (text || typeof msg.html === "string") {
     const body = el("div", "msg-body");
     if (typeof msg.html === "string") body.innerHTML = msg.html;
     else body.textContent = text;

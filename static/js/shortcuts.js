@@ -1,4 +1,4 @@
-// The keyboard shortcuts, listed by `?`.
+// The keyboard shortcuts, listed by `?`; the slash commands, listed by `/help`.
 
 import { COMMANDS } from "./commands.js";
 import { ask } from "./dialog.js";
@@ -11,7 +11,7 @@ export const SHORTCUTS = [
   ["Alt + Shift + N", "New session"],
   ["Ctrl + K", "Search sessions"],
   ["/", "Search sessions (outside the message box)"],
-  ["/ in the message box", `Slash commands: ${COMMANDS.map((c) => `/${c.name}`).join(", ")}`],
+  ["/ in the message box", "Slash commands (/help lists them)"],
   ["?", "This list"],
 ];
 
@@ -25,4 +25,17 @@ export function showShortcuts() {
     table.append(row);
   }
   return ask({ title: "Keyboard shortcuts", body: table, cancelLabel: "Close" });
+}
+
+export function showCommands() {
+  const table = el("table", "shortcuts");
+  for (const command of COMMANDS) {
+    const row = el("tr");
+    const name = el("td", "shortcut-keys");
+    name.append(el("kbd", null, `/${command.name}${command.args ? ` ${command.args}` : ""}`));
+    const kind = command.kind === "skill" ? " (skill)" : "";
+    row.append(name, el("td", "shortcut-what", `${command.help}${kind}`));
+    table.append(row);
+  }
+  return ask({ title: "Slash commands", body: table, cancelLabel: "Close" });
 }

@@ -3,18 +3,37 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { COMMANDS, completions, findCommand, parseSlash, refusal } from "../../static/js/commands.js";
+import { addAgentCommands, COMMANDS, completions, findCommand, parseSlash, refusal } from "../../static/js/commands.js";
 
 test("a known slash command parses with its argument", () => {
   assert.deepEqual(parseSlash("/compress  the plan "), { name: "compress", arg: "the plan" });
   assert.deepEqual(parseSlash("/UNDO"), { name: "undo", arg: "" });
 });
 
-test("an unknown command or plain text is not a command", () => {
-  assert.equal(parseSlash("/launch rockets"), null);
+test("an unknown /word is marked unknown, so it is not sent to the model by accident", () => {
+  assert.deepEqual(parseSlash("/launch rockets"), { name: "launch", arg: "rockets", unknown: true });
+  assert.equal(findCommand("launch"), null);
+});
+
+test("plain text, a bare slash and a path are not commands", () => {
   assert.equal(parseSlash("compress this"), null);
   assert.equal(parseSlash("/"), null);
-  assert.equal(findCommand("launch"), null);
+  assert.equal(parseSlash("/usr/bin/env is missing"), null);
+});
+
+test("the agent's commands and skills join the table after the page's own, which win a clash", () => {
+  addAgentCommands([
+    { name: "model", args: "[model]", help: "Switch model", kind: "agent" },
+    { name: "gif-search", args: "[instruction]", help: "Find a GIF", kind: "skill" },
+    { name: "undo", args: "", help: "the agent's undo", kind: "agent" },
+    { name: "quit", args: "", help: "not run by the page", kind: "agent" },
+  ]);
+  assert.equal(findCommand("model").kind, "agent");
+  assert.deepEqual(parseSlash("/gif-search happy cats"), { name: "gif-search", arg: "happy cats" });
+  assert.equal(findCommand("undo").help, "Remove the last exchange");
+  assert.equal(findCommand("quit"), null);
+  addAgentCommands([]); // a reload replaces them
+  assert.equal(findCommand("gif-search"), null);
 });
 
 test("every command in the table has its help and handler, parses and completes from its first letter", () => {

@@ -1,0 +1,83 @@
+"""Routes for the agent's toolbox: its MCP servers, memory, skills and slash commands (hermes-webui's
+names: ``/api/mcp/servers``, ``/api/mcp/tools``, ``/api/memory``, ``/api/memory/write``, ``/api/skills``,
+``/api/commands``). Thin handlers as in ``api.routes`` (parse → one domain call → ``j``); ``api.routes``
+merges ``ROUTES``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from api import agent_commands, agent_memory, agent_skills, mcp_servers
+from api.http_io import j
+
+
+def _handle_mcp_servers(handler, _query: dict) -> None:
+    j(handler, mcp_servers.servers())
+
+
+def _handle_mcp_tools(handler, _query: dict) -> None:
+    j(handler, mcp_servers.tools())
+
+
+def _handle_mcp_reload(handler, _body: dict) -> None:
+    j(handler, mcp_servers.request_reload())
+
+
+def _handle_memory(handler, _query: dict) -> None:
+    j(handler, agent_memory.read_all())
+
+
+def _handle_memory_write(handler, body: dict) -> None:
+    j(
+        handler,
+        {"file": agent_memory.write(body.get("target"), body.get("content"), body.get("base_version"))},
+    )
+
+
+def _handle_skills(handler, _query: dict) -> None:
+    j(handler, agent_skills.list_skills())
+
+
+def _handle_skill_view(handler, query: dict) -> None:
+    j(handler, {"skill": agent_skills.read_skill(query.get("name"))})
+
+
+def _handle_skill_toggle(handler, body: dict) -> None:
+    j(handler, {"skill": agent_skills.set_enabled(body.get("name"), body.get("enabled"))})
+
+
+def _handle_skill_save(handler, body: dict) -> None:
+    j(
+        handler,
+        {"skill": agent_skills.save_skill(body.get("name"), body.get("content"), body.get("base_version"))},
+    )
+
+
+def _handle_skill_invoke(handler, body: dict) -> None:
+    j(handler, agent_skills.invocation(body.get("command"), body.get("instruction", "")))
+
+
+def _handle_skills_reload(handler, _body: dict) -> None:
+    j(handler, agent_commands.reload_skills())
+
+
+def _handle_commands(handler, _query: dict) -> None:
+    j(handler, agent_commands.list_commands())
+
+
+ROUTES: dict[tuple[str, str], Callable[[Any, dict], None]] = {
+    ("GET", "/api/mcp/servers"): _handle_mcp_servers,
+    ("GET", "/api/mcp/tools"): _handle_mcp_tools,
+    ("POST", "/api/mcp/reload"): _handle_mcp_reload,
+    ("GET", "/api/memory"): _handle_memory,
+    ("POST", "/api/memory/write"): _handle_memory_write,
+    ("GET", "/api/skills"): _handle_skills,
+    ("GET", "/api/skills/view"): _handle_skill_view,
+    ("POST", "/api/skills/toggle"): _handle_skill_toggle,
+    ("POST", "/api/skills/save"): _handle_skill_save,
+    ("POST", "/api/skills/invoke"): _handle_skill_invoke,
+    ("POST", "/api/skills/reload"): _handle_skills_reload,
+    ("GET", "/api/commands"): _handle_commands,
+}
