@@ -11,14 +11,14 @@ from typing import Any
 from api import agent_runtime
 
 # The agent's commands the page runs, by the agent's name (each maps to a control the page has), with the
-# arguments the page takes where they differ from the agent's CLI.
-WEB_COMMANDS: dict[str, str | None] = {
-    "new": "",
-    "model": "[model]",
-    "help": None,
-    "yolo": None,
-    "reload-mcp": None,
-    "reload-skills": None,
+# argument hint and help where the page's version differs from the agent's CLI.
+WEB_COMMANDS: dict[str, dict[str, str]] = {
+    "new": {"args": ""},
+    "model": {"args": "[model]", "help": "Switch this session's model for its next answers"},
+    "help": {},
+    "usage": {"args": "", "help": "Show what this session's answers cost: tokens, and the price where known"},
+    "reload-mcp": {},
+    "reload-skills": {},
 }
 
 
@@ -29,11 +29,11 @@ def list_commands() -> dict[str, Any]:
     rows = [
         {
             "name": name,
-            "args": by_name[name].args_hint if args is None else args,
-            "help": by_name[name].description,
+            "args": page.get("args", by_name[name].args_hint),
+            "help": page.get("help", by_name[name].description),
             "kind": "agent",
         }
-        for name, args in WEB_COMMANDS.items()
+        for name, page in WEB_COMMANDS.items()
         if name in by_name
     ]
     skill_commands = agent_runtime.agent_module("agent.skill_commands").get_skill_commands()

@@ -22,6 +22,29 @@ _USAGE_KEYS = ("input_tokens", "output_tokens", "prompt_tokens", "completion_tok
 # fmt: on
 
 
+def usage_counters(agent) -> dict[str, float]:
+    """The agent's running totals (``session_<key>``): they count from the agent's construction, and a
+    pooled agent serves many turns."""
+    counters: dict[str, float] = {}
+    for key in _USAGE_KEYS:
+        value = getattr(agent, f"session_{key}", None)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            counters[key] = value
+    return counters
+
+
+def turn_usage(raw: dict, before: dict[str, float]) -> dict[str, float]:
+    """This turn's usage: the agent's totals after the turn minus those before it (pure)."""
+    usage: dict[str, float] = {}
+    for key in _USAGE_KEYS:
+        value = raw.get(key)
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            continue
+        spent = value - before.get(key, 0)
+        usage[key] = round(spent, 6) if isinstance(spent, float) else spent
+    return usage
+
+
 @dataclass
 class TurnResult:
     final_response: str = ""
@@ -72,7 +95,13 @@ def _int_or_none(value: Any) -> int | None:
 
 
 def summarize_result(
-    raw: dict, agent, *, before_sid: str, before_count: int, compress_events: list[dict]
+    raw: dict,
+    agent,
+    *,
+    before_sid: str,
+    before_count: int,
+    compress_events: list[dict],
+    before_usage: dict[str, float] | None = None,
 ) -> TurnResult:
     """Pure-ish: the agent's result dict plus its post-turn attributes → ``TurnResult``."""
     compressor = getattr(agent, "context_compressor", None)
@@ -95,7 +124,7 @@ def summarize_result(
         previous_session_id=before_sid,
         compression_count=count,
         compression_events=compress_events,
-        usage={k: raw[k] for k in _USAGE_KEYS if k in raw},
+        usage=turn_usage(raw, before_usage or {}),
         last_prompt_tokens=last_prompt,
         context_length=_int_or_none(getattr(compressor, "context_length", None)),
         threshold_tokens=_int_or_none(getattr(compressor, "threshold_tokens", None)),
@@ -169,6 +198,7 @@ class TurnRunner:
         callbacks = callbacks_for(self.agent)
         before_sid = str(getattr(self.agent, "session_id", "") or "")
         before_count = _compression_count(self.agent)
+        before_usage = usage_counters(self.agent)
         started = time.monotonic()
         raw: dict
         try:
@@ -188,6 +218,7 @@ class TurnRunner:
                 before_sid=before_sid,
                 before_count=before_count,
                 compress_events=compress_events,
+                before_usage=before_usage,
             )
         except Exception as exc:
             log.exception("summarizing the turn failed")

@@ -1,6 +1,6 @@
-"""Routes for the agent's toolbox: its MCP servers, memory, skills and slash commands (hermes-webui's
+"""Routes for the agent's toolbox: its MCP servers, memory, skills, slash commands and a session's usage (hermes-webui's
 names: ``/api/mcp/servers``, ``/api/mcp/tools``, ``/api/memory``, ``/api/memory/write``, ``/api/skills``,
-``/api/commands``). Thin handlers as in ``api.routes`` (parse → one domain call → ``j``); ``api.routes``
+``/api/commands``, ``/api/session/usage``). Thin handlers as in ``api.routes`` (parse → one domain call → ``j``); ``api.routes``
 merges ``ROUTES``.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from api import agent_commands, agent_memory, agent_skills, mcp_servers
-from api.http_io import j
+from api import agent_commands, agent_memory, agent_skills, mcp_servers, session_usage
+from api.http_io import j, require_session_id
 
 
 def _handle_mcp_servers(handler, _query: dict) -> None:
@@ -63,6 +63,10 @@ def _handle_skills_reload(handler, _body: dict) -> None:
     j(handler, agent_commands.reload_skills())
 
 
+def _handle_session_usage(handler, query: dict) -> None:
+    j(handler, session_usage.session_usage(require_session_id(query.get("session_id"))))
+
+
 def _handle_commands(handler, _query: dict) -> None:
     j(handler, agent_commands.list_commands())
 
@@ -80,4 +84,5 @@ ROUTES: dict[tuple[str, str], Callable[[Any, dict], None]] = {
     ("POST", "/api/skills/invoke"): _handle_skill_invoke,
     ("POST", "/api/skills/reload"): _handle_skills_reload,
     ("GET", "/api/commands"): _handle_commands,
+    ("GET", "/api/session/usage"): _handle_session_usage,
 }

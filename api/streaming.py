@@ -297,6 +297,25 @@ def _stamp_model(rows: list[dict], model: str) -> None:
             row.setdefault("model", model)
 
 
+# What a turn's answer row keeps of the turn's usage, for the page (per turn) and the file.
+_ROW_USAGE_KEYS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "reasoning_tokens",
+    "estimated_cost_usd",
+)
+
+
+def _stamp_usage(rows: list[dict], result) -> None:
+    usage = {
+        k: v for k, v in (result.usage if result is not None else {}).items() if k in _ROW_USAGE_KEYS and v
+    }
+    answers = [row for row in rows if row.get("role") == "assistant"]
+    if usage and answers:
+        answers[-1]["usage"] = usage
+
+
 def _finalize(turn: Turn, result, error: tuple[str, str | None] | None) -> None:
     compressed_event = None
     with _config._get_session_agent_lock(turn.session_id):
@@ -310,6 +329,7 @@ def _finalize(turn: Turn, result, error: tuple[str, str | None] | None) -> None:
         now = time.time()
         outcome = turn_rows.turn_outcome(turn, result, error, now)
         _stamp_model(outcome.rows, _model_of(result, session))
+        _stamp_usage(outcome.rows, result)
         session.messages.extend(outcome.rows)
         if outcome.error is not None:
             session.messages.append(

@@ -88,6 +88,6 @@ def test_a_bad_or_unknown_name_is_refused(name):
 
 def test_the_composer_is_offered_the_agents_web_commands_and_the_skills():
     rows = {row["name"]: row for row in agent_commands.list_commands()["commands"]}
-    assert {"new", "model", "help", "yolo", "reload-mcp", "reload-skills", "greet"} <= set(rows)
+    assert {"new", "model", "help", "usage", "reload-mcp", "reload-skills", "greet"} <= set(rows)
     assert rows["model"]["args"] == "[model]" and rows["greet"]["kind"] == "skill"
     assert not {"quit", "snapshot", "platforms"} & set(rows)  # the CLI's own are left out

@@ -98,3 +98,24 @@ def test_interrupt_reaches_the_agent():
 def test_turn_result_to_dict_leaves_out_the_raw_result():
     out = TurnResult(final_response="a", raw={"big": 1}).to_dict()
     assert "raw" not in out and out["final_response"] == "a" and out["rotated"] is False
+
+
+def test_a_turns_usage_is_what_the_agents_running_totals_grew_by():
+    before = {"input_tokens": 1000, "output_tokens": 50, "estimated_cost_usd": 0.25, "api_calls": 1}
+    raw = {"input_tokens": 3000, "output_tokens": 120, "estimated_cost_usd": 0.75, "api_calls": 3, "other": 9}
+    assert agent_turn.turn_usage(raw, before) == {
+        "input_tokens": 2000,
+        "output_tokens": 70,
+        "estimated_cost_usd": 0.5,
+        "api_calls": 2,
+    }
+    assert agent_turn.turn_usage({"input_tokens": 7, "output_tokens": True}, {}) == {"input_tokens": 7}
+
+
+def test_the_running_totals_are_read_from_the_agents_session_counters():
+    class Agent:
+        session_input_tokens = 12
+        session_estimated_cost_usd = 0.5
+        session_api_calls = None
+
+    assert agent_turn.usage_counters(Agent()) == {"input_tokens": 12, "estimated_cost_usd": 0.5}

@@ -127,7 +127,10 @@ class App {
     $("app").hidden = false;
     await this.sessions.refresh();
     this.modelPicker.load();
-    loadAgentCommands().catch(() => {}); // the page's own commands work without the agent's
+    // The page's own commands work without the agent's; a completion list already open takes them when they come.
+    loadAgentCommands()
+      .then(() => this.composer.refreshCompletions())
+      .catch(() => {});
     this.setup.offerIfNeeded();
     const titleOf = (sid) => this.sessions.find(sid)?.title;
     api

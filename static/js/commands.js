@@ -4,6 +4,7 @@
 
 import { api, getJSON, postJSON } from "./api.js";
 import { toast } from "./toast.js";
+import { showUsage } from "./usage.js";
 
 // Undo and retry answer `{error}` when there is no turn to remove: it is said, and the command is done.
 async function removeLastTurn(call, sid) {
@@ -96,6 +97,7 @@ const AGENT_RUNNERS = {
     run: (app, sid, arg) => app.pickModel(arg),
   },
   help: { withoutSession: true, run: (app) => app.showHelp() },
+  usage: { withoutSession: false, run: (app, sid) => showUsage(sid) },
   "reload-mcp": {
     withoutSession: true,
     async run() {

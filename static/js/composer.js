@@ -119,6 +119,10 @@ export class Composer {
     this.renderCompletions();
   }
 
+  refreshCompletions() {
+    if (!this.list.hidden || /^\/[a-z0-9_-]*$/i.test(this.input.value)) this.updateCompletions();
+  }
+
   renderCompletions() {
     this.list.replaceChildren();
     this.list.hidden = this.options.length === 0;

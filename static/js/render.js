@@ -3,6 +3,7 @@
 // string goes in as text.
 
 import { skillInvocation } from "./skill_message.js";
+import { usageLabel, usageTitle } from "./usage_labels.js";
 import { HUMAN_TOOLS, humanView } from "./toolviews.js";
 
 const RESULT_PREVIEW_CHARS = 20000;
@@ -212,6 +213,12 @@ export function renderMessage(msg, { toolCards } = {}) {
     head.append(time);
   }
   if (role === "assistant" && typeof msg.model === "string" && msg.model) head.append(el("span", "msg-model", msg.model));
+  const spent = role === "assistant" ? usageLabel(msg.usage) : "";
+  if (spent) {
+    const label = el("span", "msg-usage", spent);
+    label.title = usageTitle(msg.usage);
+    head.append(label);
+  }
   if (msg._partial) head.append(el("span", "badge", "partial"));
   if (msg._pending) article.classList.add("pending");
   article.append(head);

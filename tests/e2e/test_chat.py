@@ -267,14 +267,14 @@ def test_slash_commands_complete_and_run(page, server, llm):
     box = page.locator("#composer-input")
     box.fill("/")
     # The page's six commands, then the agent's that the page runs (no skills are installed here).
-    names = ["compress", "uncompress", "undo", "retry", "clear", "title", "new", "model", "help"]
+    names = ["compress", "uncompress", "undo", "retry", "clear", "title", "new", "model", "help", "usage"]
     names += ["reload-mcp", "reload-skills"]
     expect(page.locator("#slash-list [role=option] .slash-name")).to_have_text(
         [re.compile(rf"^/{name}\b") for name in names]
     )
     box.fill("/u")
     options = page.locator("#slash-list [role=option]")
-    expect(options).to_have_count(2)
+    expect(options).to_have_count(3)  # /uncompress, /undo, /usage
     box.press("ArrowDown")
     expect(options.nth(1)).to_have_attribute("aria-selected", "true")
     screenshot(page, "slash-completion")

@@ -126,8 +126,17 @@ def test_a_skill_is_switched_off_and_on_edited_and_used_from_the_composer(browse
         user = page.locator(".msg-user").last
         expect(user.locator(".skill-line")).to_have_text("⚡ Skill: greet")
         expect(user.locator(".skill-instruction")).to_have_text("say hi to Bob")
-        expect(page.locator("#chat-title")).to_have_text("/greet say hi to Bob")
+        # The quick title, then the model's (the fake titles "About <the person's words>").
+        expect(page.locator("#chat-title")).to_have_text(re.compile(r"^(About )?/greet say hi to"))
+        expect(page.locator(".msg-assistant .msg-usage").last).to_have_text(re.compile(r"^↑[\d.]+k? ↓\d+$"))
         _screens(page, "skill-command")
+
+        page.locator("#composer-input").fill("/usage")
+        page.locator("#composer-input").press("Enter")
+        report = page.locator(".modal")
+        expect(report).to_contain_text("over 1 answer.")
+        expect(report.locator(".usage-table tr")).to_have_count(2)
+        _screens(page, "usage")
 
 
 def test_the_mcp_tab_shows_each_servers_state_and_tools(browser, toolbox_server):
