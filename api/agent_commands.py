@@ -17,6 +17,10 @@ WEB_COMMANDS: dict[str, dict[str, str]] = {
     "model": {"args": "[model]", "help": "Switch this session's model for its next answers"},
     "help": {},
     "usage": {"args": "", "help": "Show what this session's answers cost: tokens, and the price where known"},
+    "reasoning": {
+        "args": "[level|default]",
+        "help": "Set this session's reasoning effort (for models that take one)",
+    },
     "reload-mcp": {},
     "reload-skills": {},
 }

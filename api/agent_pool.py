@@ -15,6 +15,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from api import agent_runtime, models, provider_errors, toolsets
@@ -53,19 +54,32 @@ def key_for(session: models.Session) -> str:
     # changes the key: the next turn builds a fitting agent.
     enabled = toolsets.session_toolsets(session)
     stamp = agent_runtime.config_stamp()
+    effort = session.reasoning_effort or ""
     return "\x00".join(
-        [session.session_id, session.model or "", session.model_provider or "", stamp, *enabled]
+        [session.session_id, session.model or "", session.model_provider or "", stamp, effort, *enabled]
     )
 
 
 def _build(session: models.Session):
+    model = session.model or agent_runtime.configured_default_model()
     return agent_runtime.build_agent(
         session.session_id,
         session.model,
         session.model_provider,
         state_db_path=_config.STATE_DB_PATH,
         enabled_toolsets=toolsets.session_toolsets(session),
+        reasoning_config=agent_runtime.reasoning_config_for(session.reasoning_effort, model),
     )
+
+
+def probe(session: models.Session, check: Callable[[Any], Any]) -> Any:
+    """``check(agent)`` on the agent the session's next turn gets (built now if none is idle), which then
+    goes back to the pool for that turn."""
+    key, agent = take(session)
+    try:
+        return check(agent)
+    finally:
+        give_back(key, agent)
 
 
 def take(session: models.Session) -> tuple[str, Any]:

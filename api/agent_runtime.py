@@ -227,6 +227,39 @@ def build_agent(
     return agent
 
 
+def reasoning_levels() -> list[str]:
+    """The efforts the agent knows, with ``none`` (thinking off) first."""
+    return ["none", *_import("hermes_constants").VALID_REASONING_EFFORTS]
+
+
+def reasoning_config_for(effort: str | None, model: str) -> dict | None:
+    """The agent's reasoning config for a turn: the session's effort when it chose one, else what the
+    agent's config.yaml says for this model (``agent.reasoning_overrides``, ``agent.reasoning_effort``)."""
+    constants = _import("hermes_constants")
+    if effort:
+        return constants.parse_reasoning_effort(effort)
+    return constants.resolve_reasoning_config(_import("hermes_cli.config").load_config(), model)
+
+
+def configured_reasoning_effort(model: str) -> str | None:
+    """The effort the agent's config.yaml sets for ``model`` (``none`` for thinking off), or None."""
+    config = reasoning_config_for(None, model)
+    if not isinstance(config, dict):
+        return None
+    return "none" if config.get("enabled") is False else str(config.get("effort") or "") or None
+
+
+def reasoning_supported(agent) -> bool:
+    """Whether the agent sends a reasoning effort on this model's route (its own rule for the route)."""
+    if getattr(agent, "api_mode", "") in ("anthropic_messages", "codex_responses"):
+        return True
+    check = getattr(agent, "_supports_reasoning_extra_body", None)
+    try:
+        return bool(check()) if callable(check) else False
+    except Exception:  # noqa: BLE001 - a probe that fails means the effort would not be sent
+        return False
+
+
 def main_runtime(agent) -> dict | None:
     """The agent's live runtime (model, provider, endpoint, key) for a side call such as a title."""
     current = getattr(agent, "_current_main_runtime", None)

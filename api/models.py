@@ -122,6 +122,8 @@ class Session(SessionFields):
         self.compression_undo = undo if isinstance(undo, dict) else None
         question = kw.get("pending_question")  # an approval or clarify question a live turn waits on
         self.pending_question = question if isinstance(question, dict) else None
+        effort = kw.get("reasoning_effort")  # the session's reasoning effort; None follows the agent's config
+        self.reasoning_effort = effort if isinstance(effort, str) and effort else None
         self.post_compression_context_tokens_estimate = non_negative_int_or_none(
             kw.get("post_compression_context_tokens_estimate")
         )

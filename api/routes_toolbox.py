@@ -1,6 +1,6 @@
-"""Routes for the agent's toolbox: its MCP servers, memory, skills, slash commands and a session's usage (hermes-webui's
+"""Routes for the agent's toolbox: its MCP servers, memory, skills, slash commands, a session's reasoning effort and usage (hermes-webui's
 names: ``/api/mcp/servers``, ``/api/mcp/tools``, ``/api/memory``, ``/api/memory/write``, ``/api/skills``,
-``/api/commands``, ``/api/session/usage``). Thin handlers as in ``api.routes`` (parse → one domain call → ``j``); ``api.routes``
+``/api/commands``, ``/api/reasoning``, ``/api/session/usage``). Thin handlers as in ``api.routes`` (parse → one domain call → ``j``); ``api.routes``
 merges ``ROUTES``.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from api import agent_commands, agent_memory, agent_skills, mcp_servers, session_usage
+from api import agent_commands, agent_memory, agent_skills, mcp_servers, reasoning, session_usage
 from api.http_io import j, require_session_id
 
 
@@ -67,6 +67,15 @@ def _handle_session_usage(handler, query: dict) -> None:
     j(handler, session_usage.session_usage(require_session_id(query.get("session_id"))))
 
 
+def _handle_reasoning(handler, query: dict) -> None:
+    j(handler, reasoning.session_reasoning(require_session_id(query.get("session_id"))))
+
+
+def _handle_set_reasoning(handler, body: dict) -> None:
+    sid = require_session_id(body.get("session_id"))
+    j(handler, reasoning.set_session_reasoning(sid, body.get("effort")))
+
+
 def _handle_commands(handler, _query: dict) -> None:
     j(handler, agent_commands.list_commands())
 
@@ -85,4 +94,6 @@ ROUTES: dict[tuple[str, str], Callable[[Any, dict], None]] = {
     ("POST", "/api/skills/reload"): _handle_skills_reload,
     ("GET", "/api/commands"): _handle_commands,
     ("GET", "/api/session/usage"): _handle_session_usage,
+    ("GET", "/api/reasoning"): _handle_reasoning,
+    ("POST", "/api/reasoning"): _handle_set_reasoning,
 }

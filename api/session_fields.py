@@ -54,6 +54,7 @@ TALARIA_FIELDS: tuple[str, ...] = (
     "compression_generation",
     "compression_undo",
     "pending_question",
+    "reasoning_effort",
 )
 
 
@@ -134,6 +135,7 @@ class SessionFields:
     compression_generation: str | None
     compression_undo: dict[str, Any] | None
     pending_question: dict[str, Any] | None
+    reasoning_effort: str | None
 
 
 # Computed at save and written ahead of "messages", so a prefix read gives the whole sidebar row.

@@ -159,6 +159,8 @@ class FakeLLM:
         self.context_length = context_length
         self.model = model
         self.extra_models = tuple(extra_models)  # listed by /v1/models after ``model``
+        # Set: the server also answers as LM Studio does (/api/v1/models), declaring these reasoning levels.
+        self.reasoning_options: tuple[str, ...] = ()
         self.default_reply = default_reply
         self.default_summary = default_summary
         self.hang_timeout = hang_timeout
@@ -397,6 +399,10 @@ class _Handler(BaseHTTPRequestHandler):
         if path == "/v1/models":
             cards = [card] + [{**card, "id": name} for name in fake.extra_models]
             return self._send_json(200, {"object": "list", "data": cards})
+        if path == "/api/v1/models" and fake.reasoning_options:
+            reasoning = {"allowed_options": list(fake.reasoning_options)}
+            lm_card = {"key": fake.model, "type": "llm", "capabilities": {"reasoning": reasoning}}
+            return self._send_json(200, {"models": [lm_card]})
         if path.startswith("/v1/models/"):
             return self._send_json(200, {**card, "id": path[len("/v1/models/") :]})
         self._send_json(404, {"error": {"message": "not found", "type": "not_found"}})

@@ -15,6 +15,7 @@ import { ModelPicker } from "./model_picker.js";
 import { PendingAction } from "./pending.js";
 import { showRecoveryReport } from "./recovery.js";
 import { showCommands, showShortcuts } from "./shortcuts.js";
+import { ReasoningPicker } from "./reasoning_picker.js";
 import { openToolbox } from "./toolbox.js";
 import { messageText } from "./render.js";
 import { SessionList } from "./sessions.js";
@@ -86,6 +87,7 @@ class App {
       onChanged: (row) => this.sessionChanged(row),
       onSetup: () => this.setup.open(),
     });
+    this.reasoning = new ReasoningPicker({ root: $("reasoning-picker"), select: $("reasoning-select") });
     this.tools = new ToolsMenu({
       menu: $("tools-menu"),
       summary: $("tools-summary"),
@@ -234,6 +236,7 @@ class App {
     this.workspace.setSession(session);
     this.yolo.setSession(session);
     this.modelPicker.update(session);
+    this.reasoning.update(session);
     this.tools.update(session);
     const sid = session && (session.session_id || session.id);
     const exportable = Boolean(sid && !session.read_only);

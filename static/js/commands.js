@@ -98,6 +98,7 @@ const AGENT_RUNNERS = {
   },
   help: { withoutSession: true, run: (app) => app.showHelp() },
   usage: { withoutSession: false, run: (app, sid) => showUsage(sid) },
+  reasoning: { withoutSession: false, run: (app, sid, arg) => app.reasoning.choose(sid, arg) },
   "reload-mcp": {
     withoutSession: true,
     async run() {

@@ -162,3 +162,33 @@ def test_the_tools_menu_shows_each_mcp_servers_state(browser, two_models, tmp_pa
         stuck = panel.locator(".toolset-row", has_text="MCP: stuck")
         expect(stuck.locator(".toolset-mcp-failed")).to_contain_text("not connected:")
         _screens(page, "tools-menu-mcp")
+
+
+def test_the_reasoning_picker_shows_for_a_model_that_takes_an_effort_and_sets_it(browser, tmp_path):
+    with FakeLLM() as studio:
+        studio.reasoning_options = ("off", "low", "medium", "high")
+        extra = {"model": {"provider": "lmstudio"}, "agent": {"reasoning_effort": "low"}}
+        server = agent_server(tmp_path, studio.base_url, toolsets="todo", extra=extra)
+        with server, open_page(browser, server.base_url) as page:
+            new_session(page)
+            picker = page.locator("#reasoning-select")
+            expect(page.locator("#reasoning-picker")).to_be_visible()
+            expect(picker.locator("option").first).to_have_text("Reasoning: default (low)")
+            picker.select_option("high")
+            expect(page.locator(".toast").last).to_contain_text("Reasoning effort: high")
+            studio.script(Reply(text="after thinking hard"))
+            wait_turn_done(page, send(page, "think"))
+            assert studio.chat_requests()[-1]["body"]["reasoning_effort"] == "high"
+            _screens(page, "reasoning-picker")
+            page.locator("#composer-input").fill("/reasoning medium")
+            page.locator("#composer-input").press("Enter")
+            expect(picker).to_have_value("medium")
+            expect(page.locator(".toast").last).to_contain_text("Reasoning effort: medium")
+
+
+def test_a_model_whose_route_takes_no_effort_shows_no_reasoning_picker(browser, picker_server):
+    with open_page(browser, picker_server.base_url) as page:
+        with page.expect_response(lambda response: "/api/reasoning" in response.url) as asked:
+            new_session(page)
+        assert asked.value.json()["supported"] is False
+        expect(page.locator("#reasoning-picker")).to_be_hidden()
