@@ -96,6 +96,8 @@ SETTINGS: tuple[Setting, ...] = (
         300.0,
         "TALARIA_APPROVAL_TIMEOUT",
         "Seconds a flagged command waits for the person's answer before it is denied.",
+        1,
+        86400,
     ),
     Setting(
         "clarify_timeout",
@@ -103,6 +105,8 @@ SETTINGS: tuple[Setting, ...] = (
         300.0,
         "TALARIA_CLARIFY_TIMEOUT",
         "Seconds the agent's clarify question waits for an answer before the agent is told there was none.",
+        1,
+        86400,
     ),
     Setting(
         "sessions_cache_max",
@@ -387,6 +391,14 @@ STATE_DIR: Path = cast(Path, _UnconfiguredPath("STATE_DIR"))
 SESSION_DIR: Path = cast(Path, _UnconfiguredPath("SESSION_DIR"))
 SESSION_INDEX_FILE: Path = cast(Path, _UnconfiguredPath("SESSION_INDEX_FILE"))
 STATE_DB_PATH: Path = cast(Path, _UnconfiguredPath("STATE_DB_PATH"))
+
+
+def environment_source(name: str) -> str | None:
+    """The environment variable that decides setting ``name`` (it wins over config.yaml), or None."""
+    found = next((s for s in SETTINGS if s.name == name), None)
+    if found is None or not found.env:
+        return None
+    return found.env if os.environ.get(found.env) not in (None, "") else None
 
 
 def setting(name: str) -> Any:

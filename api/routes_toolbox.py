@@ -1,6 +1,6 @@
-"""Routes for the agent's toolbox: its MCP servers, memory, skills, slash commands, a session's reasoning effort and usage (hermes-webui's
+"""Routes for the agent's toolbox: its MCP servers, memory, skills, slash commands, a session's reasoning effort and usage, the settings a person changes often (hermes-webui's
 names: ``/api/mcp/servers``, ``/api/mcp/tools``, ``/api/memory``, ``/api/memory/write``, ``/api/skills``,
-``/api/commands``, ``/api/reasoning``, ``/api/session/usage``). Thin handlers as in ``api.routes`` (parse → one domain call → ``j``); ``api.routes``
+``/api/commands``, ``/api/reasoning``, ``/api/session/usage``, ``/api/settings``). Thin handlers as in ``api.routes`` (parse → one domain call → ``j``); ``api.routes``
 merges ``ROUTES``.
 """
 
@@ -9,7 +9,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from api import agent_commands, agent_memory, agent_skills, mcp_servers, reasoning, session_usage
+from api import (
+    agent_commands,
+    agent_memory,
+    agent_skills,
+    mcp_servers,
+    reasoning,
+    session_usage,
+    settings_edit,
+)
 from api.http_io import j, require_session_id
 
 
@@ -76,6 +84,14 @@ def _handle_set_reasoning(handler, body: dict) -> None:
     j(handler, reasoning.set_session_reasoning(sid, body.get("effort")))
 
 
+def _handle_settings(handler, _query: dict) -> None:
+    j(handler, settings_edit.list_settings())
+
+
+def _handle_settings_update(handler, body: dict) -> None:
+    j(handler, settings_edit.update_settings(body.get("settings")))
+
+
 def _handle_commands(handler, _query: dict) -> None:
     j(handler, agent_commands.list_commands())
 
@@ -93,6 +109,8 @@ ROUTES: dict[tuple[str, str], Callable[[Any, dict], None]] = {
     ("POST", "/api/skills/invoke"): _handle_skill_invoke,
     ("POST", "/api/skills/reload"): _handle_skills_reload,
     ("GET", "/api/commands"): _handle_commands,
+    ("GET", "/api/settings"): _handle_settings,
+    ("POST", "/api/settings"): _handle_settings_update,
     ("GET", "/api/session/usage"): _handle_session_usage,
     ("GET", "/api/reasoning"): _handle_reasoning,
     ("POST", "/api/reasoning"): _handle_set_reasoning,

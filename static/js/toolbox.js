@@ -1,6 +1,6 @@
 // The agent's toolbox, opened from the sidebar: its memory (MEMORY.md, USER.md, SOUL.md, edited with a save
 // that refuses to overwrite what the agent wrote meanwhile), its skills (on or off, read, the person's own
-// edited) and the MCP servers with their state and tools.
+// edited), the MCP servers with their state and tools, and the settings a person changes often.
 
 import { getJSON, postJSON } from "./api.js";
 import { el } from "./render.js";
@@ -11,7 +11,92 @@ const TABS = [
   ["memory", "Memory"],
   ["skills", "Skills"],
   ["mcp", "MCP servers"],
+  ["settings", "Settings"],
 ];
+
+const SETTING_LABELS = {
+  default_model: "Model for new sessions",
+  agent_toolsets: "Toolsets the agent may use",
+  approval_timeout: "Seconds an approval waits",
+  clarify_timeout: "Seconds a question waits",
+  default_workspace: "Workspace of new sessions",
+  workspace_roots: "Folders workspaces may be under",
+  remote_images: "Show images answers link to",
+};
+
+// One setting's input, with its help; a setting the environment decides is shown but not editable.
+function settingField(row) {
+  const field = el("div", "toolbox-setting");
+  const id = `setting-${row.name}`;
+  const label = el("label", "toolbox-setting-label", SETTING_LABELS[row.name] || row.name);
+  label.htmlFor = id;
+  let input;
+  if (row.type === "bool") {
+    input = el("input");
+    input.type = "checkbox";
+    input.checked = Boolean(row.value);
+  } else {
+    input = el("input", "toolbox-input");
+    input.type = row.type === "int" || row.type === "float" ? "number" : "text";
+    if (row.minimum !== null) input.min = String(row.minimum);
+    if (row.maximum !== null) input.max = String(row.maximum);
+    if (row.type === "float") input.step = "any";
+    input.value = row.value ?? "";
+  }
+  input.id = id;
+  input.name = row.name;
+  input.disabled = Boolean(row.locked_by);
+  const help = el("p", "toolbox-muted", row.help);
+  if (row.locked_by) help.append(` Set by ${row.locked_by} in the environment, which wins over config.yaml.`);
+  field.append(label, input, help);
+  return field;
+}
+
+function settingValue(input) {
+  return input.type === "checkbox" ? input.checked : input.value;
+}
+
+async function settingsTab(pane) {
+  const data = await getJSON("/api/settings");
+  const box = el("div", "toolbox-pane");
+  const form = el("form", "toolbox-settings");
+  form.noValidate = true;
+  const initial = {};
+  for (const row of data.settings) {
+    form.append(settingField(row));
+    initial[row.name] = row.value;
+  }
+  const error = el("p", "form-error");
+  error.setAttribute("role", "alert");
+  const save = el("button", "btn btn-primary", "Save settings");
+  save.type = "submit";
+  const foot = el("div", "toolbox-file-foot");
+  foot.append(el("span", "toolbox-muted", "Saved under webui: in the agent's config.yaml; in force at once."), save);
+  form.append(error, foot);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const changes = {};
+    for (const input of form.querySelectorAll("input[name]")) {
+      if (input.disabled) continue;
+      const value = settingValue(input);
+      if (String(value) !== String(initial[input.name] ?? "")) changes[input.name] = value;
+    }
+    if (!Object.keys(changes).length) {
+      toast("Nothing changed.");
+      return;
+    }
+    try {
+      await postJSON("/api/settings", { settings: changes });
+      error.textContent = "";
+      toast("Settings saved.");
+      showTab(pane, "settings");
+    } catch (err) {
+      error.textContent = err.message;
+    }
+  });
+  box.append(form);
+  return box;
+}
 
 // "123 / 2,200 characters", or just the count where the agent sets no limit.
 export function charCount(text, limit) {
@@ -188,7 +273,7 @@ async function mcpTab(pane) {
   return box;
 }
 
-const BUILDERS = { memory: memoryTab, skills: skillsTab, mcp: mcpTab };
+const BUILDERS = { memory: memoryTab, skills: skillsTab, mcp: mcpTab, settings: settingsTab };
 
 async function showTab(pane, name) {
   pane.dataset.tab = name;

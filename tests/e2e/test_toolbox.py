@@ -172,3 +172,27 @@ def test_an_unknown_command_is_not_sent_unless_the_person_says_so(browser, toolb
         expect(page.locator(".modal")).to_contain_text("/greet")
         expect(page.locator(".modal")).to_contain_text("/compress")
         _screens(page, "help-commands")
+
+
+def test_settings_are_changed_in_the_page_with_the_command_lines_bounds(browser, toolbox_server):
+    config = toolbox_server.hermes_home / "config.yaml"
+    with open_page(browser, toolbox_server.base_url) as page:
+        page.guard.allowed_statuses.add(400)
+        new_session(page)
+        dialog = _open(page, "Settings")
+        locked = dialog.locator("#setting-agent_toolsets")
+        expect(locked).to_be_disabled()  # the test server sets TALARIA_AGENT_TOOLSETS
+        expect(
+            dialog.locator(".toolbox-setting", has=page.locator("#setting-agent_toolsets"))
+        ).to_contain_text("Set by TALARIA_AGENT_TOOLSETS")
+        timeout = dialog.locator("#setting-approval_timeout")
+        timeout.fill("0")
+        dialog.get_by_role("button", name="Save settings").click()
+        expect(dialog.locator(".form-error")).to_contain_text("approval_timeout: must be between 1 and 86400")
+        _screens(page, "toolbox-settings-refused")
+        timeout.fill("90")
+        dialog.get_by_role("button", name="Save settings").click()
+        expect(page.locator(".toast").last).to_contain_text("Settings saved.")
+        assert yaml.safe_load(config.read_text())["webui"]["approval_timeout"] == 90
+        expect(dialog.locator("#setting-approval_timeout")).to_have_value("90")
+        _screens(page, "toolbox-settings")
