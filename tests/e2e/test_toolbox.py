@@ -196,3 +196,20 @@ def test_settings_are_changed_in_the_page_with_the_command_lines_bounds(browser,
         assert yaml.safe_load(config.read_text())["webui"]["approval_timeout"] == 90
         expect(dialog.locator("#setting-approval_timeout")).to_have_value("90")
         _screens(page, "toolbox-settings")
+
+
+def test_a_turn_in_which_the_agent_changed_its_memory_says_so_in_the_transcript(
+    browser, toolbox_server, fake
+):
+    entry = "The person prefers short answers."
+    with open_page(browser, toolbox_server.base_url) as page:
+        new_session(page)
+        args = {"action": "add", "target": "user", "content": entry}
+        fake.script(Reply(tool_calls=[{"name": "memory", "arguments": args}]), Reply(text="Noted."))
+        wait_turn_done(page, send(page, "keep it short from now on"))
+        card = page.locator(".tool-card").last
+        card.locator("summary").first.click()
+        expect(card.locator(".memory-note")).to_have_text("Memory changed: added to USER.md")
+        expect(card.locator(".memory-entry")).to_have_text(entry)
+        _screens(page, "memory-changed-in-turn")
+    assert entry in (toolbox_server.hermes_home / "memories" / "USER.md").read_text(encoding="utf-8")
