@@ -22,6 +22,7 @@ from api import (
     models,
     routes_agent,
     routes_control,
+    routes_files,
     routes_toolbox,
     session_catalogue,
     session_export,
@@ -379,6 +380,7 @@ ROUTES: dict[tuple[str, str], Callable[[Any, dict], None]] = {
     ("GET", "/api/auth/status"): _handle_auth_status,
     **routes_agent.ROUTES,
     **routes_control.ROUTES,
+    **routes_files.ROUTES,
     **routes_toolbox.ROUTES,
 }
 PATHS: frozenset[str] = frozenset(path for _, path in ROUTES)

@@ -1,0 +1,84 @@
+"""Routes of the files panel, with hermes-webui's names and parameters (``/api/list``, ``/api/file``,
+``/api/file/raw``, ``/api/file/save|create|rename|delete``) and the trash. Thin handlers as in
+``api.routes`` (parse → one domain call → ``j``); ``api.routes`` merges ``ROUTES``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote
+
+from api import http_io, workspace_files
+from api.http_io import j, require_session_id
+
+_TRUE = ("1", "true", "yes", "on")
+
+
+def _sid(source: dict) -> str:
+    return require_session_id(source.get("session_id"))
+
+
+def _handle_list(handler, query: dict) -> None:
+    j(
+        handler,
+        workspace_files.list_folder(_sid(query), query.get("path", ""), query.get("hidden", "") in _TRUE),
+    )
+
+
+def _handle_file(handler, query: dict) -> None:
+    j(handler, workspace_files.read_file(_sid(query), query.get("path")))
+
+
+def _handle_file_raw(handler, query: dict) -> None:
+    data, content_type, name = workspace_files.raw_file(_sid(query), query.get("path"))
+    inline = query.get("download", "") not in _TRUE and not content_type.startswith("text/")
+    disposition = "inline" if inline else "attachment"
+    header = f"{disposition}; filename*=UTF-8''{quote(name, safe='')}"
+    http_io.send_bytes(handler, data, content_type, headers={"Content-Disposition": header})
+
+
+def _handle_file_save(handler, body: dict) -> None:
+    j(
+        handler,
+        workspace_files.save_file(
+            _sid(body), body.get("path"), body.get("content"), body.get("base_version")
+        ),
+    )
+
+
+def _handle_file_create(handler, body: dict) -> None:
+    j(handler, workspace_files.create(_sid(body), body.get("path"), body.get("kind", "file")))
+
+
+def _handle_file_rename(handler, body: dict) -> None:
+    j(handler, workspace_files.rename(_sid(body), body.get("path"), body.get("new_path")))
+
+
+def _handle_file_delete(handler, body: dict) -> None:
+    j(handler, workspace_files.delete(_sid(body), body.get("path")))
+
+
+def _handle_trash(handler, query: dict) -> None:
+    j(handler, workspace_files.trash(_sid(query)))
+
+
+def _handle_trash_restore(handler, body: dict) -> None:
+    j(handler, workspace_files.restore(_sid(body), body.get("trash_id")))
+
+
+def _handle_trash_empty(handler, body: dict) -> None:
+    j(handler, workspace_files.empty_trash(_sid(body)))
+
+
+ROUTES: dict[tuple[str, str], Callable[[Any, dict], None]] = {
+    ("GET", "/api/list"): _handle_list,
+    ("GET", "/api/file"): _handle_file,
+    ("GET", "/api/file/raw"): _handle_file_raw,
+    ("POST", "/api/file/save"): _handle_file_save,
+    ("POST", "/api/file/create"): _handle_file_create,
+    ("POST", "/api/file/rename"): _handle_file_rename,
+    ("POST", "/api/file/delete"): _handle_file_delete,
+    ("GET", "/api/trash"): _handle_trash,
+    ("POST", "/api/trash/restore"): _handle_trash_restore,
+    ("POST", "/api/trash/empty"): _handle_trash_empty,
+}
