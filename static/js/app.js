@@ -15,6 +15,7 @@ import { ModelPicker } from "./model_picker.js";
 import { PendingAction } from "./pending.js";
 import { showRecoveryReport } from "./recovery.js";
 import { showCommands, showShortcuts } from "./shortcuts.js";
+import { FilesPanel } from "./files_panel.js";
 import { ReasoningPicker } from "./reasoning_picker.js";
 import { openToolbox } from "./toolbox.js";
 import { messageText } from "./render.js";
@@ -60,6 +61,7 @@ class App {
       onSession: (session) => this.onSession(session),
       onStreaming: (streaming) => {
         this.composer.setStreaming(streaming);
+        if (!streaming) this.files?.turnEnded();
       },
       onAction: (action, msg) => this.messageAction(action, msg),
       onError: toastError,
@@ -87,6 +89,7 @@ class App {
       onChanged: (row) => this.sessionChanged(row),
       onSetup: () => this.setup.open(),
     });
+    this.files = new FilesPanel({ app: this, panel: $("files-panel"), toggle: $("files-toggle") });
     this.reasoning = new ReasoningPicker({ root: $("reasoning-picker"), select: $("reasoning-select") });
     this.tools = new ToolsMenu({
       menu: $("tools-menu"),
@@ -237,6 +240,7 @@ class App {
     this.yolo.setSession(session);
     this.modelPicker.update(session);
     this.reasoning.update(session);
+    this.files.update(session);
     this.tools.update(session);
     const sid = session && (session.session_id || session.id);
     const exportable = Boolean(sid && !session.read_only);

@@ -1,0 +1,354 @@
+// The files panel beside the chat (a drawer on phones): the session's workspace as a lazy tree, a preview of
+// the chosen file by kind (highlighted code, Markdown, a CSV table, an image, a PDF to open, a notice for
+// binary or very large files), an editor whose save refuses to overwrite a change made since it opened,
+// and create, rename, delete (into a trash, restorable until emptied). It reloads when a turn ends, so what
+// the agent wrote appears.
+
+import { getJSON, postJSON } from "./api.js";
+import { confirmAction } from "./dialog.js";
+import { el } from "./render.js";
+import { toast, toastError } from "./toast.js";
+
+// "12 B", "3.4 KB", "1.2 MB".
+export function sizeLabel(bytes) {
+  const size = Number(bytes) || 0;
+  if (size < 1024) return `${size} B`;
+  if (size < 1024 * 1024) return `${(size / 1024).toFixed(1)} KB`;
+  return `${(size / (1024 * 1024)).toFixed(1)} MB`;
+}
+
+// The folder a path lies in ("" for the workspace's root) and a child's path.
+export function parentOf(path) {
+  const cut = path.lastIndexOf("/");
+  return cut < 0 ? "" : path.slice(0, cut);
+}
+
+export function joinPath(folder, name) {
+  return folder ? `${folder}/${name}` : name;
+}
+
+function button(label, onClick, kind = "") {
+  const node = el("button", `btn btn-small${kind ? ` ${kind}` : ""}`, label);
+  node.type = "button";
+  node.addEventListener("click", onClick);
+  return node;
+}
+
+function rawUrl(sid, path, download = false) {
+  const query = new URLSearchParams({ session_id: sid, path });
+  if (download) query.set("download", "1");
+  return `/api/file/raw?${query}`;
+}
+
+export class FilesPanel {
+  constructor({ app, panel, toggle }) {
+    this.app = app;
+    this.panel = panel;
+    this.toggle = toggle;
+    this.sessionId = null;
+    this.showHidden = false;
+    this.open = new Set([""]); // expanded folders
+    this.selected = null;
+    this.panel.hidden = true;
+    toggle.addEventListener("click", () => this.setOpen(this.panel.hidden));
+    this.build();
+  }
+
+  build() {
+    const head = el("div", "files-head");
+    const title = el("h2", "files-title", "Files");
+    const hidden = el("label", "check files-hidden");
+    const box = el("input");
+    box.type = "checkbox";
+    box.addEventListener("change", () => {
+      this.showHidden = box.checked;
+      this.reload();
+    });
+    hidden.append(box, " Hidden");
+    const close = el("button", "icon-btn", "×");
+    close.type = "button";
+    close.setAttribute("aria-label", "Close the files panel");
+    close.addEventListener("click", () => this.setOpen(false));
+    head.append(title, hidden, close);
+    const actions = el("div", "files-actions");
+    actions.append(
+      button("New file", () => this.create("file")),
+      button("New folder", () => this.create("dir")),
+      button("↻", () => this.reload()),
+      button("Trash", () => this.showTrash()),
+    );
+    actions.lastChild.previousSibling.setAttribute("aria-label", "Reload the files");
+    this.tree = el("div", "files-tree");
+    this.tree.setAttribute("role", "tree");
+    this.preview = el("div", "files-preview");
+    this.panel.replaceChildren(head, actions, this.tree, this.preview);
+  }
+
+  setOpen(open) {
+    this.panel.hidden = !open;
+    this.toggle.setAttribute("aria-expanded", String(open));
+    document.getElementById("app").classList.toggle("files-open", open);
+    if (open) this.reload();
+  }
+
+  update(session) {
+    const sid = session && session.session_id && !session.read_only ? session.session_id : null;
+    this.toggle.hidden = !sid;
+    if (sid === this.sessionId) return;
+    this.sessionId = sid;
+    this.open = new Set([""]);
+    this.selected = null;
+    this.preview.replaceChildren();
+    if (!sid) this.setOpen(false);
+    else if (!this.panel.hidden) this.reload();
+  }
+
+  // After a turn: what the agent wrote shows up (the tree and an open, unedited preview are read again).
+  turnEnded() {
+    if (!this.panel.hidden && this.sessionId) this.reload({ keepEditor: true });
+  }
+
+  async reload({ keepEditor = false } = {}) {
+    const sid = this.sessionId;
+    if (!sid || this.panel.hidden) return;
+    try {
+      const nodes = await this.folderNodes(sid, "", 0);
+      if (sid !== this.sessionId) return;
+      this.tree.replaceChildren(...nodes);
+      if (this.selected && !(keepEditor && this.editing)) await this.show(this.selected);
+    } catch (err) {
+      this.tree.replaceChildren(el("p", "form-error", err.message));
+    }
+  }
+
+  async folderNodes(sid, path, depth) {
+    const data = await getJSON("/api/list", { session_id: sid, path, hidden: this.showHidden ? "1" : "" });
+    const nodes = [];
+    for (const entry of data.entries) {
+      nodes.push(this.row(entry, depth));
+      if (entry.type === "dir" && this.open.has(entry.path)) nodes.push(...(await this.folderNodes(sid, entry.path, depth + 1)));
+    }
+    if (data.truncated) nodes.push(el("p", "files-note", "Only the first 20,000 entries are listed."));
+    if (!data.entries.length && depth === 0) nodes.push(el("p", "files-note", "This workspace is empty."));
+    return nodes;
+  }
+
+  row(entry, depth) {
+    const item = el("button", `files-row files-${entry.type}`);
+    item.type = "button";
+    item.setAttribute("role", "treeitem");
+    item.dataset.path = entry.path;
+    item.style.paddingLeft = `${8 + depth * 14}px`;
+    const mark = entry.type === "dir" ? (this.open.has(entry.path) ? "▾" : "▸") : entry.type === "link" ? "↗" : "·";
+    item.append(el("span", "files-mark", mark), el("span", "files-name", entry.name));
+    if (entry.type === "file") item.append(el("span", "files-size", sizeLabel(entry.size)));
+    if (entry.link === "outside") item.title = "A link out of the workspace: shown, not followed";
+    if (entry.type === "special") item.title = "A FIFO, socket or device: not opened";
+    if (entry.path === this.selected) item.classList.add("selected");
+    item.addEventListener("click", () => this.choose(entry));
+    return item;
+  }
+
+  async choose(entry) {
+    if (entry.type === "dir") {
+      if (this.open.has(entry.path)) this.open.delete(entry.path);
+      else this.open.add(entry.path);
+      await this.reload({ keepEditor: true });
+      return;
+    }
+    if (entry.type !== "file") {
+      toast(entry.link === "outside" ? "This link points out of the workspace; it is not followed." : "This is not a regular file.");
+      return;
+    }
+    this.selected = entry.path;
+    for (const node of this.tree.querySelectorAll(".files-row.selected")) node.classList.remove("selected");
+    this.tree.querySelector(`[data-path="${CSS.escape(entry.path)}"]`)?.classList.add("selected");
+    await this.show(entry.path);
+  }
+
+  async show(path) {
+    const sid = this.sessionId;
+    this.editing = false;
+    try {
+      const file = await getJSON("/api/file", { session_id: sid, path });
+      if (sid !== this.sessionId || path !== this.selected) return;
+      this.preview.replaceChildren(this.fileHead(file), this.fileBody(file));
+    } catch (err) {
+      this.preview.replaceChildren(el("p", "form-error", err.message));
+    }
+  }
+
+  fileHead(file) {
+    const head = el("div", "files-file-head");
+    head.append(el("span", "files-file-name", file.path), el("span", "files-size", sizeLabel(file.size)));
+    const tools = el("div", "files-file-tools");
+    if (file.editable) tools.append(button("Edit", () => this.edit(file)));
+    const download = el("a", "btn btn-small", "Download");
+    download.href = rawUrl(this.sessionId, file.path, true);
+    download.setAttribute("download", file.name);
+    tools.append(download, button("Rename", () => this.rename(file.path)), button("Delete", () => this.remove(file.path), "btn-danger"));
+    head.append(tools);
+    return head;
+  }
+
+  fileBody(file) {
+    const body = el("div", `files-view files-view-${file.kind}`);
+    if (file.kind === "image") {
+      const image = el("img");
+      image.alt = file.name;
+      image.src = rawUrl(this.sessionId, file.path);
+      body.append(image);
+    } else if (file.kind === "pdf") {
+      const link = el("a", "btn btn-small", "Open the PDF in a new tab");
+      link.href = rawUrl(this.sessionId, file.path);
+      link.target = "_blank";
+      link.rel = "noopener";
+      body.append(link);
+    } else if (file.kind === "binary") {
+      body.append(el("p", "files-note", "A binary file: download it to open it."));
+    } else if (file.kind === "too_large") {
+      body.append(el("p", "files-note", `Too large to show here (over ${sizeLabel(file.limit)}): download it to open it.`));
+    } else if (file.kind === "markdown") {
+      const html = el("div", "msg-body files-markdown");
+      html.innerHTML = file.html; // sanitized by the server's message renderer
+      body.append(html);
+    } else if (file.kind === "csv") {
+      const table = el("table", "files-csv");
+      for (const cells of file.rows) {
+        const row = el("tr");
+        for (const cell of cells) row.append(el("td", null, cell));
+        table.append(row);
+      }
+      body.append(table);
+    } else {
+      const pre = el("pre", "files-code highlight");
+      if (file.highlighted) pre.innerHTML = file.highlighted; // Pygments' escaped output
+      else pre.textContent = file.content;
+      body.append(pre);
+    }
+    return body;
+  }
+
+  edit(file) {
+    this.editing = true;
+    const area = el("textarea", "files-editor");
+    area.value = file.content;
+    area.setAttribute("aria-label", `Edit ${file.path}`);
+    let version = file.version;
+    const conflict = el("div", "toolbox-conflict");
+    conflict.hidden = true;
+    const save = async (base) => {
+      try {
+        const saved = await postJSON("/api/file/save", { session_id: this.sessionId, path: file.path, content: area.value, base_version: base });
+        version = saved.version;
+        toast(`Saved ${file.name}.`);
+        this.editing = false;
+        await this.reload();
+      } catch (err) {
+        if (err.status !== 409 || !err.data.current) return toastError(err);
+        conflict.replaceChildren(
+          el("p", "toolbox-conflict-note", "This file changed since you opened it (the agent may have written to it). Nothing was saved. It now reads:"),
+          el("pre", "toolbox-theirs", err.data.current.content || "(empty)"),
+        );
+        const actions = el("div", "toolbox-conflict-actions");
+        actions.append(
+          button("Use theirs", () => {
+            area.value = err.data.current.content;
+            version = err.data.current.version;
+            conflict.hidden = true;
+          }),
+          button("Keep mine (replace theirs)", () => save(err.data.current.version), "btn-danger"),
+        );
+        conflict.append(actions);
+        conflict.hidden = false;
+      }
+      return undefined;
+    };
+    const foot = el("div", "files-file-tools");
+    foot.append(
+      button("Cancel", () => this.show(file.path)),
+      button("Save", () => save(version), "btn-primary"),
+    );
+    this.preview.replaceChildren(this.fileHead(file), area, conflict, foot);
+    area.focus();
+  }
+
+  async create(kind) {
+    const folder = this.selected ? parentOf(this.selected) : "";
+    const name = window.prompt(kind === "dir" ? "New folder name" : "New file name");
+    if (!name) return;
+    try {
+      const made = await postJSON("/api/file/create", { session_id: this.sessionId, path: joinPath(folder, name), kind });
+      if (kind === "dir") this.open.add(made.path);
+      else this.selected = made.path;
+      await this.reload();
+    } catch (err) {
+      toastError(err);
+    }
+  }
+
+  async rename(path) {
+    const target = window.prompt("Rename or move to (a path in the workspace)", path);
+    if (!target || target === path) return;
+    try {
+      const moved = await postJSON("/api/file/rename", { session_id: this.sessionId, path, new_path: target });
+      this.selected = moved.path;
+      await this.reload();
+    } catch (err) {
+      toastError(err);
+    }
+  }
+
+  async remove(path) {
+    const sure = await confirmAction({ title: "Delete this file?", message: `${path} goes to the trash; you can restore it until the trash is emptied.`, confirmLabel: "Delete" });
+    if (!sure) return;
+    try {
+      await postJSON("/api/file/delete", { session_id: this.sessionId, path });
+      this.selected = null;
+      this.preview.replaceChildren();
+      toast(`${path} is in the trash.`);
+      await this.reload();
+    } catch (err) {
+      toastError(err);
+    }
+  }
+
+  async showTrash() {
+    try {
+      const data = await getJSON("/api/trash", { session_id: this.sessionId });
+      const list = el("div", "files-trash");
+      list.append(el("h3", "files-trash-title", "Trash"));
+      if (!data.items.length) list.append(el("p", "files-note", "The trash is empty."));
+      for (const item of data.items) {
+        const row = el("div", "files-trash-row");
+        row.append(
+          el("span", "files-name", item.path),
+          button("Restore", async () => {
+            try {
+              await postJSON("/api/trash/restore", { session_id: this.sessionId, trash_id: item.trash_id });
+              toast(`${item.path} is back.`);
+              await this.reload();
+              await this.showTrash();
+            } catch (err) {
+              toastError(err);
+            }
+          }),
+        );
+        list.append(row);
+      }
+      if (data.items.length) {
+        list.append(
+          button("Empty the trash", async () => {
+            if (!(await confirmAction({ title: "Empty the trash?", message: "Its files are deleted for good.", confirmLabel: "Empty" }))) return;
+            await postJSON("/api/trash/empty", { session_id: this.sessionId });
+            await this.showTrash();
+          }, "btn-danger"),
+        );
+      }
+      this.selected = null;
+      this.preview.replaceChildren(list);
+    } catch (err) {
+      toastError(err);
+    }
+  }
+}

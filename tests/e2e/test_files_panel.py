@@ -1,0 +1,129 @@
+"""The files panel in a real browser: the workspace beside the chat (a drawer on phones), a preview of each
+kind, an edit whose save meets a change the agent made meanwhile, a delete into the trash and back, and
+a file the agent writes in a turn appearing when the turn ends. The real server and agent; the fake LLM."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from talaria_testing.fake_llm import FakeLLM, Reply, agent_server
+
+from .helpers import DESKTOP, PHONE, new_session, open_page, screenshot, send, wait_turn_done
+
+pytestmark = pytest.mark.e2e
+
+PNG = (
+    b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x02\x00\x00\x00\x90wS\xde"
+    b"\x00\x00\x00\x0cIDATx\x9cc\xf8\xcf\xc0\x00\x00\x03\x01\x01\x00\xc9\xfe\x92\xef\x00\x00\x00\x00IEND\xaeB`\x82"
+)
+
+
+@pytest.fixture(scope="module")
+def fake():
+    with FakeLLM() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def files_server(tmp_path_factory, fake):
+    root = tmp_path_factory.mktemp("files-e2e")
+    env = {"TALARIA_WORKSPACE_ROOTS": str(root), "TALARIA_CHECKPOINT_INTERVAL": "0.5"}
+    with agent_server(root, fake.base_url, toolsets="file", env=env) as server:
+        workspace = server.workspace
+        (workspace / "src").mkdir()
+        (workspace / "src" / "main.py").write_text("def answer():\n    return 42\n")
+        (workspace / "README.md").write_text("# Project\n\nA **small** project.\n")
+        (workspace / "people.csv").write_text("name,age\nAda,36\nLin,29\n")
+        (workspace / "logo.png").write_bytes(PNG)
+        (workspace / "data.bin").write_bytes(bytes(range(256)) * 4)
+        (workspace / ".env").write_text("SECRET=1\n")
+        yield server
+
+
+def _screens(page, name: str) -> None:
+    for size, size_name in ((DESKTOP, "desktop"), (PHONE, "phone")):
+        page.set_viewport_size(size)
+        page.wait_for_timeout(250)
+        for scheme in ("light", "dark"):
+            page.emulate_media(color_scheme=scheme)
+            screenshot(page, f"{name}-{size_name}-{scheme}")
+    page.set_viewport_size(DESKTOP)
+    page.emulate_media(color_scheme="light")
+
+
+def _open_panel(page):
+    page.locator("#files-toggle").click()
+    panel = page.locator("#files-panel")
+    expect(panel).to_be_visible()
+    return panel
+
+
+def test_the_workspace_is_beside_the_chat_with_a_preview_of_each_kind(browser, files_server):
+    with open_page(browser, files_server.base_url) as page:
+        new_session(page)
+        panel = _open_panel(page)
+        rows = panel.locator(".files-row .files-name")
+        expect(rows).to_have_text(["src", "data.bin", "logo.png", "people.csv", "README.md"])
+        panel.locator(".files-hidden input").check()
+        expect(panel.locator(".files-row", has_text=".env")).to_be_visible()
+        panel.locator(".files-hidden input").uncheck()
+
+        panel.locator(".files-row", has_text="src").click()
+        panel.locator(".files-row", has_text="main.py").click()
+        expect(panel.locator(".files-code .k").first).to_have_text("def")
+        _screens(page, "files-code")
+        panel.locator(".files-row", has_text="README.md").click()
+        expect(panel.locator(".files-markdown strong")).to_have_text("small")
+        _screens(page, "files-markdown")
+        panel.locator(".files-row", has_text="people.csv").click()
+        expect(panel.locator(".files-csv tr")).to_have_count(3)
+        _screens(page, "files-csv")
+        panel.locator(".files-row", has_text="logo.png").click()
+        expect(panel.locator(".files-view-image img")).to_have_js_property("naturalWidth", 1)
+        _screens(page, "files-image")
+        panel.locator(".files-row", has_text="data.bin").click()
+        expect(panel.locator(".files-view-binary")).to_contain_text("A binary file")
+
+
+def test_an_edit_meets_the_agents_change_and_a_delete_goes_to_the_trash_and_back(browser, files_server):
+    main = files_server.workspace / "src" / "main.py"
+    with open_page(browser, files_server.base_url) as page:
+        page.guard.allowed_statuses.add(409)
+        new_session(page)
+        panel = _open_panel(page)
+        panel.locator(".files-row", has_text="src").click()
+        panel.locator(".files-row", has_text="main.py").click()
+        panel.get_by_role("button", name="Edit").click()
+        editor = panel.locator(".files-editor")
+        editor.fill("def answer():\n    return 43\n")
+        main.write_text("def answer():\n    return 'the agent'\n")
+        panel.get_by_role("button", name="Save").click()
+        expect(panel.locator(".toolbox-conflict")).to_contain_text("return 'the agent'")
+        _screens(page, "files-edit-conflict")
+        panel.get_by_role("button", name="Keep mine (replace theirs)").click()
+        expect(page.locator(".toast").last).to_contain_text("Saved main.py")
+        assert main.read_text() == "def answer():\n    return 43\n"
+
+        panel.get_by_role("button", name="Delete").click()
+        page.locator(".modal").get_by_role("button", name="Delete").click()
+        expect(page.locator(".toast").last).to_contain_text("is in the trash")
+        assert not main.exists()
+        panel.get_by_role("button", name="Trash").click()
+        expect(panel.locator(".files-trash-row")).to_contain_text("src/main.py")
+        _screens(page, "files-trash")
+        panel.locator(".files-trash-row").get_by_role("button", name="Restore").click()
+        expect(page.locator(".toast").last).to_contain_text("is back")
+        assert main.read_text() == "def answer():\n    return 43\n"
+
+
+def test_a_file_the_agent_writes_in_a_turn_appears_when_the_turn_ends(browser, files_server, fake):
+    with open_page(browser, files_server.base_url) as page:
+        new_session(page)
+        panel = _open_panel(page)
+        expect(panel.locator(".files-row", has_text="README.md")).to_be_visible()
+        args = {"path": "notes/todo.txt", "content": "write the panel\n"}
+        fake.script(Reply(tool_calls=[{"name": "write_file", "arguments": args}]), Reply(text="Written."))
+        wait_turn_done(page, send(page, "write a todo file"))
+        expect(panel.locator(".files-row", has_text="notes")).to_be_visible()
+        assert (files_server.workspace / "notes" / "todo.txt").read_text() == "write the panel\n"
