@@ -61,14 +61,13 @@ def key_for(session: models.Session) -> str:
 
 
 def _build(session: models.Session):
-    model = session.model or agent_runtime.configured_default_model()
     return agent_runtime.build_agent(
         session.session_id,
         session.model,
         session.model_provider,
         state_db_path=_config.STATE_DB_PATH,
         enabled_toolsets=toolsets.session_toolsets(session),
-        reasoning_config=agent_runtime.reasoning_config_for(session.reasoning_effort, model),
+        reasoning_effort=session.reasoning_effort,
     )
 
 

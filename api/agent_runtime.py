@@ -167,6 +167,7 @@ def build_agent(
     max_iterations: int | None = None,
     ephemeral_system_prompt: str | None = None,
     end_session_on_close: bool = False,
+    reasoning_effort: str | None = None,
     **extra: Any,
 ):
     """A ready ``AIAgent`` for one session, persisting to ``state_db_path`` and reporting to ``callbacks``.
@@ -175,11 +176,13 @@ def build_agent(
     ``None`` means the agent persists nothing (a throwaway agent for a manual compression).
     ``end_session_on_close=False`` keeps ``agent.close()`` from marking the state.db session ended
     (``end_reason='agent_close'``): Talaria closes cached agents on eviction while the conversation
-    goes on. ``extra`` passes further constructor kwargs (dropped if this agent does not take them).
+    goes on. ``reasoning_effort`` is the session's choice (None: what the agent's config says for the model).
+    ``extra`` passes further constructor kwargs (dropped if this agent does not take them).
     """
     model = (model or "").strip() or configured_default_model()
     if not model:
         raise ProviderNotConfigured("No model is configured for the Hermes agent.")
+    extra.setdefault("reasoning_config", reasoning_config_for(reasoning_effort, model))
     runtime = runtime if runtime is not None else resolve_runtime(model, provider)
     run_agent = _import("run_agent")
     callbacks = callbacks or AgentCallbacks()
