@@ -183,6 +183,7 @@ def build_agent(
     if not model:
         raise ProviderNotConfigured("No model is configured for the Hermes agent.")
     extra.setdefault("reasoning_config", reasoning_config_for(reasoning_effort, model))
+    extra.update(checkpoint_kwargs())
     runtime = runtime if runtime is not None else resolve_runtime(model, provider)
     run_agent = _import("run_agent")
     callbacks = callbacks or AgentCallbacks()
@@ -228,6 +229,27 @@ def build_agent(
     agent._end_session_on_close = end_session_on_close
     agent._talaria_callbacks = callbacks
     return agent
+
+
+def checkpoint_kwargs() -> dict[str, Any]:
+    """The agent's per-turn checkpoints of the workspace, on for every web session (the changes view and
+    its restore read them), sized by the agent's ``checkpoints:`` settings."""
+    section = _import("hermes_cli.config").load_config().get("checkpoints")
+    section = section if isinstance(section, dict) else {}
+    kwargs: dict[str, Any] = {"checkpoints_enabled": True}
+    for key in ("max_snapshots", "max_total_size_mb", "max_file_size_mb"):
+        if isinstance(section.get(key), int):
+            kwargs[f"checkpoint_{key}"] = section[key]
+    return kwargs
+
+
+def checkpoint_manager() -> Any:
+    """The agent's own checkpoint store, for listing, diffing and restoring a workspace's checkpoints."""
+    section = _import("hermes_cli.config").load_config().get("checkpoints")
+    section = section if isinstance(section, dict) else {}
+    snapshots = section.get("max_snapshots")
+    manager = _import("tools.checkpoint_manager").CheckpointManager
+    return manager(enabled=True, max_snapshots=snapshots if isinstance(snapshots, int) else 20)
 
 
 def reasoning_levels() -> list[str]:

@@ -1,5 +1,6 @@
 """Routes of the files panel, with hermes-webui's names and parameters (``/api/list``, ``/api/file``,
-``/api/file/raw``, ``/api/file/save|create|rename|delete``) and the trash. Thin handlers as in
+``/api/file/raw``, ``/api/file/save|create|rename|delete``, ``/api/rollback/list|diff|restore``) and the
+trash. Thin handlers as in
 ``api.routes`` (parse → one domain call → ``j``); ``api.routes`` merges ``ROUTES``."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
-from api import http_io, workspace_files
+from api import http_io, workspace_changes, workspace_files
 from api.http_io import j, require_session_id
 
 _TRUE = ("1", "true", "yes", "on")
@@ -70,6 +71,18 @@ def _handle_trash_empty(handler, body: dict) -> None:
     j(handler, workspace_files.empty_trash(_sid(body)))
 
 
+def _handle_rollback_list(handler, query: dict) -> None:
+    j(handler, workspace_changes.list_checkpoints(_sid(query)))
+
+
+def _handle_rollback_diff(handler, query: dict) -> None:
+    j(handler, workspace_changes.diff(_sid(query), query.get("hash")))
+
+
+def _handle_rollback_restore(handler, body: dict) -> None:
+    j(handler, workspace_changes.restore(_sid(body), body.get("hash"), body.get("path")))
+
+
 ROUTES: dict[tuple[str, str], Callable[[Any, dict], None]] = {
     ("GET", "/api/list"): _handle_list,
     ("GET", "/api/file"): _handle_file,
@@ -81,4 +94,7 @@ ROUTES: dict[tuple[str, str], Callable[[Any, dict], None]] = {
     ("GET", "/api/trash"): _handle_trash,
     ("POST", "/api/trash/restore"): _handle_trash_restore,
     ("POST", "/api/trash/empty"): _handle_trash_empty,
+    ("GET", "/api/rollback/list"): _handle_rollback_list,
+    ("GET", "/api/rollback/diff"): _handle_rollback_diff,
+    ("POST", "/api/rollback/restore"): _handle_rollback_restore,
 }

@@ -40,6 +40,21 @@ function rawUrl(sid, path, download = false) {
   return `/api/file/raw?${query}`;
 }
 
+// A unified diff, each line marked as added, removed, a hunk or a file header.
+export function diffKind(line) {
+  if (line.startsWith("+++") || line.startsWith("---") || line.startsWith("diff ") || line.startsWith("index ")) return "meta";
+  if (line.startsWith("+")) return "add";
+  if (line.startsWith("-")) return "del";
+  if (line.startsWith("@@")) return "hunk";
+  return "ctx";
+}
+
+function diffBlock(text) {
+  const pre = el("pre", "diff-body files-diff-body");
+  for (const line of String(text || "").split("\n")) pre.append(el("span", `diff-line diff-${diffKind(line)}`, `${line}\n`));
+  return pre;
+}
+
 export class FilesPanel {
   constructor({ app, panel, toggle }) {
     this.app = app;
@@ -71,13 +86,15 @@ export class FilesPanel {
     close.addEventListener("click", () => this.setOpen(false));
     head.append(title, hidden, close);
     const actions = el("div", "files-actions");
+    const again = button("↻", () => this.reload());
+    again.setAttribute("aria-label", "Reload the files");
     actions.append(
       button("New file", () => this.create("file")),
       button("New folder", () => this.create("dir")),
-      button("↻", () => this.reload()),
+      again,
+      button("Changes", () => this.showChanges()),
       button("Trash", () => this.showTrash()),
     );
-    actions.lastChild.previousSibling.setAttribute("aria-label", "Reload the files");
     this.tree = el("div", "files-tree");
     this.tree.setAttribute("role", "tree");
     this.preview = el("div", "files-preview");
@@ -308,6 +325,74 @@ export class FilesPanel {
       this.preview.replaceChildren();
       toast(`${path} is in the trash.`);
       await this.reload();
+    } catch (err) {
+      toastError(err);
+    }
+  }
+
+  // The agent's checkpoints of this workspace, newest first: each one's diff to now, and a restore (the
+  // agent keeps the state before it as a checkpoint, so the toast's Undo restores that).
+  async showChanges() {
+    try {
+      const data = await getJSON("/api/rollback/list", { session_id: this.sessionId });
+      const list = el("div", "files-changes");
+      list.append(el("h3", "files-trash-title", "Changes (the agent's checkpoints)"));
+      if (!data.checkpoints.length) list.append(el("p", "files-note", "No checkpoints yet: the agent takes one before it changes files."));
+      for (const point of data.checkpoints) {
+        const row = el("div", "files-change");
+        const when = new Date(point.timestamp).toLocaleString();
+        const counts = `${point.files_changed} file${point.files_changed === 1 ? "" : "s"} +${point.insertions} −${point.deletions}`;
+        row.append(el("span", "files-change-when", when), el("span", "files-change-what", `${point.reason} · ${counts}`));
+        const tools = el("div", "files-file-tools");
+        tools.append(
+          button("Diff to now", () => this.showDiff(point)),
+          button("Restore", () => this.restoreTo(point)),
+        );
+        row.append(tools);
+        list.append(row);
+      }
+      this.selected = null;
+      this.preview.replaceChildren(list);
+    } catch (err) {
+      toastError(err);
+    }
+  }
+
+  async showDiff(point) {
+    try {
+      const data = await getJSON("/api/rollback/diff", { session_id: this.sessionId, hash: point.hash });
+      const box = el("div", "files-diff");
+      box.append(button("← Changes", () => this.showChanges()), el("pre", "files-stat", data.stat || "No change since this checkpoint."));
+      box.append(diffBlock(data.diff));
+      if (data.truncated) box.append(el("p", "files-note", "The diff is cut here; it is longer."));
+      this.preview.replaceChildren(box);
+    } catch (err) {
+      toastError(err);
+    }
+  }
+
+  async restoreTo(point) {
+    const sure = await confirmAction({
+      title: "Restore this checkpoint?",
+      message: "The workspace goes back to how it was then. The state now is kept as a checkpoint, so you can undo this.",
+      confirmLabel: "Restore",
+      danger: false,
+    });
+    if (!sure) return;
+    try {
+      const done = await postJSON("/api/rollback/restore", { session_id: this.sessionId, hash: point.hash });
+      const undo = done.undo_hash;
+      toast("The workspace is restored.", undo ? {
+        action: "Undo",
+        timeout: 15000,
+        onAction: async () => {
+          await postJSON("/api/rollback/restore", { session_id: this.sessionId, hash: undo });
+          toast("The restore is undone.");
+          await this.reload();
+        },
+      } : {});
+      await this.reload();
+      await this.showChanges();
     } catch (err) {
       toastError(err);
     }

@@ -127,3 +127,33 @@ def test_a_file_the_agent_writes_in_a_turn_appears_when_the_turn_ends(browser, f
         wait_turn_done(page, send(page, "write a todo file"))
         expect(panel.locator(".files-row", has_text="notes")).to_be_visible()
         assert (files_server.workspace / "notes" / "todo.txt").read_text() == "write the panel\n"
+
+
+def test_the_changes_of_the_agents_turns_are_diffed_restored_and_the_restore_undone(
+    browser, files_server, fake
+):
+    plan = files_server.workspace / "plan.txt"
+    with open_page(browser, files_server.base_url) as page:
+        new_session(page)
+        panel = _open_panel(page)
+        for content in ("step one\n", "step two\n"):
+            args = {"path": "plan.txt", "content": content}
+            fake.script(Reply(tool_calls=[{"name": "write_file", "arguments": args}]), Reply(text="Done."))
+            wait_turn_done(page, send(page, f"write {content.strip()}"))
+        panel.get_by_role("button", name="Changes").click()
+        newest = panel.locator(".files-change").first
+        expect(newest).to_contain_text("before write_file")
+        newest.get_by_role("button", name="Diff to now").click()
+        expect(panel.locator(".files-diff-body .diff-del")).to_contain_text("-step one")
+        expect(panel.locator(".files-diff-body .diff-add")).to_contain_text("+step two")
+        _screens(page, "files-diff")
+        panel.get_by_role("button", name="← Changes").click()
+        panel.locator(".files-change").first.get_by_role("button", name="Restore").click()
+        page.locator(".modal").get_by_role("button", name="Restore").click()
+        toast = page.locator(".toast", has_text="The workspace is restored.")
+        expect(toast).to_be_visible()
+        assert plan.read_text() == "step one\n"
+        _screens(page, "files-restored")
+        toast.get_by_role("button", name="Undo").click()
+        expect(page.locator(".toast").last).to_contain_text("The restore is undone.")
+        assert plan.read_text() == "step two\n"
