@@ -1,6 +1,5 @@
 """Routes of the files panel, with hermes-webui's names and parameters (``/api/list``, ``/api/file``,
-``/api/file/raw``, ``/api/file/save|create|rename|delete``, ``/api/rollback/list|diff|restore``) and the
-trash. Thin handlers as in
+``/api/file/raw``, ``/api/file/save|create|rename|delete``, ``/api/rollback/list|diff|restore``, ``/api/git/status|diff``) and the trash. Thin handlers as in
 ``api.routes`` (parse → one domain call → ``j``); ``api.routes`` merges ``ROUTES``."""
 
 from __future__ import annotations
@@ -9,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
-from api import http_io, workspace_changes, workspace_files
+from api import http_io, workspace_changes, workspace_files, workspace_git
 from api.http_io import j, require_session_id
 
 _TRUE = ("1", "true", "yes", "on")
@@ -83,6 +82,14 @@ def _handle_rollback_restore(handler, body: dict) -> None:
     j(handler, workspace_changes.restore(_sid(body), body.get("hash"), body.get("path")))
 
 
+def _handle_git_status(handler, query: dict) -> None:
+    j(handler, workspace_git.status(_sid(query)))
+
+
+def _handle_git_diff(handler, query: dict) -> None:
+    j(handler, workspace_git.diff(_sid(query), query.get("path")))
+
+
 ROUTES: dict[tuple[str, str], Callable[[Any, dict], None]] = {
     ("GET", "/api/list"): _handle_list,
     ("GET", "/api/file"): _handle_file,
@@ -97,4 +104,6 @@ ROUTES: dict[tuple[str, str], Callable[[Any, dict], None]] = {
     ("GET", "/api/rollback/list"): _handle_rollback_list,
     ("GET", "/api/rollback/diff"): _handle_rollback_diff,
     ("POST", "/api/rollback/restore"): _handle_rollback_restore,
+    ("GET", "/api/git/status"): _handle_git_status,
+    ("GET", "/api/git/diff"): _handle_git_diff,
 }
