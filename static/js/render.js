@@ -2,7 +2,7 @@
 // sanitized (markdown-it with HTML off, then an nh3 allow-list), so it is inserted as HTML; every other
 // string goes in as text.
 
-import { HUMAN_TOOLS, humanView } from "./toolviews.js";
+import { HUMAN_TOOLS, humanView, toolBrief } from "./toolviews.js";
 
 const RESULT_PREVIEW_CHARS = 20000;
 
@@ -87,6 +87,8 @@ export function toolCard({ id, name, args }) {
   card.toolArgs = args;
   const summary = el("summary", "tool-summary");
   summary.append(el("span", "tool-icon", "⚙"), el("span", "tool-name", name || "tool"));
+  const brief = toolBrief(card.dataset.toolName, args);
+  if (brief) summary.append(el("span", "tool-brief", brief));
   summary.append(el("span", "tool-state", "running…"));
   card.append(summary);
   let raw = card;
