@@ -557,3 +557,34 @@ def test_a_wrong_type_or_a_fake_image_is_refused_with_a_clear_error(page, server
     expect(page.locator(".toast-error", has_text="photo.png is not a PNG")).to_be_visible()
     expect(page.locator(".attach-tray .attach-chip")).to_have_count(0)
     assert not (workspace / "uploads").exists() or not any((workspace / "uploads").iterdir())
+
+
+MATH_SIZES = """() => {
+  const body = document.querySelector('.msg-assistant .msg-body');
+  const size = (n) => parseFloat(getComputedStyle(n).fontSize);
+  const text = body.querySelector('p');
+  const block = body.querySelector('math[display=block]');
+  const inline = body.querySelector('math:not([display=block])');
+  return { text: size(text), block: size(block), inline: size(inline),
+           blockHeight: block.getBoundingClientRect().height, lineHeight: text.getBoundingClientRect().height };
+}"""
+
+
+def test_display_math_is_no_larger_than_the_text_around_it(page, server):
+    """Display math was set at 1.1 times the text, on top of the browser's own math sizing."""
+    session = import_session(
+        server,
+        "Math sizes",
+        [
+            {"role": "user", "content": "Show a formula"},
+            {"role": "assistant", "content": "Inline $x + y$ here.\n\n$$x + y = z$$\n\nAfter it."},
+        ],
+    )
+    goto_app(page, f"/#/s/{session['session_id']}")
+    expect(page.locator(".msg-assistant math[display=block]")).to_have_count(1)
+    sizes = page.evaluate(MATH_SIZES)
+    assert sizes["block"] <= sizes["text"], sizes
+    assert sizes["inline"] <= sizes["text"], sizes
+    # A one-line formula stands about as tall as a line of text, not a headline.
+    assert sizes["blockHeight"] <= sizes["lineHeight"] * 1.6, sizes
+    screenshots(page, "display-math")
