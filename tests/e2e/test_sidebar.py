@@ -87,6 +87,29 @@ def test_title_filter_and_content_search_find_sessions(page, server):
     assert needle in found.inner_text()
 
 
+def test_a_search_snippet_is_plain_text_with_the_match_marked(page, server):
+    """Snippets showed the raw Markdown of the message, with nothing marking where the words matched."""
+    needle = unique("marmalade")
+    found = import_session(
+        server,
+        unique("Breakfast"),
+        [
+            {"role": "user", "content": "what goes on toast?"},
+            {
+                "role": "assistant",
+                "content": f"Try **{needle}** on `rye` <b>bread</b>, see [the recipe](https://example.com/r).",
+            },
+        ],
+    )
+    goto_app(page)
+    page.fill("#session-filter", needle.upper())
+    snippet = page.locator(".matches .session-row", has_text=found["title"]).locator(".session-snippet")
+    expect(snippet).to_have_text(f"Try {needle} on rye <b>bread</b>, see the recipe.")
+    expect(snippet.locator("mark")).to_have_text(needle)
+    expect(snippet.locator("b")).to_have_count(0)  # the text's own tags stay text
+    screenshots(page, "search-snippet-marked")
+
+
 def test_delete_then_undo_brings_the_session_back(page, server):
     title = unique("Delete me")
     session = import_session(server, title, CHAT)
