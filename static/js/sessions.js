@@ -36,8 +36,14 @@ export function groupLabel(row, nowSeconds) {
   return "Earlier";
 }
 
+// The messages a person sees (tool results and the steps of one answer are not counted apart); a row
+// whose count the server could not work out shows the stored count.
+export function shownCount(row) {
+  return Number(Number.isInteger(row.visible_message_count) ? row.visible_message_count : row.message_count || 0);
+}
+
 function metaLabel(row) {
-  const count = Number(row.message_count || 0);
+  const count = shownCount(row);
   const ts = recency(row);
   const when = ts ? new Date(ts * 1000).toLocaleDateString(undefined, { month: "short", day: "numeric" }) : "";
   return [when, `${count} message${count === 1 ? "" : "s"}`].filter(Boolean).join(" · ");

@@ -110,6 +110,36 @@ def test_a_search_snippet_is_plain_text_with_the_match_marked(page, server):
     screenshots(page, "search-snippet-marked")
 
 
+def test_the_sidebar_counts_the_messages_the_transcript_shows(page, server):
+    """The count took in tool results and each step of an answer: one question and an answer that ran a
+    tool read "4 messages"."""
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "terminal", "arguments": '{"command": "ls"}'},
+    }
+    session = import_session(
+        server,
+        unique("Counted"),
+        [
+            {"role": "user", "content": "list the files"},
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {
+                "role": "tool",
+                "tool_call_id": "c1",
+                "name": "terminal",
+                "content": '{"output": "a.py", "exit_code": 0}',
+            },
+            {"role": "assistant", "content": "There is a.py."},
+        ],
+    )
+    goto_app(page, f"/#/s/{session['session_id']}")
+    expect(page.locator(".msg-user")).to_have_count(1)
+    meta = page.locator(f'.session-row[data-sid="{session["session_id"]}"] .session-meta')
+    expect(meta).to_have_text(re.compile(r"· 2 messages$"))
+    screenshots(page, "sidebar-count")
+
+
 def test_delete_then_undo_brings_the_session_back(page, server):
     title = unique("Delete me")
     session = import_session(server, title, CHAT)
