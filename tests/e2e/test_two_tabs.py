@@ -92,6 +92,7 @@ def test_sending_while_another_tab_streams_says_so_and_offers_to_follow(browser,
         notice = page.locator(".toast", has_text="another tab or window")
         expect(notice).to_be_visible()
         expect(page.locator("#composer-input")).to_have_value("Mine too")
+        screenshots(page, "two-tabs-follow-offer")
         notice.locator(".toast-action").click()
         expect(page.locator(".msg.live .live-text")).to_have_text(
             " ".join(f"word{i}" for i in range(4)) + " "
