@@ -352,6 +352,18 @@ def estimate_tokens(messages: list[dict]) -> int:
         return sum(len(str(m.get("content") or "")) for m in messages) // 4
 
 
+def estimate_request_tokens(agent: Any, messages: list[dict]) -> int:
+    """The agent's rough estimate of a whole request holding ``messages``: its system prompt and tool
+    schemas count too, as in hermes' own /compress and in the provider's count the context meter shows."""
+    try:
+        system_prompt = getattr(agent, "_cached_system_prompt", None) or agent._build_system_prompt(None)
+        tools = getattr(agent, "tools", None) or None
+        estimate = _import("agent.model_metadata").estimate_request_tokens_rough
+        return int(estimate(messages, system_prompt=system_prompt or "", tools=tools))
+    except Exception:  # noqa: BLE001 - an agent without these parts is estimated on its messages
+        return estimate_tokens(messages)
+
+
 def manual_compression_feedback(original: list, compressed: list, before: int, after: int) -> dict | None:
     """The agent's own wording for a manual compression (headline, token line, note), if it has one."""
     try:

@@ -81,12 +81,18 @@ def _resolve_provider(session: models.Session) -> tuple[str, str | None, dict]:
     return model, provider or runtime.get("provider"), runtime
 
 
+def _request_tokens(agent: Any, messages: list) -> int:
+    """What a request with ``messages`` weighs, system prompt and tool schemas included: the figure the
+    context meter shows after a turn (the provider's count), so the two agree."""
+    return max(agent_runtime.estimate_request_tokens(agent, messages), 1)
+
+
 def _summary(original: list, compressed: list, before: int, after: int, focus: str | None) -> dict:
     summary = agent_runtime.manual_compression_feedback(original, compressed, before, after)
     if summary is not None:
         return summary
     headline = f"Compressed: {len(original)} → {len(compressed)} messages"
-    token_line = f"Rough transcript estimate: ~{before} → ~{after} tokens"
+    token_line = f"Rough request estimate: ~{before} → ~{after} tokens"
     note = f"Focus: {focus}" if focus else None
     reference = (
         f"[CONTEXT COMPACTION — REFERENCE ONLY] {headline}\n{token_line}\n"
@@ -160,7 +166,6 @@ def _compress(session: models.Session, focus_topic: str | None) -> dict:
     model, provider, runtime = _resolve_provider(session)
     snapshot = list(original)
     stream_before = _stream_state(session)
-    before_tokens = estimate_tokens(snapshot)
     # A throwaway agent (state_db_path=None): only its compressor is used, and nothing is persisted.
     try:
         agent = agent_runtime.build_agent(
@@ -173,6 +178,7 @@ def _compress(session: models.Session, focus_topic: str | None) -> dict:
         )
     except agent_runtime.ProviderNotConfigured:
         raise BadRequest("No provider configured -- cannot compress.") from None
+    before_tokens = _request_tokens(agent, snapshot)
     outcome = agent_runtime.compress_messages(
         agent, snapshot, focus_topic=focus_topic, current_tokens=before_tokens
     )
@@ -180,7 +186,7 @@ def _compress(session: models.Session, focus_topic: str | None) -> dict:
         raise BadRequest("Compression failed: the model could not write the summary; nothing was changed.")
     compressed = _validate_compressed(outcome.messages)
     unchanged = not outcome.changed or compressed == original
-    after_tokens = estimate_tokens(compressed)
+    after_tokens = _request_tokens(agent, compressed)
     summary = _summary(original, compressed, before_tokens, after_tokens, focus_topic)
 
     with _config._get_session_agent_lock(sid):

@@ -74,3 +74,20 @@ def message_text(msg: Any) -> str:
                 parts.append(part)
         return "\n".join(parts)
     return ""
+
+
+_ANSWER_ROLES = frozenset({"assistant", "tool"})
+
+
+def visible_message_count(messages: list[Any]) -> int:
+    """How many messages a person sees in the transcript: each user (or system) row, and each answer — a
+    run of assistant rows and the tool results between them reads as one message (the page folds the
+    results into the calls' cards and shows the run under one heading)."""
+    count = 0
+    previous = None
+    for msg in messages:
+        role = msg.get("role") if isinstance(msg, dict) else None
+        if role not in _ANSWER_ROLES or previous not in _ANSWER_ROLES:
+            count += 1
+        previous = role
+    return count

@@ -16,7 +16,7 @@ from typing import Any
 from api import atomic, jsonio, session_cache, session_index, session_merge, tombstones
 from api import config as _config
 from api.errors import Conflict
-from api.messages import message_time
+from api.messages import message_time, visible_message_count
 from api.session_fields import (
     BULK_FIELDS,
     DERIVED_KEYS,
@@ -485,6 +485,8 @@ class Session(SessionFields):
             for name in ("worktree_path", "worktree_branch", "worktree_repo_root", "worktree_created_at"):
                 row[name] = getattr(self, name)
         row["user_message_count"] = self.user_message_count()
+        # What the sidebar counts; a metadata-only stub has no messages to count (None: the page falls back).
+        row["visible_message_count"] = None if self.metadata_only else visible_message_count(self.messages)
         for name in ("active_stream_id", "pending_user_message"):
             row[name] = getattr(self, name)
         row["has_pending_user_message"] = bool(self.pending_user_message)

@@ -347,6 +347,32 @@ def render_markdown(text: str, *, partial: bool = False) -> str:
     return html
 
 
+# Tokens whose ``content`` is words a reader sees; every other token contributes its children or nothing.
+_WORD_TOKENS = frozenset({"text", "code_inline", "math_inline", "fence", "code_block", "math_block"})
+_BREAK_TOKENS = frozenset({"softbreak", "hardbreak"})
+
+
+def _token_words(tokens: list[Token], out: list[str]) -> None:
+    for token in tokens:
+        if token.type in _WORD_TOKENS:
+            out.append(token.content)
+        elif token.type in _BREAK_TOKENS or token.block:
+            out.append(" ")
+        if token.children:
+            _token_words(token.children, out)
+
+
+def plain_text(markdown: str) -> str:
+    """The words of a Markdown text as a reader sees them (no markup), whitespace collapsed: for snippets."""
+    if not isinstance(markdown, str):
+        return ""
+    if _too_costly_for_markdown(markdown):
+        return " ".join(markdown.split())
+    words: list[str] = []
+    _token_words(_MD.parse(markdown, {}), words)
+    return " ".join("".join(words).split())
+
+
 def render_cache_clear() -> None:
     _CACHE.clear()
 

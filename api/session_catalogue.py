@@ -18,6 +18,7 @@ from api import atomic, models, session_index, tombstones, turn_journal
 from api import config as _config
 from api import workspace as _workspace
 from api.errors import BadRequest, Conflict, NotFound
+from api.render import plain_text
 from api.session_fields import is_safe_session_id, message_text, new_session_id
 from api.session_lookup import load_session, session_dir
 from api.session_views import full_session, is_display_role
@@ -221,17 +222,27 @@ def snippet(text: str, pos: int, length: int, before: int = 60, after: int = 100
     return ("…" if start else "") + body + ("…" if end < len(text) else "")
 
 
+def _snippet_around(text: str, needle: str) -> str | None:
+    lowered = text.lower()
+    pos = lowered.find(needle)
+    if pos < 0:
+        return None
+    return snippet(text if len(lowered) == len(text) else lowered, pos, len(needle))
+
+
 def find_in_messages(messages: list, needle: str) -> dict | None:
-    """``{"message_idx", "snippet"}`` of the first user/assistant message containing ``needle`` (lowercase)."""
+    """``{"message_idx", "snippet"}`` of the first user/assistant message containing ``needle`` (lowercase).
+
+    The snippet is plain text, as the message reads once rendered (no Markdown marks); a needle that only
+    the Markdown source holds (it spans the marks) gets a snippet of the source."""
     for idx, msg in enumerate(messages):
         if not isinstance(msg, dict) or not is_display_role(msg.get("role")):
             continue
         text = message_text(msg)
-        lowered = text.lower()
-        pos = lowered.find(needle)
-        if pos >= 0:
-            source = text if len(lowered) == len(text) else lowered
-            return {"message_idx": idx, "snippet": snippet(source, pos, len(needle))}
+        if needle not in text.lower():
+            continue
+        found = _snippet_around(plain_text(text), needle) or _snippet_around(text, needle)
+        return {"message_idx": idx, "snippet": found}
     return None
 
 

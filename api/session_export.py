@@ -38,6 +38,7 @@ FORMATS = {
     "html": "text/html; charset=utf-8",
 }
 TOOL_TEXT_MAX = 20_000
+SHORT_VALUE_MAX = 120  # a longer string argument or result field gets a block of its own
 IMPORT_MAX_MESSAGES = 100_000
 _BACKTICKS = re.compile(r"`+")
 
@@ -81,6 +82,39 @@ def _clip(text: str) -> str:
         if len(text) <= TOOL_TEXT_MAX
         else text[:TOOL_TEXT_MAX] + f"\n… ({len(text) - TOOL_TEXT_MAX} more characters)"
     )
+
+
+def _inline_code(text: str) -> str:
+    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def _readable_tool_text(text: str) -> list[str]:
+    """A tool call's arguments or a tool's result as Markdown a person reads: a JSON object field by field
+    (short values inline, text with lines as its own block, nested data as indented JSON), else a block."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return [_fence(_clip(text)), ""]
+    if not isinstance(data, dict) or not data:
+        return [_fence(_clip(json.dumps(data, ensure_ascii=False, indent=2)), "json"), ""]
+    lines: list[str] = []
+    for key, value in data.items():
+        if isinstance(value, str) and ("\n" in value or len(value) > SHORT_VALUE_MAX):
+            lines += [f"- {key}:", "", _fence(_clip(value)), ""]
+        elif isinstance(value, (dict, list)) and value:
+            lines += [
+                f"- {key}:",
+                "",
+                _fence(_clip(json.dumps(value, ensure_ascii=False, indent=2)), "json"),
+                "",
+            ]
+        else:
+            shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            lines.append(f"- {key}: {_inline_code(shown)}")
+    return [*lines, ""] if lines[-1] else lines
 
 
 def _tool_calls(msg: dict) -> list[tuple[str, str]]:
@@ -145,11 +179,13 @@ def to_markdown(payload: dict) -> str:
         text = message_text(msg)
         if msg.get("role") == "tool":
             if text:
-                lines += [_fence(_clip(text)), ""]
+                lines += _readable_tool_text(text)
         elif text.strip():
             lines += [text.strip(), ""]
         for name, args in _tool_calls(msg):
-            lines += [f"**Tool call: {name}**", "", _fence(_clip(args), "json"), ""]
+            lines += [f"**Tool call: {name}**", ""]
+            if args.strip():
+                lines += _readable_tool_text(args)
     return "\n".join(lines).rstrip() + "\n"
 
 

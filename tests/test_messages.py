@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from api import messages
 from api.messages import content_as_text, merge_timestamp, message_text, message_time, timestamp_or_ts
 
 
@@ -45,3 +46,23 @@ def test_message_text_joins_text_parts_and_bare_strings():
     assert message_text({"content": "plain"}) == "plain"
     assert message_text({"content": 7}) == ""
     assert message_text("not a dict") == ""
+
+
+def test_the_visible_count_is_what_a_person_sees_each_answer_once_tool_rows_within_it():
+    """The sidebar counted every row, tool results and an answer's separate steps included."""
+    call = {"id": "c1", "function": {"name": "terminal", "arguments": "{}"}}
+    rows = [
+        {"role": "user", "content": "do it"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "{}"},
+        {"role": "assistant", "content": "Done."},
+        {"role": "user", "content": "thanks"},
+        {"role": "assistant", "content": "You are welcome."},
+    ]
+    assert messages.visible_message_count(rows) == 4
+    assert messages.visible_message_count([]) == 0
+    assert (
+        messages.visible_message_count([{"role": "system", "content": "s"}, {"role": "user", "content": "u"}])
+        == 2
+    )
+    assert messages.visible_message_count(["not a row", {"role": "tool", "content": "orphan"}]) == 2

@@ -195,6 +195,17 @@ def test_content_search_finds_messages_with_index_and_snippet(state_dir):
     assert "Quick brown fox" in rows[0]["match"]["snippet"]
 
 
+def test_a_content_snippet_is_the_plain_text_a_reader_sees_not_the_markdown(state_dir):
+    """Search snippets showed raw Markdown (asterisks, backticks, link targets)."""
+    text = "Intro.\n\n## Setup\n\nRun **the quick** `install` step from [the docs](https://example.com/x)."
+    Session(title="misc", messages=[message_row("assistant", text, 1.0)]).save()
+    (row,) = session_catalogue.search_sessions("the quick", content=True)["sessions"]
+    assert row["match"]["snippet"] == "Intro. Setup Run the quick install step from the docs."
+    # Words that only the source holds together (across the marks) still match, on the source.
+    (row,) = session_catalogue.search_sessions("quick** `install", content=True)["sessions"]
+    assert "**the quick** `install`" in row["match"]["snippet"]
+
+
 def test_content_search_handles_queries_json_escapes(state_dir):
     Session(title="q", messages=[message_row("user", 'she said "hi"\nthen left', 1.0)]).save()
     with models.LOCK:

@@ -70,8 +70,34 @@ def test_markdown_export_is_a_readable_transcript(state_dir):
     assert text.startswith("# Plans")
     assert "## User · 2023-11-14 22:13 UTC" in text
     assert "Show me `code` and ```fences```" in text
-    assert "**Tool call: search**" in text and '{"q": "x"}' in text
+    assert "**Tool call: search**\n\n- q: `x`" in text
     assert "## Tool result (search)" in text
+
+
+def test_markdown_export_shows_tool_calls_and_results_readably_not_as_one_json_line():
+    """A tool's output was dumped as the one JSON line the agent stored (its newlines as \\n)."""
+    call = {
+        "id": "c1",
+        "function": {"name": "terminal", "arguments": '{"command": "ls -1 src", "timeout": 30}'},
+    }
+    result = '{"output": "app.py\\nutil.py", "exit_code": 0, "error": null}'
+    text = to_markdown(
+        {
+            "title": "t",
+            "messages": [
+                {"role": "assistant", "content": "", "tool_calls": [call]},
+                {"role": "tool", "name": "terminal", "content": result},
+                {"role": "tool", "name": "todo", "content": '{"todos": [{"id": "1", "status": "done"}]}'},
+                {"role": "tool", "name": "raw", "content": "plain words"},
+            ],
+        }
+    )
+    assert "**Tool call: terminal**\n\n- command: `ls -1 src`\n- timeout: `30`\n" in text
+    assert "- output:\n\n```\napp.py\nutil.py\n```\n" in text
+    assert "- exit_code: `0`\n- error: `null`\n" in text
+    assert '- todos:\n\n```json\n[\n  {\n    "id": "1",' in text
+    assert "```\nplain words\n```" in text
+    assert "\\n" not in text
 
 
 def test_markdown_fences_outgrow_backticks_inside_tool_output():

@@ -36,6 +36,28 @@ def test_rows_carry_the_model_with_its_provider_so_another_tab_can_show_the_pick
     assert (row["model"], row["model_provider"]) == ("qwen", "custom:local")
 
 
+def test_a_row_names_the_turn_live_in_its_session_so_another_tab_can_follow_it(state_dir):
+    """A tab open on a session never showed a turn started in another tab: the feed's row said only
+    ``is_streaming``, not which stream to follow."""
+    _saved("one", 100.0, active_stream_id="abc123", pending_user_message="hi")
+    (row,) = _page()["sessions"]
+    assert row["active_stream_id"] == "abc123" and row["is_streaming"] is True
+
+
+def test_a_row_counts_the_messages_a_person_sees_not_the_tool_rows(state_dir):
+    """The sidebar said "5 messages" for one question and one answer that ran a tool."""
+    call = {"id": "c1", "function": {"name": "terminal", "arguments": "{}"}}
+    rows = [
+        {"role": "user", "content": "do it", "timestamp": 1.0},
+        {"role": "assistant", "content": "", "tool_calls": [call], "timestamp": 2.0},
+        {"role": "tool", "tool_call_id": "c1", "content": "{}", "timestamp": 3.0},
+        {"role": "assistant", "content": "Done.", "timestamp": 4.0},
+    ]
+    _saved("one", 100.0, messages=rows)
+    (row,) = _page()["sessions"]
+    assert row["visible_message_count"] == 2 and row["message_count"] == 4
+
+
 def test_pages_walk_every_row_once_newest_first_with_ties_broken_by_id(state_dir):
     saved = [_saved(f"s{i}", 1000.0 + i // 3) for i in range(20)]  # groups of three share updated_at
     expected = [s.session_id for s in sorted(saved, key=lambda s: (s.updated_at, s.session_id), reverse=True)]

@@ -83,10 +83,14 @@ def test_partial_answer_is_checkpointed_while_streaming(scripted):
     assert seen_partial
 
 
-def test_second_turn_while_one_streams_is_409(scripted):
+def test_second_turn_while_one_streams_is_409_naming_the_live_turn_and_where_it_may_be(scripted):
+    """The refusal said "A reply is still streaming" without saying where, and the page could not offer to
+    follow the turn: it names another tab or window and carries the live turn's stream id."""
     turn = turn_journal.get_turn(streaming.start_turn("chat", scripted_turns.USER_TEXT)["stream_id"])
-    with pytest.raises(Conflict):
+    with pytest.raises(Conflict) as refused:
         streaming.start_turn("chat", "again")
+    assert refused.value.payload()["stream_id"] == turn.stream_id
+    assert "another tab or window" in refused.value.message
     _wait(turn)
 
 

@@ -210,6 +210,7 @@ class App {
 
   followFeed(row) {
     if (!row || !this.chat.session || row.session_id !== this.chat.sessionId) return;
+    this.chat.followElsewhere(row);
     const followed = followRow(this.chat.session, row);
     if (followed === this.chat.session) return;
     this.chat.session = followed;
@@ -359,15 +360,32 @@ class App {
       }
       const attached = this.attachments.paths();
       this.chat.appendUserBubble(text);
+      this.chat.starting = true;
       const started = await api.chatStart(sid, text, attached);
       this.attachments.clear();
       this.chat.follow(started.stream_id);
       return true;
     } catch (err) {
       this.chat.dropPending();
-      toastError(err);
+      if (err.status === 409 && err.data?.stream_id) this.offerToFollow(err.data.stream_id);
+      else toastError(err);
       return false;
+    } finally {
+      this.chat.starting = false;
     }
+  }
+
+  // A turn started in another tab or window is still answering: say so, and offer to show it here.
+  offerToFollow(streamId) {
+    const sid = this.chat.sessionId;
+    toast("A reply is still streaming in this conversation, started in another tab or window. Your message is still in the box.", {
+      action: "Follow it",
+      timeout: 10000,
+      onAction: () => {
+        if (this.chat.sessionId === sid && this.chat.streamId !== streamId) return this.chat.attach(streamId);
+        return null;
+      },
+    });
   }
 
   async stop() {

@@ -36,6 +36,9 @@ export class ChatView {
     this.stream = null;
     this.streamId = null;
     this.live = null;
+    this.starting = false; // this tab is starting a turn: its own answer brings the stream to follow
+    this.catchingUp = false;
+    this.attaching = null;
     this.follower = new ScrollFollow(transcript);
     this.observer = new IntersectionObserver((entries) => {
       if (entries.some((e) => e.isIntersecting)) this.loadOlder();
@@ -98,11 +101,59 @@ export class ChatView {
 
   // Re-reads the current window from the server (after undo, retry, compress, …).
   async reload() {
-    if (!this.sessionId) return;
-    const loaded = this.messages.length ? this.messages[this.messages.length - 1]._idx - this.messages[0]._idx + 1 : 0;
-    const data = await api.session(this.sessionId, { limit: Math.max(PAGE_SIZE, loaded) });
-    this.applySession(data.session, { replace: true });
+    const session = await this.readWindow();
+    if (!session) return;
+    this.applySession(session, { replace: true });
     this.scrollToBottom();
+  }
+
+  // The loaded window as the server has it now; null when another session was opened meanwhile.
+  async readWindow() {
+    const sid = this.sessionId;
+    if (!sid) return null;
+    const loaded = this.messages.length ? this.messages[this.messages.length - 1]._idx - this.messages[0]._idx + 1 : 0;
+    const data = await api.session(sid, { limit: Math.max(PAGE_SIZE, loaded) });
+    return sid === this.sessionId ? data.session : null;
+  }
+
+  // The open session changed elsewhere (another tab or window), as its sidebar row from the feed says:
+  // a turn live there is followed here, any other change of its transcript is read again.
+  followElsewhere(row) {
+    if (!row || this.readOnly || row.session_id !== this.sessionId || this.starting) return;
+    const streamId = row.active_stream_id;
+    if (streamId) {
+      if (streamId !== this.streamId) this.attach(streamId).catch((err) => this.onError?.(err));
+      return;
+    }
+    if (this.streaming || this.catchingUp) return; // the turn's own `done` brings the transcript
+    const changed = row.message_count !== this.session.total_messages || row.updated_at !== this.session.updated_at;
+    if (changed) this.catchUp().catch((err) => this.onError?.(err));
+  }
+
+  // Shows the transcript as saved now (with the user row of a turn started elsewhere), keeping what a
+  // reader who scrolled up is looking at; then follows the turn live in it, if any.
+  async catchUp() {
+    this.catchingUp = true;
+    try {
+      const session = await this.readWindow();
+      if (!session) return;
+      this.keepReadingPosition(() => this.applySession(session, { replace: true }));
+      if (session.active_stream_id && session.active_stream_id !== this.streamId) this.follow(session.active_stream_id);
+    } finally {
+      this.catchingUp = false;
+    }
+  }
+
+  // Follows a turn started in another tab or window: its user row is read first, then its events from
+  // the journal's start (the stream is resumable, so nothing of the turn is missed).
+  async attach(streamId) {
+    if (this.attaching === streamId) return;
+    this.attaching = streamId;
+    try {
+      await this.catchUp();
+    } finally {
+      this.attaching = null;
+    }
   }
 
   // Shows a full session payload; `replace` drops what was loaded, otherwise older rows are kept.

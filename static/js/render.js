@@ -3,8 +3,8 @@
 // string goes in as text.
 
 import { skillInvocation } from "./skill_message.js";
+import { HUMAN_TOOLS, humanView, toolBrief } from "./toolviews.js";
 import { usageLabel, usageTitle } from "./usage_labels.js";
-import { HUMAN_TOOLS, humanView } from "./toolviews.js";
 
 const RESULT_PREVIEW_CHARS = 20000;
 
@@ -89,6 +89,8 @@ export function toolCard({ id, name, args }) {
   card.toolArgs = args;
   const summary = el("summary", "tool-summary");
   summary.append(el("span", "tool-icon", "⚙"), el("span", "tool-name", name || "tool"));
+  const brief = toolBrief(card.dataset.toolName, args);
+  if (brief) summary.append(el("span", "tool-brief", brief));
   summary.append(el("span", "tool-state", "running…"));
   card.append(summary);
   let raw = card;

@@ -36,11 +36,42 @@ export function groupLabel(row, nowSeconds) {
   return "Earlier";
 }
 
+// The messages a person sees (tool results and the steps of one answer are not counted apart); a row
+// whose count the server could not work out shows the stored count.
+export function shownCount(row) {
+  return Number(Number.isInteger(row.visible_message_count) ? row.visible_message_count : row.message_count || 0);
+}
+
 function metaLabel(row) {
-  const count = Number(row.message_count || 0);
+  const count = shownCount(row);
   const ts = recency(row);
   const when = ts ? new Date(ts * 1000).toLocaleDateString(undefined, { month: "short", day: "numeric" }) : "";
   return [when, `${count} message${count === 1 ? "" : "s"}`].filter(Boolean).join(" · ");
+}
+
+// A search snippet cut into pieces, each marked when it is an occurrence of the query (case-insensitive,
+// whitespace collapsed as the server collapses it); the page puts each piece in as text, so nothing in a
+// snippet is ever read as HTML.
+export function markMatches(snippet, query) {
+  const text = String(snippet || "");
+  const needle = String(query || "").split(/\s+/).filter(Boolean).join(" ").toLowerCase();
+  const lowered = text.toLowerCase();
+  if (!needle || lowered.length !== text.length) return text ? [{ text, mark: false }] : [];
+  const parts = [];
+  let from = 0;
+  for (let at = lowered.indexOf(needle); at >= 0; at = lowered.indexOf(needle, from)) {
+    if (at > from) parts.push({ text: text.slice(from, at), mark: false });
+    parts.push({ text: text.slice(at, at + needle.length), mark: true });
+    from = at + needle.length;
+  }
+  if (from < text.length) parts.push({ text: text.slice(from), mark: false });
+  return parts;
+}
+
+function snippetNode(snippet, query) {
+  const node = el("span", "session-snippet");
+  for (const part of markMatches(snippet, query)) node.append(part.mark ? el("mark", null, part.text) : part.text);
+  return node;
 }
 
 // A session never written in (no messages, no title of its own) is left out of the list, as
@@ -369,7 +400,8 @@ export class SessionList {
     const item = el("li", "session-row match-row");
     const open = el("button", "session-open");
     open.type = "button";
-    open.append(el("span", "session-title", row.title || "Untitled"), el("span", "session-snippet", row.match.snippet || ""));
+    const query = this.filterInput.value.trim();
+    open.append(el("span", "session-title", row.title || "Untitled"), snippetNode(row.match.snippet, query));
     open.addEventListener("click", () => this.onOpen(row.session_id, { messageIdx: row.match.message_idx }));
     item.append(open);
     return item;

@@ -1,11 +1,20 @@
 // Human views of the common tools' calls: a terminal command and its output as a console, a file edit
-// as a diff, a todo list as a checklist, a change of the agent's memory as a note saying what it changed.
-// The raw JSON stays one click away.
+// as a diff, a todo list as a checklist, a clarify question with its choices and the answer given, a change
+// of the agent's memory as a note saying what it changed. The raw JSON stays one click away. Every card's
+// collapsed line says what the call was about (`toolBrief`).
 
 import { el } from "./render.js";
 
-export const HUMAN_TOOLS = new Set(["terminal", "patch", "write_file", "todo", "memory"]);
+export const HUMAN_TOOLS = new Set(["terminal", "patch", "write_file", "todo", "clarify", "memory"]);
 const MAX_LINES = 400;
+const BRIEF_CHARS = 120;
+// The argument that says what a call is about, by how tools commonly name it; the first one present wins.
+const BRIEF_KEYS = [
+  "command", "path", "file_path", "filename", "query", "url", "pattern", "question", "goal", "prompt",
+  "name", "action", "text", "content",
+];
+// What the clarify tool saves when nobody answered (api/clarify.py's no_answer_text).
+const NO_ANSWER_PREFIX = "[The person did not answer";
 
 export function parseMaybeJson(value) {
   if (typeof value !== "string") return value && typeof value === "object" ? value : null;
@@ -98,6 +107,54 @@ function memoryView(args, result) {
   return box;
 }
 
+function oneLine(text) {
+  const line = String(text).replace(/\s+/g, " ").trim();
+  return line.length > BRIEF_CHARS ? `${line.slice(0, BRIEF_CHARS - 1)}…` : line;
+}
+
+// One line saying what a call is about (its command, file, query…), for the collapsed card; "" when its
+// arguments say nothing short.
+export function toolBrief(name, rawArgs) {
+  const args = parseMaybeJson(rawArgs);
+  if (!args || Array.isArray(args)) return "";
+  for (const key of BRIEF_KEYS) {
+    const value = args[key];
+    if ((typeof value === "string" && value.trim()) || typeof value === "number") return oneLine(value);
+  }
+  if (name === "todo" && Array.isArray(args.todos)) return `${args.todos.length} item${args.todos.length === 1 ? "" : "s"}`;
+  const first = Object.values(args).find((value) => typeof value === "string" && value.trim());
+  return first ? oneLine(first) : "";
+}
+
+// A clarify exchange as the person lived it: the question, the choices offered (the one picked marked),
+// and the answer given, from the call's arguments and the tool's result (saved with the transcript).
+export function clarifyExchange(args, result) {
+  const question = String(result?.question ?? args?.question ?? "");
+  const offered = Array.isArray(result?.choices_offered) ? result.choices_offered : Array.isArray(args?.choices) ? args.choices : [];
+  const choices = offered.map((choice) => String(choice));
+  const response = typeof result?.user_response === "string" ? result.user_response : null;
+  const unanswered = response !== null && response.startsWith(NO_ANSWER_PREFIX);
+  return { question, choices, answer: unanswered ? null : response, unanswered, waiting: response === null };
+}
+
+function clarifyView(args, result) {
+  const exchange = clarifyExchange(args, result);
+  const box = el("div", "tool-view tool-clarify");
+  box.append(el("p", "clarify-question", exchange.question));
+  if (exchange.choices.length) {
+    const list = el("ul", "clarify-choices");
+    for (const choice of exchange.choices) {
+      const picked = choice === exchange.answer;
+      const item = el("li", `clarify-choice${picked ? " picked" : ""}`, picked ? `✓ ${choice}` : choice);
+      list.append(item);
+    }
+    box.append(list);
+  }
+  if (exchange.answer !== null) box.append(el("p", "clarify-answer", `Answer: ${exchange.answer}`));
+  else if (exchange.unanswered) box.append(el("p", "clarify-answer unanswered", "No answer was given."));
+  return box;
+}
+
 // The human view of one call (null for tools without one); `result` may be missing while it runs.
 export function humanView(name, rawArgs, rawResult) {
   if (!HUMAN_TOOLS.has(name)) return null;
@@ -106,5 +163,6 @@ export function humanView(name, rawArgs, rawResult) {
   if (name === "terminal") return consoleView(args, result);
   if (name === "todo") return todoView(args, result);
   if (name === "memory") return memoryView(args, result);
+  if (name === "clarify") return clarifyView(args, result);
   return diffView(args, result);
 }

@@ -19,6 +19,7 @@ from .helpers import (
     open_page,
     qa_history,
     screenshot,
+    screenshots,
     send,
     transcript_state,
     wait_turn_done,
@@ -160,6 +161,23 @@ def test_compress_shows_the_marker_and_a_reload_shows_the_same_state(page, serve
     page.locator("#composer-input").press("Enter")
     expect(page.locator(".compress-marker")).to_have_count(0)
     expect(page.locator(".msg")).to_have_count(14)
+
+
+def test_compress_reports_a_context_of_the_size_the_meter_shows(page, server, llm):
+    """/compress said ~67 tokens while the meter beside it said 1.6k: it counted the messages alone."""
+    new_session(page)
+    llm.script(Reply(text="First answer."), Reply(text="Second answer."))
+    wait_turn_done(page, send(page, "First question"))
+    wait_turn_done(page, send(page, "Second question"))
+    expect(page.locator("#context-meter")).to_be_visible()
+    meter = int(page.locator("#context-meter").get_attribute("title").split()[1].replace(",", ""))
+    page.locator("#composer-input").fill("/compress")
+    page.locator("#composer-input").press("Enter")
+    report = page.locator(".toast", has_text="tokens")
+    expect(report).to_be_visible(timeout=30000)
+    before = int(re.search(r"~([\d,]+)", report.inner_text()).group(1).replace(",", ""))
+    assert 0.5 * meter <= before <= 2 * meter, (report.inner_text(), meter)
+    screenshots(page, "compress-report-and-meter")
 
 
 def test_stop_ends_the_answer_mid_stream_and_keeps_what_arrived(page, server, llm):

@@ -118,6 +118,15 @@ def test_the_clarify_card_sends_the_chosen_answer(page, server, llm):
     expect(page.locator(".msg-assistant").last).to_contain_text("Blue it is.")
     sent = llm.chat_requests()[-1]["body"]["messages"]
     assert '"user_response": "blue"' in sent[-1]["content"]
+    # The exchange stays readable in the transcript, also after a reload: question, choices, answer.
+    for _ in range(2):
+        exchange = page.locator('.tool-card[data-tool-name="clarify"]')
+        exchange.locator(":scope > summary").click()
+        expect(exchange.locator(".clarify-question")).to_have_text("Which colour?")
+        expect(exchange.locator(".clarify-choice.picked")).to_have_text("✓ blue")
+        expect(exchange.locator(".clarify-answer")).to_have_text("Answer: blue")
+        page.reload()
+        page.wait_for_selector("#app:not([hidden])")
 
 
 def test_the_workspace_picker_refuses_a_folder_outside_the_roots_then_takes_a_good_one(page, server):

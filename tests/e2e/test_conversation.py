@@ -349,6 +349,63 @@ def test_tool_cards_show_a_console_a_diff_and_a_checklist_with_raw_json_behind_a
     screenshots(page, "tool-cards")
 
 
+CLARIFY_HISTORY = [
+    {"role": "user", "content": "Paint the shed"},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "id": "q1",
+                "type": "function",
+                "function": {
+                    "name": "clarify",
+                    "arguments": '{"question": "Which colour?", "choices": ["red", "blue"]}',
+                },
+            },
+            {
+                "id": "t1",
+                "type": "function",
+                "function": {"name": "terminal", "arguments": '{"command": "paint --colour blue shed.svg"}'},
+            },
+        ],
+    },
+    {
+        "role": "tool",
+        "tool_call_id": "q1",
+        "name": "clarify",
+        "content": '{"question": "Which colour?", "choices_offered": ["red", "blue"], "user_response": "blue"}',
+    },
+    {
+        "role": "tool",
+        "tool_call_id": "t1",
+        "name": "terminal",
+        "content": '{"output": "done", "exit_code": 0}',
+    },
+    {"role": "assistant", "content": "Blue it is."},
+]
+
+
+def test_a_collapsed_card_says_what_it_ran_and_a_clarify_shows_question_choices_and_answer(page, server):
+    """A collapsed card said "⚙ terminal done" without its command, and a clarify question and its answer
+    survived only in the card's raw JSON."""
+    session = import_session(server, "Shed", CLARIFY_HISTORY)
+    goto_app(page, f"/#/s/{session['session_id']}")
+    terminal = page.locator('.tool-card[data-tool-name="terminal"]')
+    expect(terminal).not_to_have_attribute("open", "")
+    expect(terminal.locator(":scope > summary .tool-brief")).to_have_text("paint --colour blue shed.svg")
+    expect(terminal.locator(":scope > summary .tool-brief")).to_be_visible()
+    clarify = page.locator('.tool-card[data-tool-name="clarify"]')
+    expect(clarify.locator(":scope > summary .tool-brief")).to_have_text("Which colour?")
+    clarify.locator(":scope > summary").click()
+    expect(clarify.locator(".clarify-question")).to_have_text("Which colour?")
+    expect(clarify.locator(".clarify-choice")).to_have_text(["red", "✓ blue"])
+    expect(clarify.locator(".clarify-answer")).to_have_text("Answer: blue")
+    expect(clarify.locator(".tool-args")).to_be_hidden()
+    terminal.locator(":scope > summary").click()
+    screenshots(page, "tool-card-brief-and-clarify")
+
+
 # ---------------------------------------------------------------------- around the conversation
 
 
@@ -500,3 +557,34 @@ def test_a_wrong_type_or_a_fake_image_is_refused_with_a_clear_error(page, server
     expect(page.locator(".toast-error", has_text="photo.png is not a PNG")).to_be_visible()
     expect(page.locator(".attach-tray .attach-chip")).to_have_count(0)
     assert not (workspace / "uploads").exists() or not any((workspace / "uploads").iterdir())
+
+
+MATH_SIZES = """() => {
+  const body = document.querySelector('.msg-assistant .msg-body');
+  const size = (n) => parseFloat(getComputedStyle(n).fontSize);
+  const text = body.querySelector('p');
+  const block = body.querySelector('math[display=block]');
+  const inline = body.querySelector('math:not([display=block])');
+  return { text: size(text), block: size(block), inline: size(inline),
+           blockHeight: block.getBoundingClientRect().height, lineHeight: text.getBoundingClientRect().height };
+}"""
+
+
+def test_display_math_is_larger_than_the_text_around_it_and_inline_math_is_not(page, server):
+    """A displayed formula read no larger than the text around it; inline math keeps the text's size."""
+    session = import_session(
+        server,
+        "Math sizes",
+        [
+            {"role": "user", "content": "Show a formula"},
+            {"role": "assistant", "content": "Inline $x + y$ here.\n\n$$x + y = z$$\n\nAfter it."},
+        ],
+    )
+    goto_app(page, f"/#/s/{session['session_id']}")
+    expect(page.locator(".msg-assistant math[display=block]")).to_have_count(1)
+    sizes = page.evaluate(MATH_SIZES)
+    assert sizes["block"] >= sizes["text"] * 1.2, sizes
+    assert sizes["inline"] <= sizes["text"], sizes
+    # A one-line formula stands out, without becoming a headline.
+    assert sizes["lineHeight"] < sizes["blockHeight"] <= sizes["lineHeight"] * 2.2, sizes
+    screenshots(page, "display-math")

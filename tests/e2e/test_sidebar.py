@@ -87,6 +87,59 @@ def test_title_filter_and_content_search_find_sessions(page, server):
     assert needle in found.inner_text()
 
 
+def test_a_search_snippet_is_plain_text_with_the_match_marked(page, server):
+    """Snippets showed the raw Markdown of the message, with nothing marking where the words matched."""
+    needle = unique("marmalade")
+    found = import_session(
+        server,
+        unique("Breakfast"),
+        [
+            {"role": "user", "content": "what goes on toast?"},
+            {
+                "role": "assistant",
+                "content": f"Try **{needle}** on `rye` <b>bread</b>, see [the recipe](https://example.com/r).",
+            },
+        ],
+    )
+    goto_app(page)
+    page.fill("#session-filter", needle.upper())
+    snippet = page.locator(".matches .session-row", has_text=found["title"]).locator(".session-snippet")
+    expect(snippet).to_have_text(f"Try {needle} on rye <b>bread</b>, see the recipe.")
+    expect(snippet.locator("mark")).to_have_text(needle)
+    expect(snippet.locator("b")).to_have_count(0)  # the text's own tags stay text
+    screenshots(page, "search-snippet-marked")
+
+
+def test_the_sidebar_counts_the_messages_the_transcript_shows(page, server):
+    """The count took in tool results and each step of an answer: one question and an answer that ran a
+    tool read "4 messages"."""
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "terminal", "arguments": '{"command": "ls"}'},
+    }
+    session = import_session(
+        server,
+        unique("Counted"),
+        [
+            {"role": "user", "content": "list the files"},
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {
+                "role": "tool",
+                "tool_call_id": "c1",
+                "name": "terminal",
+                "content": '{"output": "a.py", "exit_code": 0}',
+            },
+            {"role": "assistant", "content": "There is a.py."},
+        ],
+    )
+    goto_app(page, f"/#/s/{session['session_id']}")
+    expect(page.locator(".msg-user")).to_have_count(1)
+    meta = page.locator(f'.session-row[data-sid="{session["session_id"]}"] .session-meta')
+    expect(meta).to_have_text(re.compile(r"· 2 messages$"))
+    screenshots(page, "sidebar-count")
+
+
 def test_delete_then_undo_brings_the_session_back(page, server):
     title = unique("Delete me")
     session = import_session(server, title, CHAT)

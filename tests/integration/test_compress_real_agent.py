@@ -6,9 +6,11 @@ The fake LLM on 127.0.0.1 serves the summary; nothing else is faked.
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
+from talaria_testing.chat_client import chat
 from talaria_testing.fake_llm import FakeLLM, agent_server
 
 pytestmark = pytest.mark.integration
@@ -109,3 +111,24 @@ def test_compress_bad_input_is_a_clear_json_error_and_changes_nothing(tmp_path, 
             if want_error:
                 assert error == want_error
     assert (srv.session_dir / f"{SID}.json").read_bytes() == before
+
+
+def test_compress_reports_the_same_kind_of_figure_as_the_context_meter(tmp_path, llm):
+    """/compress said ~67 tokens while the meter said 1.6k: the meter shows the provider's count of the
+    last request (system prompt and tools included) and compression counted the messages alone. It now
+    counts as hermes' own /compress does (estimate_request_tokens_rough with the system prompt and tools)."""
+    srv = agent_server(tmp_path, llm.base_url)
+    with srv.start():
+        sid = srv.post_json("/api/session/new", {})["session"]["session_id"]
+        llm.script("First answer.", "Second answer.")
+        chat(srv, sid, "First question")
+        chat(srv, sid, "Second question")
+        meter = srv.get_json(f"/api/session?session_id={sid}")["session"]["last_prompt_tokens"]
+        status, _, body = srv.request("POST", "/api/session/compress", {"session_id": sid})
+        assert status == 200, body
+        line = json.loads(body)["summary"]["token_line"]
+    before = int(re.search(r"~([\d,]+)", line).group(1).replace(",", ""))
+    # The last request held the system prompt, the tools and all but the last answer: the estimate of the
+    # whole conversation is of that size, not a few percent of it.
+    assert meter > 500, meter
+    assert 0.5 * meter <= before <= 2 * meter, (line, meter)
