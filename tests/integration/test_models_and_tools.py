@@ -98,6 +98,46 @@ def test_the_list_holds_the_default_and_every_custom_endpoint_live_and_refreshes
     assert _groups(srv, refresh=True)["custom"] == ["fake-model", "fake-b", "fake-new"]
 
 
+def test_refresh_offers_what_a_keyless_endpoint_lists_now_and_setup_freezes_no_list(llm, tmp_path):
+    """Issue 19.13: the setup form's endpoint (no key) got ``custom_providers[0].models: [<model>]`` in
+    config.yaml from the inventory's first probe, and the agent trusts that copy for an endpoint without
+    a key: refresh kept offering it while ``/v1/models`` listed three."""
+    llm.reset()
+    llm.extra_models = ("fake-b",)
+    server = _server(tmp_path, {"TALARIA_AGENT_TOOLSETS": "none"})
+    try:
+        with server:
+            server.post_json(
+                "/api/onboarding/setup", {"kind": "custom", "base_url": llm.base_url, "model": "fake-b"}
+            )
+            current = next(g for g in server.get_json("/api/models")["groups"] if g["current"])
+            assert current["models"] == ["fake-model", "fake-b"]
+            config_file = server.hermes_home / "config.yaml"
+            saved = yaml.safe_load(config_file.read_text(encoding="utf-8"))["custom_providers"]
+            assert [entry.get("models") for entry in saved] == [None]  # nothing frozen
+
+            llm.extra_models = ("fake-b", "fake-c")
+            refreshed = next(g for g in server.get_json("/api/models?refresh=1")["groups"] if g["current"])
+            assert refreshed["models"] == ["fake-model", "fake-b", "fake-c"]
+
+            # A list an earlier build left in config.yaml does not hide what the endpoint lists now.
+            edited = yaml.safe_load(config_file.read_text(encoding="utf-8"))
+            edited["custom_providers"][0]["models"] = ["fake-b"]
+            config_file.write_text(yaml.safe_dump(edited), encoding="utf-8")
+            listed = next(g for g in server.get_json("/api/models?refresh=1")["groups"] if g["current"])
+            assert listed["models"] == ["fake-model", "fake-b", "fake-c"]
+            sid = new_session(server)
+            assert _pick(server, sid, "fake-c", listed["provider"])[0] == 200
+
+            # discover_models: false keeps the configured list, as the agent's own picker does.
+            edited["custom_providers"][0]["discover_models"] = False
+            config_file.write_text(yaml.safe_dump(edited), encoding="utf-8")
+            kept = next(g for g in server.get_json("/api/models?refresh=1")["groups"] if g["current"])
+            assert kept["models"] == ["fake-b"]
+    finally:
+        llm.extra_models = ("fake-b",)
+
+
 # ---------------------------------------------------------------------- model switch
 
 
