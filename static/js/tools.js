@@ -52,19 +52,23 @@ export class ToolsMenu {
 
   show(data) {
     this.data = data;
+    // A toolset the agent cannot use here (a missing key) is shown unticked and locked, with the reason.
+    const usable = (toolset) => toolset.available !== false;
     const rows = data.toolsets.map((toolset) => {
-      const row = el("label", "toolset-row");
+      const row = el("label", usable(toolset) ? "toolset-row" : "toolset-row toolset-unavailable");
       const box = el("input");
       box.type = "checkbox";
       box.value = toolset.name;
-      box.checked = toolset.enabled;
+      box.checked = toolset.enabled && usable(toolset);
+      box.disabled = !usable(toolset);
       const text = el("span", "toolset-text");
       text.append(el("span", "toolset-name", toolset.label), el("span", "toolset-desc", toolset.description));
+      if (!usable(toolset)) text.append(el("span", "toolset-reason", toolset.unavailable_reason || "Not available here."));
       row.append(box, text);
       return row;
     });
     this.list.replaceChildren(...rows);
-    const count = data.toolsets.filter((toolset) => toolset.enabled).length;
+    const count = data.toolsets.filter((toolset) => toolset.enabled && usable(toolset)).length;
     this.summary.textContent = `Tools ${count}`;
     this.summary.title = data.enabled_toolsets === null ? "Tools: the default set" : "Tools chosen for this session";
     this.resetButton.disabled = data.enabled_toolsets === null;

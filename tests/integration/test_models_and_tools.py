@@ -6,7 +6,9 @@ configured default, a second one a saved custom endpoint); what reaches them is 
 
 from __future__ import annotations
 
+import html
 import json
+import re
 
 import pytest
 import yaml
@@ -45,6 +47,11 @@ def fakes(llm, second, provider):
     with llm.fresh(), second.fresh(), provider.fresh():
         llm.extra_models = ("fake-b",)
         yield llm, second
+
+
+def html_text(markup: str) -> str:
+    """The text of rendered HTML, its line breaks kept."""
+    return html.unescape(re.sub(r"<[^>]+>", "", markup))
 
 
 def _server(root, env: dict | None = None) -> ServerProc:
@@ -263,6 +270,14 @@ def test_a_toolset_toggle_is_in_the_next_requests_tools(srv, fakes):
     assert _tool_names(llm.chat_requests()[-1]) == {"todo"}
 
 
+def test_a_toolset_that_cannot_work_here_is_listed_unavailable_with_its_reason(srv, fakes):
+    """Issue 19.20: the Tools menu offered web search though no search key is set (the agent drops it)."""
+    rows = {row["name"]: row for row in srv.get_json("/api/toolsets")["toolsets"]}
+    assert rows["web"]["available"] is False
+    assert "EXA_API_KEY" in rows["web"]["unavailable_reason"] and ".env" in rows["web"]["unavailable_reason"]
+    assert rows["todo"]["available"] is True and "unavailable_reason" not in rows["todo"]
+
+
 # ---------------------------------------------------------------------- first-run setup
 
 
@@ -275,7 +290,11 @@ def test_setup_from_an_empty_home_reaches_a_streamed_answer_without_a_restart(ll
         assert any(p["id"] == "openai-api" and p["key_env"] == "OPENAI_API_KEY" for p in status["providers"])
         sid = new_session(server)
         failed = chat(server, sid, "hello?")
-        assert named(failed, "error")  # no model yet: the turn says so
+        # No model yet: the turn says so, offers the setup form, and its example keeps its lines (19.20).
+        assert [error.get("setup") for error in named(failed, "error")] == [True]
+        row = session(server, sid)["messages"][-1]
+        assert row["_error"] is True and row["_needs_setup"] is True
+        assert "<pre" in row["html"] and "provider: custom\n" in html_text(row["html"])
 
         probe = server.post_json(
             "/api/onboarding/probe", {"kind": "custom", "base_url": llm.base_url, "api_key": SECRET}
