@@ -22,7 +22,7 @@ def reason_for(env_vars: list[Any]) -> str:
     """Why a toolset cannot work, from the variables the agent says it needs (pure)."""
     keys = [name for name in env_vars if isinstance(name, str) and name.endswith(_KEY_SUFFIXES)]
     if not keys:
-        return "Not available: what it needs is not set up on this machine (`hermes tools` sets it up)."
+        return "Not available: what it needs is not set up on this machine (the command hermes tools sets it up)."
     shown = ", ".join(keys[:_KEYS_SHOWN]) + (", …" if len(keys) > _KEYS_SHOWN else "")
     which = "one of " if len(keys) > 1 else ""
     return f"Not available: it needs a key. Set {which}{shown} in the agent's .env."
