@@ -28,14 +28,16 @@ log = logging.getLogger(__name__)
 
 
 def provider_help() -> str:
-    """How to configure a provider, for a person reading an error event."""
+    """How to configure a provider, for a person reading an error (Markdown: the example is a code block)."""
     home = config.HERMES_HOME
     return (
-        f"Configure one in {home}/config.yaml with a `model:` section, for example:\n"
-        "  model:\n"
-        "    provider: custom\n"
-        "    base_url: http://127.0.0.1:11434/v1   # a local Ollama, or any OpenAI-compatible endpoint\n"
-        "    default: <model name>\n"
+        f"Set one up with **Set up a model**, or in {home}/config.yaml with a `model:` section, for example:\n\n"
+        "```yaml\n"
+        "model:\n"
+        "  provider: custom\n"
+        "  base_url: http://127.0.0.1:11434/v1   # a local Ollama, or any OpenAI-compatible endpoint\n"
+        "  default: <model name>\n"
+        "```\n\n"
         f"(put an API key in `model.api_key` or {home}/.env if the endpoint needs one), "
         "or run `hermes setup` / `hermes model`."
     )
@@ -52,7 +54,7 @@ class ProviderNotConfigured(ServiceUnavailable):
     """No usable LLM provider in the agent's configuration."""
 
     def __init__(self, detail: str = "No LLM provider is configured for the Hermes agent."):
-        super().__init__(f"{detail.rstrip()}\n{provider_help()}")
+        super().__init__(f"{detail.rstrip()}\n\n{provider_help()}")
 
 
 def _import(module: str):

@@ -58,10 +58,17 @@ def is_configured() -> bool:
     return True
 
 
+def _marked_vision_capable() -> bool:
+    """The agent's own ``model.supports_vision`` switch for the configured model."""
+    section = _model_section(_hermes("hermes_cli.config").load_config())
+    return section.get("supports_vision") is True
+
+
 def setup_status() -> dict:
     return {
         "configured": is_configured(),
         "default_model": agent_runtime.configured_default_model(),
+        "supports_vision": _marked_vision_capable(),
         "providers": known_providers(),
     }
 
@@ -113,7 +120,15 @@ def _model_section(config: dict) -> dict:
     return {"default": section} if isinstance(section, str) and section else {}
 
 
-def _write_custom(base_url: str, key: str, model: str) -> None:
+def _clean_vision(value: Any) -> bool:
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise BadRequest("supports_vision must be true or false")
+    return value
+
+
+def _write_custom(base_url: str, key: str, model: str, vision: bool) -> None:
     config_module = _hermes("hermes_cli.config")
     config = config_module.load_config()
     section = _model_section(config)
@@ -124,6 +139,11 @@ def _write_custom(base_url: str, key: str, model: str) -> None:
         section.pop("api_key", None)
     section.pop("api_mode", None)
     section.pop("context_length", None)  # it belonged to the previous model
+    # The agent's own switch: its image routing sends this model attached images as image parts.
+    if vision:
+        section["supports_vision"] = True
+    else:
+        section.pop("supports_vision", None)
     config["model"] = section
     config_module.save_config(config)
     # As `hermes model` does: the endpoint joins the saved custom providers (deduplicated by URL).
@@ -138,6 +158,7 @@ def _write_provider(row: dict, key: str, model: str) -> None:
     section = config_module.clear_model_endpoint_credentials(_model_section(config), clear_base_url=True)
     section.update(provider=row["id"], default=model)
     section.pop("context_length", None)
+    section.pop("supports_vision", None)  # a known provider's models are described by the agent's catalogue
     config["model"] = section
     config_module.save_config(config)
 
@@ -148,13 +169,14 @@ def save_setup(body: dict) -> dict:
     key = endpoint_probe.clean_api_key(body.get("api_key"))
     model = model_catalog.clean_text(body.get("model"), "model", model_catalog.MODEL_MAX)
     if not model:
-        raise BadRequest("model is required")
+        raise BadRequest("Name the model to use.")
+    vision = _clean_vision(body.get("supports_vision"))
     if kind == "custom":
-        _write_custom(endpoint_probe.clean_base_url(body.get("base_url")), key, model)
+        _write_custom(endpoint_probe.clean_base_url(body.get("base_url")), key, model, vision)
     elif kind == "provider":
         row = _provider(body.get("provider"))
         if not key and not row["has_key"]:
-            raise BadRequest(f"api_key is required ({row['key_env']} is not set)")
+            raise BadRequest(f"Enter the API key ({row['key_env']} is not set).")
         _write_provider(row, key, model)
     else:
         raise BadRequest(f"kind must be one of {', '.join(_KINDS)}")

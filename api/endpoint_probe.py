@@ -27,21 +27,21 @@ MAX_MODELS = 500
 def clean_base_url(value: Any) -> str:
     """An endpoint base URL (``http(s)://host[:port]/path``, no credentials, query or fragment), or 400."""
     if not isinstance(value, str) or not value.strip():
-        raise BadRequest("base_url must be an http:// or https:// URL")
+        raise BadRequest("The URL must start with http:// or https://.")
     value = value.strip()
     if len(value) > URL_MAX or any(ord(ch) <= 32 or ord(ch) == 127 for ch in value):
-        raise BadRequest("base_url must be an http:// or https:// URL without spaces")
+        raise BadRequest("The URL must not contain spaces or control characters.")
     try:
         parts = urlsplit(value)
         port_ok = parts.port is None or 0 < parts.port < 65536
     except ValueError:
-        raise BadRequest("base_url is not a valid URL") from None
+        raise BadRequest("The URL is not a valid address.") from None
     if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
-        raise BadRequest("base_url must be an http:// or https:// URL with a host")
+        raise BadRequest("The URL must start with http:// or https:// and name a host.")
     if parts.username is not None or parts.password is not None:
-        raise BadRequest("base_url must not carry a user name or password; use the key field")
+        raise BadRequest("The URL must not hold a user name or password; put the key in the API key field.")
     if parts.query or parts.fragment:
-        raise BadRequest("base_url must not have a query or fragment")
+        raise BadRequest("The URL must not end with a ?query or #fragment.")
     return value.rstrip("/")
 
 
@@ -50,10 +50,10 @@ def clean_api_key(value: Any) -> str:
     if value is None or value == "":
         return ""
     if not isinstance(value, str) or len(value) > KEY_MAX:
-        raise BadRequest(f"api_key must be a string of at most {KEY_MAX} characters")
+        raise BadRequest(f"The API key must be at most {KEY_MAX} characters.")
     value = value.strip()
     if not all(33 <= ord(ch) < 127 for ch in value):
-        raise BadRequest("api_key must be printable ASCII without spaces")
+        raise BadRequest("The API key must be plain letters, digits and symbols, without spaces.")
     return value
 
 

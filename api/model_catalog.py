@@ -1,9 +1,14 @@
 """Models per session: the picker's choices and a session's pick.
 
 The choices come from the agent's own inventory (``hermes_cli.inventory``): the configured default, the
-configured custom endpoints with the models their ``/v1/models`` lists, and the known providers that have
-credentials. Building it can reach those endpoints, so the result is kept for ``models_cache_seconds``
-and rebuilt on demand (``refresh``) or when the agent's ``config.yaml``/``.env`` change.
+configured custom endpoints, and the known providers that have credentials. Each custom endpoint offers
+what its ``/v1/models`` lists at build time, asked here with the key the agent's own runtime resolution
+finds for it; its ``models:`` in ``config.yaml`` is only the fallback when it cannot be reached, and
+``discover_models: false`` keeps that list. (The inventory's own probe writes what it found into
+``config.yaml`` and, for an endpoint without a key, trusts that copy from then on: the list froze at the
+first answer, so building the choices asks the endpoints itself and writes nothing.) Building can reach
+those endpoints, so the result is kept for ``models_cache_seconds`` and rebuilt on demand (``refresh``)
+or when the agent's ``config.yaml``/``.env`` change.
 """
 
 from __future__ import annotations
@@ -11,16 +16,19 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from api import agent_runtime, session_catalogue, session_lookup
+from api import agent_runtime, endpoint_probe, session_catalogue, session_lookup
 from api import config as _config
-from api.errors import BadRequest
+from api.errors import ApiError, BadRequest
 
 log = logging.getLogger("talaria.models")
 
 MODEL_MAX = 200
 PROVIDER_MAX = 100
+LIVE_PROBE_TIMEOUT_S = 4.0
+_LIVE_PROBE_WORKERS = 4
 
 _CACHE: dict[str, Any] = {"catalog": None, "built_at": 0.0, "stamp": ""}
 _CACHE_LOCK = threading.Lock()
@@ -58,12 +66,63 @@ def groups_from_payload(payload: dict) -> list[dict]:
     return groups
 
 
+def _url_key(url: Any) -> str:
+    return str(url or "").strip().rstrip("/").lower()
+
+
+def _discovery_off(entries: list) -> set[str]:
+    """The endpoints whose configured ``discover_models: false`` keeps their listed models (pure)."""
+    urls = set()
+    for entry in entries:
+        if not isinstance(entry, dict):
+            continue
+        discover = entry.get("discover_models", True)
+        if discover is False or (isinstance(discover, str) and discover.lower() in ("false", "no", "0")):
+            urls.add(_url_key(entry.get("base_url") or entry.get("url") or entry.get("api")))
+    return urls
+
+
+def _listed_now(slug: str) -> list[str]:
+    """What the custom endpoint ``slug`` lists now, asked with the key the agent resolves for it ([] if none)."""
+    try:
+        runtime = agent_runtime.resolve_runtime(None, slug)
+    except ApiError:
+        return []
+    base_url = str(runtime.get("base_url") or "").rstrip("/")
+    if not base_url.startswith(("http://", "https://")):
+        return []
+    key = str(runtime.get("api_key") or "")
+    return endpoint_probe.probe(base_url, key, timeout=LIVE_PROBE_TIMEOUT_S).models
+
+
+def _with_live_models(payload: dict, keep_listed: set[str]) -> None:
+    """Replace each custom endpoint's configured models by what it lists now, where it answers."""
+    rows = [
+        row
+        for row in payload.get("providers") or []
+        if isinstance(row, dict)
+        and row.get("is_user_defined")
+        and row.get("source") != "virtual"
+        and _clean(row.get("slug"))
+        and _url_key(row.get("api_url")) not in keep_listed
+    ]
+    if not rows:
+        return
+    with ThreadPoolExecutor(max_workers=min(_LIVE_PROBE_WORKERS, len(rows))) as pool:
+        listed = list(pool.map(lambda row: _listed_now(_clean(row["slug"])), rows))
+    for row, models in zip(rows, listed, strict=True):
+        if models:
+            row["models"] = models
+
+
 def _build(refresh: bool) -> dict:
     inventory = agent_runtime.agent_module("hermes_cli.inventory")
     context = inventory.load_picker_context()
     payload = inventory.build_models_payload(
-        context, refresh=refresh, probe_custom_providers=True, probe_current_custom_provider=True
+        context, refresh=refresh, probe_custom_providers=False, probe_current_custom_provider=False
     )
+    entries = list(context.custom_providers or []) + list((context.user_providers or {}).values())
+    _with_live_models(payload, _discovery_off(entries))
     default_model = _clean(payload.get("model"))
     default_provider = _clean(payload.get("provider"))
     return {

@@ -143,6 +143,7 @@ def _run_turn(turn: Turn, session: models.Session, message: str, history: list, 
     error: tuple[str, str | None] | None = None
     save_error: tuple[str, str | None] | None = None
     key = agent = None
+    needs_setup = False  # no model configured: the page offers its setup form with the error
     live_render = LiveRender(turn.append)
     try:
         key, agent = agent_pool.take(session)
@@ -168,7 +169,7 @@ def _run_turn(turn: Turn, session: models.Session, message: str, history: list, 
     except _Cancelled:
         pass
     except agent_runtime.ProviderNotConfigured as exc:
-        error = (exc.message, "Configure a provider in the agent's config.yaml (see the README).")
+        error, needs_setup = (exc.message, None), True
     except ApiError as exc:
         error = (exc.message, None)
     except _SaveFailed as exc:
@@ -183,7 +184,7 @@ def _run_turn(turn: Turn, session: models.Session, message: str, history: list, 
                 key, agent, turn.runner, stopped=turn.cancel_requested or bool(result and result.interrupted)
             )
     try:
-        _finalize(turn, result, error)
+        _finalize(turn, result, error, needs_setup)
     except Exception as exc:  # noqa: BLE001 - the stream still ends, with the reason
         log.exception("finalizing turn %s failed", turn.stream_id)
         message = save_error[0] if save_error else _save_failed_text(exc, "the answer")
@@ -318,7 +319,7 @@ def _stamp_usage(rows: list[dict], result) -> None:
         answers[-1]["usage"] = usage
 
 
-def _finalize(turn: Turn, result, error: tuple[str, str | None] | None) -> None:
+def _finalize(turn: Turn, result, error: tuple[str, str | None] | None, needs_setup: bool = False) -> None:
     compressed_event = None
     with _config._get_session_agent_lock(turn.session_id):
         session = _own_session(turn)
@@ -340,6 +341,7 @@ def _finalize(turn: Turn, result, error: tuple[str, str | None] | None) -> None:
                     "content": f"⚠ {outcome.error[0]}",
                     "timestamp": time.time(),
                     "_error": True,
+                    **({"_needs_setup": True} if needs_setup else {}),
                 }
             )
         if result is not None and result.compressed:
@@ -362,7 +364,8 @@ def _finalize(turn: Turn, result, error: tuple[str, str | None] | None) -> None:
         turn.append("title", {"title": title})
     if outcome.error is not None:
         hint = {"hint": outcome.error[1]} if outcome.error[1] else {}
-        turn.append("error", {"message": outcome.error[0], **hint})
+        setup = {"setup": True} if needs_setup else {}
+        turn.append("error", {"message": outcome.error[0], **hint, **setup})
     elif outcome.interrupted:
         turn.append("error", {"message": interrupted_turns.INTERRUPTED_TEXT})
     elif outcome.stopped:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from api import agent_runtime, mcp_servers, session_catalogue, session_lookup
+from api import agent_runtime, mcp_servers, session_catalogue, session_lookup, toolset_availability
 from api import config as _config
 from api.errors import BadRequest
 
@@ -66,6 +66,7 @@ def list_for_session(sid: str | None) -> dict:
         chosen = session_lookup.load_session(sid).enabled_toolsets
     enabled = set(chosen) if isinstance(chosen, list) else set(default_toolsets())
     rows = [{**row, "enabled": row["name"] in enabled} for row in available_toolsets()]
+    rows = toolset_availability.with_availability(rows)
     return {
         "toolsets": rows,
         "enabled_toolsets": chosen if isinstance(chosen, list) else None,

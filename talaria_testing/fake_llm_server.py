@@ -155,12 +155,16 @@ class FakeLLM:
         default_summary: str = DEFAULT_SUMMARY,
         hang_timeout: float = 60.0,
         extra_models: tuple[str, ...] = (),
+        vision_models: tuple[str, ...] = (),
     ):
         self.context_length = context_length
         self.model = model
         self.extra_models = tuple(extra_models)  # listed by /v1/models after ``model``
         # Set: the server also answers as LM Studio does (/api/v1/models), declaring these reasoning levels.
         self.reasoning_options: tuple[str, ...] = ()
+        # Declared able to see images the way a local Ollama does (``/api/tags``, ``/api/show``
+        # capabilities), which the agent reads; with none the fake answers neither.
+        self.vision_models = tuple(vision_models)
         self.default_reply = default_reply
         self.default_summary = default_summary
         self.hang_timeout = hang_timeout
@@ -405,7 +409,16 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send_json(200, {"models": [lm_card]})
         if path.startswith("/v1/models/"):
             return self._send_json(200, {**card, "id": path[len("/v1/models/") :]})
+        if path == "/api/tags" and fake.vision_models:
+            names = [fake.model, *fake.extra_models]
+            return self._send_json(200, {"models": [{"name": name, "model": name} for name in names]})
         self._send_json(404, {"error": {"message": "not found", "type": "not_found"}})
+
+    def _show(self, body: Any) -> None:
+        """Ollama's ``/api/show``: the model's capabilities (``vision`` for the declared ones)."""
+        name = body.get("name") or body.get("model") if isinstance(body, dict) else None
+        vision = isinstance(name, str) and name in self.fake.vision_models
+        self._send_json(200, {"capabilities": ["completion", "tools"] + (["vision"] if vision else [])})
 
     def do_POST(self):
         path = self.path.split("?", 1)[0]
@@ -414,6 +427,8 @@ class _Handler(BaseHTTPRequestHandler):
             status, payload = self.fake._apply_control(path, body)
             return self._send_json(status, payload)
         entry = self.fake._record("POST", path, dict(self.headers.items()), body)
+        if path == "/api/show" and self.fake.vision_models:
+            return self._show(body)
         if path != "/v1/chat/completions" or not isinstance(body, dict):
             return self._send_json(404, {"error": {"message": "not found", "type": "not_found"}})
         reply = self.fake._next_reply(entry["kind"], body)

@@ -73,9 +73,11 @@ MODELS = json.dumps({"data": [{"id": "m1"}, {"id": "m2"}, {"id": "m1"}, {"id": 7
         ["http://127.0.0.1"],
     ],
 )
-def test_hostile_or_malformed_base_urls_are_refused(url):
-    with pytest.raises(BadRequest):
+def test_hostile_or_malformed_base_urls_are_refused_in_the_persons_words(url):
+    """Issue 19.20: the refusal named the request field ("base_url must be…"); it speaks of the URL."""
+    with pytest.raises(BadRequest) as refused:
         endpoint_probe.clean_base_url(url)
+    assert refused.value.message.startswith("The URL ") and "base_url" not in refused.value.message
 
 
 def test_a_base_url_loses_its_trailing_slash():
@@ -84,8 +86,9 @@ def test_a_base_url_loses_its_trailing_slash():
 
 @pytest.mark.parametrize("key", ["two words", "tab\tkey", "naïve", 5, "x" * 5000])
 def test_keys_must_be_printable_ascii(key):
-    with pytest.raises(BadRequest):
+    with pytest.raises(BadRequest) as refused:
         endpoint_probe.clean_api_key(key)
+    assert refused.value.message.startswith("The API key ")
 
 
 def test_model_ids_keep_string_ids_once_in_order():

@@ -72,3 +72,14 @@ def test_an_edit_of_the_agents_config_rebuilds_the_catalog(monkeypatch, tmp_path
     (tmp_path / "config.yaml").write_text("model: {default: x}\n", encoding="utf-8")
     assert model_catalog.catalog() == {"n": 2}
     model_catalog.invalidate()
+
+
+def test_only_an_endpoint_that_turns_discovery_off_keeps_its_configured_list():
+    entries = [
+        {"base_url": "http://a.test/v1/", "discover_models": False},
+        {"base_url": "http://b.test/v1", "discover_models": "no"},
+        {"base_url": "http://c.test/v1", "models": ["x"]},
+        {"url": "http://d.test/v1", "discover_models": True},
+        "not an entry",
+    ]
+    assert model_catalog._discovery_off(entries) == {"http://a.test/v1", "http://b.test/v1"}

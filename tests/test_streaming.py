@@ -132,7 +132,7 @@ def test_pending_turn_left_by_a_dead_process_gets_an_interrupted_marker(state_di
     assert Session.load("dead").pending_user_message is None
 
 
-def test_provider_not_configured_ends_the_turn_with_a_hint(state_dir, monkeypatch):
+def test_provider_not_configured_ends_the_turn_offering_the_setup_form(state_dir, monkeypatch):
     Session(session_id="np", model="").save()
 
     def no_provider(*a, **kw):
@@ -142,8 +142,10 @@ def test_provider_not_configured_ends_the_turn_with_a_hint(state_dir, monkeypatc
     turn = turn_journal.get_turn(streaming.start_turn("np", "hello")["stream_id"])
     _wait(turn)
     errors = [d for _, n, d in turn.events if n == "error"]
-    assert errors and "config.yaml" in errors[0]["message"] and errors[0]["hint"]
-    assert Session.load("np").messages[-1]["_error"] is True
+    assert errors and "config.yaml" in errors[0]["message"] and errors[0]["setup"] is True
+    row = Session.load("np").messages[-1]
+    assert row["_error"] is True and row["_needs_setup"] is True
+    assert "```yaml\nmodel:\n  provider: custom\n" in row["content"]  # the example keeps its lines
 
 
 def test_after_an_agent_exception_the_next_turn_is_sent_without_the_failed_message(scripted, monkeypatch):

@@ -266,6 +266,12 @@ export function renderMessage(msg, { toolCards } = {}) {
     article.classList.add("msg-failed");
     // The error text is usually the content itself; a string flag carries extra detail.
     if (typeof msg._error === "string" && msg._error !== text) article.append(el("p", "msg-error", msg._error));
+    if (msg._needs_setup) {
+      const button = el("button", "btn btn-small msg-setup", "Set up a model");
+      button.type = "button";
+      button.dataset.action = "open-setup"; // the setup form listens for these
+      article.append(button);
+    }
   }
   if (msg._cancelled) {
     article.classList.add("msg-cancelled");

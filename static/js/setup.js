@@ -11,12 +11,20 @@ export class SetupDialog {
     this.dialog = $("setup-dialog");
     this.form = $("setup-form");
     this.result = $("setup-result");
+    this.notice = $("no-model-notice");
     this.onSaved = onSaved;
     this.providers = [];
     for (const radio of this.form.elements.kind) radio.addEventListener("change", () => this.showKind());
-    $("setup-provider-id").addEventListener("change", () => this.showKeyHint());
+    $("setup-provider-id").addEventListener("change", () => {
+      this.setResult("");
+      this.showKeyHint();
+    });
     $("setup-test").addEventListener("click", () => this.test());
     $("setup-cancel").addEventListener("click", () => this.dialog.close());
+    // "Set up a model" buttons anywhere on the page: the notice, a failed turn's message.
+    document.addEventListener("click", (event) => {
+      if (event.target.closest("[data-action=open-setup]")) this.open();
+    });
     this.form.addEventListener("submit", (event) => {
       event.preventDefault();
       this.save();
@@ -27,6 +35,7 @@ export class SetupDialog {
   async offerIfNeeded() {
     try {
       const status = await api.onboardingStatus();
+      this.showNotice(status.configured);
       if (!status.configured) this.open(status);
     } catch (err) {
       toastError(err);
@@ -40,24 +49,35 @@ export class SetupDialog {
       toastError(err);
       return;
     }
+    this.showNotice(status.configured);
     this.providers = status.providers || [];
     const select = $("setup-provider-id");
     select.replaceChildren(...this.providers.map((p) => new Option(p.label, p.id)));
     $("setup-lead").hidden = status.configured;
+    $("setup-vision").checked = Boolean(status.supports_vision);
     this.setResult("");
     this.showKind();
     if (!this.dialog.open) this.dialog.showModal();
     $(this.kind() === "custom" ? "setup-base-url" : "setup-provider-id").focus();
   }
 
+  // Without a model the page says so until one is set up, whether or not the form is open ("Later").
+  showNotice(configured) {
+    this.notice.hidden = Boolean(configured);
+  }
+
   kind() {
     return this.form.elements.kind.value;
   }
 
+  // A test's answer belongs to the endpoint it tested: another kind (or provider) starts without one.
   showKind() {
     const custom = this.kind() === "custom";
     $("setup-custom").hidden = !custom;
     $("setup-provider").hidden = custom;
+    $("setup-vision-row").hidden = !custom;
+    $("setup-models").replaceChildren();
+    this.setResult("");
     this.showKeyHint();
   }
 
@@ -71,8 +91,10 @@ export class SetupDialog {
 
   fields() {
     const fields = { kind: this.kind(), api_key: $("setup-key").value.trim(), model: $("setup-model").value.trim() };
-    if (fields.kind === "custom") fields.base_url = $("setup-base-url").value.trim();
-    else fields.provider = $("setup-provider-id").value;
+    if (fields.kind === "custom") {
+      fields.base_url = $("setup-base-url").value.trim();
+      fields.supports_vision = $("setup-vision").checked;
+    } else fields.provider = $("setup-provider-id").value;
     return fields;
   }
 
@@ -87,7 +109,7 @@ export class SetupDialog {
     button.disabled = true;
     this.setResult("Testing…");
     try {
-      const { model, ...fields } = this.fields();
+      const { model, supports_vision: _vision, ...fields } = this.fields();
       const answer = await api.onboardingProbe(fields);
       this.setResult(answer.message, answer.ok);
       const models = answer.models || [];
@@ -106,6 +128,7 @@ export class SetupDialog {
     try {
       const status = await api.onboardingSetup(this.fields());
       $("setup-key").value = "";
+      this.showNotice(status.configured);
       this.dialog.close();
       toast(`Hermes now answers with ${status.default_model}.`);
       this.onSaved(status);

@@ -66,15 +66,19 @@ export class ToolsMenu {
 
   show(data) {
     this.data = data;
+    // A toolset the agent cannot use here (a missing key) is shown unticked and locked, with the reason.
+    const usable = (toolset) => Boolean(toolset.mcp) || toolset.available !== false;
     const row = (toolset) => {
-      const label = el("label", "toolset-row");
+      const label = el("label", usable(toolset) ? "toolset-row" : "toolset-row toolset-unavailable");
       const box = el("input");
       box.type = "checkbox";
       box.value = toolset.name;
-      box.checked = toolset.enabled;
+      box.checked = toolset.enabled && usable(toolset);
+      box.disabled = !usable(toolset);
       const text = el("span", "toolset-text");
       text.append(el("span", "toolset-name", toolset.label), el("span", "toolset-desc", toolset.description));
       if (toolset.mcp) text.append(mcpState(toolset.mcp));
+      else if (!usable(toolset)) text.append(el("span", "toolset-reason", toolset.unavailable_reason || "Not available here."));
       label.append(box, text);
       return label;
     };
@@ -90,7 +94,7 @@ export class ToolsMenu {
         ]
       : builtIn.map(row);
     this.list.replaceChildren(...rows);
-    const count = data.toolsets.filter((toolset) => toolset.enabled).length;
+    const count = data.toolsets.filter((toolset) => toolset.enabled && usable(toolset)).length;
     this.summary.textContent = `Tools ${count}`;
     this.summary.title = data.enabled_toolsets === null ? "Tools: the default set" : "Tools chosen for this session";
     this.resetButton.disabled = data.enabled_toolsets === null;

@@ -6,6 +6,7 @@ import json
 import re
 
 import pytest
+import yaml
 from playwright.sync_api import expect
 
 from talaria_testing import mcp_server
@@ -192,3 +193,95 @@ def test_a_model_whose_route_takes_no_effort_shows_no_reasoning_picker(browser, 
             new_session(page)
         assert asked.value.json()["supported"] is False
         expect(page.locator("#reasoning-picker")).to_be_hidden()
+
+
+def _options(page) -> list[str]:
+    return page.locator("#model-select option").all_inner_texts()
+
+
+def test_refresh_offers_every_model_the_endpoint_lists_now(browser, two_models, tmp_path):
+    """Issue 19.13: after the setup form (no key) the picker kept the list of the first answer for good."""
+    two_models.reset()
+    two_models.extra_models = ("fake-b",)
+    server = ServerProc(tmp_path, env={"TALARIA_AGENT_TOOLSETS": "none"})
+    try:
+        with server, open_page(browser, server.base_url) as page:
+            server.post_json(
+                "/api/onboarding/setup",
+                {"kind": "custom", "base_url": two_models.base_url, "model": "fake-b"},
+            )
+            new_session(page)
+            expect(page.locator("#model-select option")).to_have_count(4)
+            assert _options(page) == ["Default (fake-b)", "fake-model", "fake-b", "Set up a model…"]
+            two_models.extra_models = ("fake-b", "fake-c")
+            page.click("#model-refresh")
+            expect(page.locator("#model-select option")).to_have_count(5)
+            assert _options(page) == ["Default (fake-b)", "fake-model", "fake-b", "fake-c", "Set up a model…"]
+    finally:
+        two_models.extra_models = ("fake-b",)
+
+
+def test_later_leaves_a_notice_and_a_turn_without_a_model_offers_the_setup_form(browser, tmp_path):
+    """Issue 19.20: after "Later" nothing said no model was set; the turn's error flattened its YAML
+    example into one line and had no way back to the form; a failed test stayed after switching kind."""
+    server = ServerProc(tmp_path, env={"TALARIA_AGENT_TOOLSETS": "none"})
+    with server, open_page(browser, server.base_url) as page:
+        goto_app(page)
+        dialog = page.locator("#setup-dialog")
+        expect(dialog).to_be_visible()
+        page.fill("#setup-base-url", "http://127.0.0.1:9/v1")
+        page.click("#setup-test")
+        expect(page.locator("#setup-result")).to_contain_text("Cannot connect")
+        page.check("input[name=kind][value=provider]")
+        expect(page.locator("#setup-result")).to_have_text("")
+        expect(page.locator("#setup-vision-row")).to_be_hidden()
+        page.check("input[name=kind][value=custom]")
+        page.click("#setup-cancel")
+        expect(dialog).to_be_hidden()
+
+        notice = page.locator("#no-model-notice")
+        expect(notice).to_be_visible()
+        expect(notice).to_contain_text("No model is set up yet")
+        page.click("#new-session")
+        page.wait_for_url(re.compile(r"#/s/[A-Za-z0-9_-]+$"))
+        wait_turn_done(page, send(page, "hello?"))
+        failed = page.locator(".msg-assistant.msg-failed").last
+        expect(failed.locator("pre")).to_contain_text("model:\n  provider: custom\n")
+        failed.locator("button.msg-setup").click()
+        expect(dialog).to_be_visible()
+        page.click("#setup-cancel")
+        notice.locator("button").click()
+        expect(dialog).to_be_visible()
+        page.click("#setup-cancel")
+        expect(notice).to_be_visible()
+
+
+def test_the_tools_menu_shows_a_toolset_that_cannot_work_as_unavailable(browser, picker_server, fake):
+    """Issue 19.20: web search was offered (and ticked when chosen) without a search key."""
+    with open_page(browser, picker_server.base_url) as page:
+        new_session(page)
+        page.locator("#tools-summary").click()
+        web = page.locator(".toolset-row", has_text="Web Search")
+        expect(web.locator("input")).to_be_disabled()
+        expect(web.locator("input")).not_to_be_checked()
+        expect(web.locator(".toolset-reason")).to_contain_text("EXA_API_KEY")
+        expect(page.locator(".toolset-row", has_text="Task Planning").locator("input")).to_be_enabled()
+
+
+def test_the_setup_form_marks_a_custom_model_as_able_to_see_images(browser, two_models, tmp_path):
+    """Issue 19.16: nothing let a person say their custom model sees images; the switch is the agent's own."""
+    two_models.reset()
+    server = ServerProc(tmp_path, env={"TALARIA_AGENT_TOOLSETS": "none"})
+    with server, open_page(browser, server.base_url) as page:
+        goto_app(page)
+        page.fill("#setup-base-url", two_models.base_url)
+        page.fill("#setup-model", "fake-b")
+        page.check("#setup-vision")
+        page.click("#setup-save")
+        expect(page.locator("#setup-dialog")).to_be_hidden()
+        expect(page.locator("#no-model-notice")).to_be_hidden()
+        config = yaml.safe_load((server.hermes_home / "config.yaml").read_text(encoding="utf-8"))
+        assert config["model"]["supports_vision"] is True
+        page.click("#new-session")
+        page.locator("#model-select").select_option("__setup__")
+        expect(page.locator("#setup-vision")).to_be_checked()

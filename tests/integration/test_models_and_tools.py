@@ -6,7 +6,9 @@ configured default, a second one a saved custom endpoint); what reaches them is 
 
 from __future__ import annotations
 
+import html
 import json
+import re
 
 import pytest
 import yaml
@@ -45,6 +47,11 @@ def fakes(llm, second, provider):
     with llm.fresh(), second.fresh(), provider.fresh():
         llm.extra_models = ("fake-b",)
         yield llm, second
+
+
+def html_text(markup: str) -> str:
+    """The text of rendered HTML, its line breaks kept."""
+    return html.unescape(re.sub(r"<[^>]+>", "", markup))
 
 
 def _server(root, env: dict | None = None) -> ServerProc:
@@ -96,6 +103,46 @@ def test_the_list_holds_the_default_and_every_custom_endpoint_live_and_refreshes
     llm.extra_models = ("fake-b", "fake-new")
     assert _groups(srv)["custom"] == ["fake-model", "fake-b"]  # cached
     assert _groups(srv, refresh=True)["custom"] == ["fake-model", "fake-b", "fake-new"]
+
+
+def test_refresh_offers_what_a_keyless_endpoint_lists_now_and_setup_freezes_no_list(llm, tmp_path):
+    """Issue 19.13: the setup form's endpoint (no key) got ``custom_providers[0].models: [<model>]`` in
+    config.yaml from the inventory's first probe, and the agent trusts that copy for an endpoint without
+    a key: refresh kept offering it while ``/v1/models`` listed three."""
+    llm.reset()
+    llm.extra_models = ("fake-b",)
+    server = _server(tmp_path, {"TALARIA_AGENT_TOOLSETS": "none"})
+    try:
+        with server:
+            server.post_json(
+                "/api/onboarding/setup", {"kind": "custom", "base_url": llm.base_url, "model": "fake-b"}
+            )
+            current = next(g for g in server.get_json("/api/models")["groups"] if g["current"])
+            assert current["models"] == ["fake-model", "fake-b"]
+            config_file = server.hermes_home / "config.yaml"
+            saved = yaml.safe_load(config_file.read_text(encoding="utf-8"))["custom_providers"]
+            assert [entry.get("models") for entry in saved] == [None]  # nothing frozen
+
+            llm.extra_models = ("fake-b", "fake-c")
+            refreshed = next(g for g in server.get_json("/api/models?refresh=1")["groups"] if g["current"])
+            assert refreshed["models"] == ["fake-model", "fake-b", "fake-c"]
+
+            # A list an earlier build left in config.yaml does not hide what the endpoint lists now.
+            edited = yaml.safe_load(config_file.read_text(encoding="utf-8"))
+            edited["custom_providers"][0]["models"] = ["fake-b"]
+            config_file.write_text(yaml.safe_dump(edited), encoding="utf-8")
+            listed = next(g for g in server.get_json("/api/models?refresh=1")["groups"] if g["current"])
+            assert listed["models"] == ["fake-model", "fake-b", "fake-c"]
+            sid = new_session(server)
+            assert _pick(server, sid, "fake-c", listed["provider"])[0] == 200
+
+            # discover_models: false keeps the configured list, as the agent's own picker does.
+            edited["custom_providers"][0]["discover_models"] = False
+            config_file.write_text(yaml.safe_dump(edited), encoding="utf-8")
+            kept = next(g for g in server.get_json("/api/models?refresh=1")["groups"] if g["current"])
+            assert kept["models"] == ["fake-b"]
+    finally:
+        llm.extra_models = ("fake-b",)
 
 
 # ---------------------------------------------------------------------- model switch
@@ -223,6 +270,14 @@ def test_a_toolset_toggle_is_in_the_next_requests_tools(srv, fakes):
     assert _tool_names(llm.chat_requests()[-1]) == {"todo"}
 
 
+def test_a_toolset_that_cannot_work_here_is_listed_unavailable_with_its_reason(srv, fakes):
+    """Issue 19.20: the Tools menu offered web search though no search key is set (the agent drops it)."""
+    rows = {row["name"]: row for row in srv.get_json("/api/toolsets")["toolsets"]}
+    assert rows["web"]["available"] is False
+    assert "EXA_API_KEY" in rows["web"]["unavailable_reason"] and ".env" in rows["web"]["unavailable_reason"]
+    assert rows["todo"]["available"] is True and "unavailable_reason" not in rows["todo"]
+
+
 # ---------------------------------------------------------------------- first-run setup
 
 
@@ -235,7 +290,11 @@ def test_setup_from_an_empty_home_reaches_a_streamed_answer_without_a_restart(ll
         assert any(p["id"] == "openai-api" and p["key_env"] == "OPENAI_API_KEY" for p in status["providers"])
         sid = new_session(server)
         failed = chat(server, sid, "hello?")
-        assert named(failed, "error")  # no model yet: the turn says so
+        # No model yet: the turn says so, offers the setup form, and its example keeps its lines (19.20).
+        assert [error.get("setup") for error in named(failed, "error")] == [True]
+        row = session(server, sid)["messages"][-1]
+        assert row["_error"] is True and row["_needs_setup"] is True
+        assert "<pre" in row["html"] and "provider: custom\n" in html_text(row["html"])
 
         probe = server.post_json(
             "/api/onboarding/probe", {"kind": "custom", "base_url": llm.base_url, "api_key": SECRET}
