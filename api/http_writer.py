@@ -162,12 +162,16 @@ class ResponseWriter:
             pass  # a wake-up is already pending
 
     def _run(self) -> None:
+        next_expiry = time.monotonic() + TICK_S
         try:
             while True:
                 with self._lock:
                     stopping, incoming, self._incoming = self._stopping, self._incoming, []
                 for out in incoming:
-                    self._selector.register(out.sock, selectors.EVENT_WRITE, out)
+                    try:
+                        self._selector.register(out.sock, selectors.EVENT_WRITE, out)
+                    except (OSError, ValueError):  # the socket is already unusable
+                        self._finish(out, complete=False)
                 if stopping:
                     break
                 for key, _mask in self._selector.select(TICK_S):
@@ -175,9 +179,17 @@ class ResponseWriter:
                         self._drain_waker()
                     else:
                         self._pump(key.data)
-                self._expire(time.monotonic())
+                now = time.monotonic()
+                if now >= next_expiry:
+                    self._expire(now)
+                    next_expiry = now + TICK_S
         except Exception:  # noqa: BLE001 - the writer must not die silently with sockets in its care
             log.exception("response writer failed")
+            with self._lock:
+                self._stopping = True  # later responses are cut off at once rather than left waiting
+                stranded, self._incoming = self._incoming, []
+            for out in stranded:
+                self._finish(out, complete=False)
         finally:
             for key in list(self._selector.get_map().values()):
                 if key.data is not _WAKER:

@@ -302,10 +302,16 @@ def non_reading_clients(srv: ServerProc, count: int, path: str, wait_s: float = 
 
     def hold(n: int) -> None:
         while not stop.is_set():
-            sock = socket.create_connection((srv.host, srv.port), timeout=5)
+            try:
+                sock = socket.create_connection((srv.host, srv.port), timeout=5)
+            except OSError:
+                stats["refused_connections"] = stats.get("refused_connections", 0) + 1
+                stop.wait(1.0)
+                continue
             held.append(sock)
             try:
                 sock.sendall(request)
+                sock.settimeout(None)  # blocking: a MSG_DONTWAIT peek then returns at once
                 seen = False
                 while not stop.wait(0.25):
                     if not seen:

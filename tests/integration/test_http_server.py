@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import select
 import socket
 import threading
 import time
@@ -473,10 +474,8 @@ def _request_without_reading(srv: ServerProc, path: str, window: int = 4096) -> 
 
 def _answer_began(sock: socket.socket) -> bool:
     """True once the first bytes of the response arrived (peeked: nothing is read)."""
-    try:
-        return bool(sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
-    except BlockingIOError:
-        return False
+    readable, _, _ = select.select([sock], [], [], 0)
+    return bool(readable) and bool(sock.recv(1, socket.MSG_PEEK))
 
 
 def _wait_until_answers_began(socks: list[socket.socket], timeout: float) -> bool:
