@@ -7,7 +7,8 @@ One ``ResponseBudget`` bounds the bytes held across every client still receiving
 a response that would pass it is refused whole (its writes are dropped, and the serving loop answers 503
 instead), so clients that read slowly or never cost bounded memory and disk, never a request worker. Only
 the answer to a request that changes nothing can be refused: a POST has done its work by the time it
-answers, and a 503 would invite a second one, so its answer is held (and counted) whatever the budget.
+answers, and a 503 would invite a second one, so its answer (small: a row, a session) is held in memory,
+counted whatever the budget.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ class ResponseBudget:
 class ResponseBuffer:
     """``wfile`` for one response: ``write`` and ``flush`` as the handler uses them; ``send_some`` and
     ``close`` for the writer. Writes after a refusal are dropped; ``refused`` says so. A buffer that is
-    not ``refusable`` spools past the budget rather than refuse."""
+    not ``refusable`` keeps everything in memory, counted past the budget, so no spool failure can refuse it."""
 
     def __init__(self, budget: ResponseBudget | None, refusable: bool = True):
         self._budget = budget  # None: nothing is charged (the serving loop's own small answers)
@@ -84,7 +85,13 @@ class ResponseBuffer:
         count = memoryview(data).nbytes
         if self.refused or self.closed or not count:
             return count
-        if self._file is None and self._memory + count <= MEMORY_PER_RESPONSE and self._charge_memory(count):
+        if not self._refusable:
+            self._budget_memory(count, force=True)
+            self._chunks.append(bytes(data))
+            self._memory += count
+        elif (
+            self._file is None and self._memory + count <= MEMORY_PER_RESPONSE and self._budget_memory(count)
+        ):
             self._chunks.append(bytes(data))  # bytes(b) is b itself: no copy of a body already built
             self._memory += count
         elif not self._spool(data, count):
@@ -96,11 +103,11 @@ class ResponseBuffer:
     def flush(self) -> None:
         pass
 
-    def _charge_memory(self, count: int) -> bool:
-        return self._budget is None or self._budget.take_memory(count)
+    def _budget_memory(self, count: int, force: bool = False) -> bool:
+        return self._budget is None or self._budget.take_memory(count, force)
 
     def _charge_spool(self, count: int) -> bool:
-        return self._budget is None or self._budget.take_spool(count, force=not self._refusable)
+        return self._budget is None or self._budget.take_spool(count)
 
     def _spool(self, data: bytes | bytearray | memoryview, count: int) -> bool:
         held = self._memory if self._file is None else 0
