@@ -15,6 +15,7 @@ import threading
 
 from api import config, http_handler, mcp_servers, origin, routes, session_feed, session_index, streaming
 from api.http_server import TalariaServer
+from api.http_writer import ResponseFile
 
 log = logging.getLogger("talaria.server")
 
@@ -22,9 +23,14 @@ SHUTDOWN_GRACE_S = 10.0
 
 
 def _answer(
-    sock: socket.socket, address: tuple, server: TalariaServer, raw: bytes, received_at: float
+    sock: socket.socket,
+    address: tuple,
+    server: TalariaServer,
+    raw: bytes,
+    received_at: float,
+    wfile: ResponseFile,
 ) -> None:
-    http_handler.Handler(sock, address, server, raw, received_at).run()
+    http_handler.Handler(sock, address, server, raw, received_at, wfile).run()
 
 
 def make_server(
@@ -44,6 +50,10 @@ def make_server(
         head_timeout=float(config.setting("request_head_timeout")),
         request_timeout=float(config.setting("request_timeout")),
         max_body_bytes=int(config.setting("max_body_bytes")),
+        response_memory_bytes=int(config.setting("response_memory_bytes")),
+        response_spool_bytes=int(config.setting("response_spool_bytes")),
+        response_idle_timeout=float(config.setting("response_idle_timeout")),
+        response_timeout=float(config.setting("response_timeout")),
     )
     origin.configure(host, str(config.setting("allowed_hosts")))
     return server

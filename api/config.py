@@ -162,6 +162,40 @@ SETTINGS: tuple[Setting, ...] = (
         "Seconds a client has to send its whole request, body included.",
     ),
     Setting(
+        "response_idle_timeout",
+        float,
+        30.0,
+        "TALARIA_RESPONSE_IDLE_TIMEOUT",
+        "Seconds a client may take no byte of its response before the connection is closed.",
+        minimum=0.1,
+    ),
+    Setting(
+        "response_timeout",
+        float,
+        600.0,
+        "TALARIA_RESPONSE_TIMEOUT",
+        "Seconds a client has to receive a whole response (event streams excepted).",
+        minimum=0.1,
+    ),
+    Setting(
+        "response_memory_bytes",
+        int,
+        64 * 1024 * 1024,
+        "TALARIA_RESPONSE_MEMORY_BYTES",
+        "Bytes of responses still being sent that are kept in memory, across all clients; the rest "
+        "(and any response over 1 MiB) waits in temporary files.",
+        minimum=0,
+    ),
+    Setting(
+        "response_spool_bytes",
+        int,
+        2 * 1024 * 1024 * 1024,
+        "TALARIA_RESPONSE_SPOOL_BYTES",
+        "Bytes of responses still being sent that wait in temporary files, across all clients; a "
+        "response that would pass it is refused (503).",
+        minimum=0,
+    ),
+    Setting(
         "allowed_hosts",
         str,
         "",

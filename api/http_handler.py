@@ -1,8 +1,9 @@
 """One complete request, answered: the ``BaseHTTPRequestHandler``-shaped ``handler`` the routes receive.
 
 The serving loop (``api.http_server``) reads the whole request before a worker thread sees it, so the
-handler parses it from memory (``rfile`` holds the request line, header fields and body) and writes to
-the socket. Requests outside ``/api`` and ``/health`` are the page's static files.
+handler parses it from memory (``rfile`` holds the request line, header fields and body), and writes to
+the ``wfile`` the loop hands it: a buffer the loop sends on afterwards, or an event stream's socket.
+Requests outside ``/api`` and ``/health`` are the page's static files.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 from api import config, http_io, origin, routes
+from api.http_writer import ResponseFile
 
 STATIC_DIR = config.STATIC_DIR
 
@@ -73,25 +75,13 @@ def static_file(url_path: str, root: Path = STATIC_DIR) -> Path | None:
     return candidate
 
 
-class SocketWriter:
-    """``wfile``: every write goes out whole (``sendall``), so nothing waits in a buffer."""
-
-    def __init__(self, sock: socket.socket):
-        self._sock = sock
-
-    def write(self, data: bytes) -> int:
-        self._sock.sendall(data)
-        return len(data)
-
-    def flush(self) -> None:
-        pass
-
-
 class Handler(BaseHTTPRequestHandler):
     server_version = "Talaria"
     protocol_version = "HTTP/1.0"  # one request per connection
 
-    def __init__(self, sock: socket.socket, client_address, server, raw: bytes, received_at: float):
+    def __init__(
+        self, sock: socket.socket, client_address, server, raw: bytes, received_at: float, wfile: ResponseFile
+    ):
         # Not the base initialiser: that one reads the socket, and the serving loop has read it already.
         self.received_at = received_at  # when the whole request had arrived (perf_counter)
         self.started_at = received_at
@@ -99,7 +89,7 @@ class Handler(BaseHTTPRequestHandler):
         self.client_address = client_address
         self.server = server
         self.rfile = io.BytesIO(raw)
-        self.wfile = SocketWriter(sock)  # type: ignore[assignment]  # it has the write and flush the base uses
+        self.wfile = wfile  # type: ignore[assignment]  # it has the write and flush the base uses
         self.close_connection = True
 
     def run(self) -> None:

@@ -8,6 +8,11 @@ goes to one of ``server_threads`` request workers; a Server-Sent Events stream g
 from a separate budget (``max_streams``), so open streams never hold the threads that answer requests.
 Framing errors (``api.http_parse``) are answered here, as JSON, before any route sees the request.
 
+A request worker writes its response into a buffer (``api.http_buffer``) and is free once the route
+returns; ``api.http_writer`` sends it as the client reads, under ``response_idle_timeout`` and
+``response_timeout``, so clients that read slowly or never hold no worker. The bytes waiting for such
+clients are bounded (``response_memory_bytes``, ``response_spool_bytes``); past them a response is 503.
+
 ``api.app_server`` builds the server from Talaria's parts (the request handler, the route table, the
 settings) and runs it.
 """
@@ -28,6 +33,7 @@ from email.utils import formatdate
 from http import HTTPStatus
 
 from api import http_io
+from api.http_buffer import ResponseBudget, ResponseBuffer
 from api.http_parse import (
     MAX_HEAD_BYTES,
     MAX_REQUEST_LINE,
@@ -36,12 +42,16 @@ from api.http_parse import (
     head_end,
     parse_head,
 )
+from api.http_writer import ResponseFile, ResponseWriter, SocketWriter, close_after_response
 
 log = logging.getLogger("talaria.server")
 
 SWEEP_INTERVAL_S = 0.25
 RECV_BYTES = 256 * 1024
-WRITE_TIMEOUT_S = 60.0
+WRITE_TIMEOUT_S = 60.0  # an event stream's blocking writes
+SPOOL_FULL = (
+    "The server is busy sending large responses to slow clients (response_spool_bytes is full); retry shortly"
+)
 LISTEN_BACKLOG = 1024
 _LISTENER = object()
 _WAKER = object()
@@ -173,7 +183,7 @@ class TalariaServer:
         host: str,
         port: int,
         *,
-        handler_factory: Callable[[socket.socket, tuple, TalariaServer, bytes, float], None],
+        handler_factory: Callable[[socket.socket, tuple, TalariaServer, bytes, float, ResponseFile], None],
         is_stream: Callable[[str, str], bool],
         threads: int,
         max_streams: int,
@@ -181,6 +191,10 @@ class TalariaServer:
         head_timeout: float,
         request_timeout: float,
         max_body_bytes: int,
+        response_memory_bytes: int,
+        response_spool_bytes: int,
+        response_idle_timeout: float,
+        response_timeout: float,
     ):
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._listener = socket.socket(family, socket.SOCK_STREAM)
@@ -213,6 +227,8 @@ class TalariaServer:
         self._stopped.set()
         self.requests = WorkerPool("talaria-request", threads)
         self.streams = StreamBudget(max_streams)
+        self.response_budget = ResponseBudget(response_memory_bytes, response_spool_bytes)
+        self.responses = ResponseWriter(response_idle_timeout, response_timeout)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -251,10 +267,15 @@ class TalariaServer:
         self._stopped.wait()
 
     def wait_idle(self, timeout: float) -> bool:
-        """Wait until no request is queued or running; False on timeout (streams are not waited for)."""
-        return self.requests.wait_idle(timeout)
+        """Wait until no request is queued or running and every response is sent; False on timeout
+        (streams are not waited for)."""
+        deadline = time.monotonic() + timeout
+        return self.requests.wait_idle(timeout) and self.responses.wait_idle(
+            max(0.0, deadline - time.monotonic())
+        )
 
     def server_close(self) -> None:
+        self.responses.close()
         for sock in (self._listener, self._wake_r, self._wake_w):
             try:
                 self._selector.unregister(sock)
@@ -379,8 +400,7 @@ class TalariaServer:
         if status == 501:
             extra = (("Allow", "GET, HEAD, POST"),)
         self._forget(pending)
-        self._send_quietly(pending.sock, error_response(status, message, extra))
-        _close_after_response(pending.sock)
+        self.responses.deliver(pending.sock, ResponseBuffer.holding(error_response(status, message, extra)))
 
     def _dispatch(self, pending: _Pending) -> None:
         head = pending.head
@@ -388,36 +408,38 @@ class TalariaServer:
         raw = bytes(pending.buffer[: pending.body_start + head.content_length])
         self._forget(pending)
         sock = pending.sock
-        sock.setblocking(True)
-        sock.settimeout(WRITE_TIMEOUT_S)
         path = head.target.split("?", 1)[0]
         received_at = time.perf_counter()
 
-        def answer() -> None:
+        def stream() -> None:
+            sock.setblocking(True)
+            sock.settimeout(WRITE_TIMEOUT_S)
             try:
-                self._handler_factory(sock, pending.address, self, raw, received_at)
+                self._handler_factory(sock, pending.address, self, raw, received_at, SocketWriter(sock))
             finally:
-                _close_after_response(sock)
+                close_after_response(sock)
+
+        def answer() -> None:
+            response = ResponseBuffer(self.response_budget, refusable=head.method in ("GET", "HEAD"))
+            try:
+                self._handler_factory(sock, pending.address, self, raw, received_at, response)
+            finally:
+                if response.refused:
+                    response = ResponseBuffer.holding(
+                        error_response(503, SPOOL_FULL, (("Retry-After", "5"),))
+                    )
+                self.responses.deliver(sock, response)
 
         if self._stopping.is_set():
-            self._reject_blocking(sock, 503, "The server is shutting down")
+            self._refuse(sock, "The server is shutting down")
         elif self._is_stream(head.method, path):
-            if not self.streams.try_start(answer):
-                self._reject_blocking(sock, 503, "Too many open streams; close a tab and retry")
+            if not self.streams.try_start(stream):
+                self._refuse(sock, "Too many open streams; close a tab and retry")
         elif self.requests.outstanding >= self._max_queue:
-            self._reject_blocking(sock, 503, "The server is busy; retry shortly")
+            self._refuse(sock, "The server is busy; retry shortly")
         else:
             self.requests.submit(answer)
 
-    def _reject_blocking(self, sock: socket.socket, status: int, message: str) -> None:
-        sock.settimeout(1.0)
-        self._send_quietly(sock, error_response(status, message, (("Retry-After", "1"),)))
-        _close_after_response(sock)
-
-
-def _close_after_response(sock: socket.socket) -> None:
-    try:
-        sock.shutdown(socket.SHUT_WR)
-    except OSError:
-        pass
-    sock.close()
+    def _refuse(self, sock: socket.socket, message: str) -> None:
+        response = error_response(503, message, (("Retry-After", "1"),))
+        self.responses.deliver(sock, ResponseBuffer.holding(response))

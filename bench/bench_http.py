@@ -2,7 +2,8 @@
 
 ``GET /api/sessions?limit=100`` (the page's first request), the whole list, and ``/health``, with N
 sessions, C concurrent clients and S chat turns streaming (real hermes-agent against the fake LLM on
-127.0.0.1); optionally while idle and trickling sockets and open sidebar feeds sit on the server. The
+127.0.0.1); optionally while idle and trickling sockets, open sidebar feeds and clients that request a
+large export and never read it sit on the server. The
 clients run in their own process (``bench/loadgen.py``); each line shows the client-observed latency
 beside the server's own time (``Server-Timing``: queue = waiting for a request worker, handling = the
 route up to the response head).
@@ -12,6 +13,7 @@ one-request-per-connection protocol, measured with the same clients: what is lef
 
     .venv/bin/python bench/bench_http.py                            # 2,000 sessions, 50 clients, 4 turns
     .venv/bin/python bench/bench_http.py --idle 60 --trickling 40 --feeds 40 --path /health
+    .venv/bin/python bench/bench_http.py --non-readers 100 --export-mb 14 --streams 0
     .venv/bin/python bench/bench_http.py --server-script ../old/server.py   # another checkout, to compare
 
 Results are printed and written to ``bench/results/bench_http-<unix>.json``.
@@ -87,6 +89,27 @@ def populate(session_dir: Path, count: int, messages: int) -> None:
         )
         session.save(touch_updated_at=False, skip_index=True)
     session_index.rebuild_index_file(session_dir)
+
+
+def populate_large(session_dir: Path, megabytes: float) -> str:
+    """One session whose JSON export is about ``megabytes`` MB; returns its id."""
+    import api.models as models
+
+    session_dir.mkdir(parents=True, exist_ok=True)
+    models.SESSION_DIR = session_dir
+    models.SESSION_INDEX_FILE = session_dir / "_index.json"
+    chars = 100_000
+    rows = [
+        {
+            "role": "user" if k % 2 == 0 else "assistant",
+            "content": (f"{k}: " + " ".join(WORDS) + " ") * (chars // 80),
+            "timestamp": time.time() - 3600 + k,
+        }
+        for k in range(max(1, int(megabytes * 1_000_000 / chars)))
+    ]
+    session = models.Session(title="Large export", messages=rows)
+    session.save(skip_index=True)
+    return session.session_id
 
 
 def run_loadgen(host: str, port: int, path: str, clients: int, total: int, timeout: float = 30.0) -> dict:
@@ -259,6 +282,73 @@ def slow_clients(srv: ServerProc, idle: int, trickling: int, feeds: int) -> Iter
             thread.join(5)
 
 
+def _tcp_state(sock: socket.socket) -> int:
+    """The kernel's TCP state of ``sock`` (1 = established; anything else: the server closed or reset it)."""
+    return sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0]
+
+
+@contextlib.contextmanager
+def non_reading_clients(srv: ServerProc, count: int, path: str, wait_s: float = 60.0) -> Iterator[dict]:
+    """``count`` sockets that request ``path`` (valid Host) and never read a byte, each reopened when the
+    server closes it, for as long as the block runs; waits up to ``wait_s`` for every answer to begin."""
+    stats: dict = {"non_readers": count, "path": path, "answers": {}, "reopened": 0}
+    if count <= 0:
+        yield stats
+        return
+    stop = threading.Event()
+    held: list[socket.socket] = []
+    begun: set[int] = set()
+    request = f"GET {path} HTTP/1.0\r\nHost: {srv.host}:{srv.port}\r\n\r\n".encode()
+
+    def hold(n: int) -> None:
+        while not stop.is_set():
+            try:
+                sock = socket.create_connection((srv.host, srv.port), timeout=5)
+            except OSError:
+                stats["refused_connections"] = stats.get("refused_connections", 0) + 1
+                stop.wait(1.0)
+                continue
+            held.append(sock)
+            try:
+                sock.sendall(request)
+                sock.settimeout(None)  # blocking: a MSG_DONTWAIT peek then returns at once
+                seen = False
+                while not stop.wait(0.25):
+                    if not seen:
+                        try:
+                            status = sock.recv(12, socket.MSG_PEEK | socket.MSG_DONTWAIT)[9:12].decode()
+                        except BlockingIOError:
+                            status = ""
+                        if status:
+                            seen = True
+                            begun.add(n)
+                            stats["answers"][status] = stats["answers"].get(status, 0) + 1
+                    if _tcp_state(sock) != 1:
+                        stats["reopened"] += 1
+                        break
+            except OSError:
+                stats["reopened"] += 1
+            finally:
+                sock.close()
+
+    threads = [threading.Thread(target=hold, args=(n,), daemon=True) for n in range(count)]
+    for thread in threads:
+        thread.start()
+    started = time.monotonic()
+    while len(begun) < count and time.monotonic() - started < wait_s:
+        time.sleep(0.25)
+    stats["answers_begun_s"] = round(time.monotonic() - started, 1)
+    stats["answers_begun"] = len(begun)
+    try:
+        yield stats
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(5)
+        for sock in list(held):
+            sock.close()
+
+
 class ScriptServer(ServerProc):
     """The server started from another ``server.py`` (another checkout), for before/after comparisons."""
 
@@ -278,6 +368,7 @@ def _row(name: str, m: dict) -> str:
         f"  {name:<8} client p50 {m['client_p50_ms']} ms  p99 {m['client_p99_ms']} ms  max {m['client_max_ms']} ms"
         f" | server handling p50 {m['server_app_p50_ms']} ms  p99 {m['server_app_p99_ms']} ms"
         f"  queue p99 {m['server_queue_p99_ms']} ms | {m['req_per_s']} req/s  {m['bytes']} B  errors {m['errors']}"
+        + (f" (p99 counting failures {m['client_p99_all_ms']} ms)" if m["errors"] else "")
     )
 
 
@@ -298,6 +389,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trickling", type=int, default=0, help="sockets trickling a header meanwhile")
     parser.add_argument("--feeds", type=int, default=0, help="sidebar feeds held open meanwhile")
     parser.add_argument(
+        "--non-readers", type=int, default=0, help="clients that request a large export and never read it"
+    )
+    parser.add_argument("--export-mb", type=float, default=14.0, help="size of that export (MB)")
+    parser.add_argument(
         "--timeout", type=float, default=30.0, help="seconds before a request counts as failed"
     )
     parser.add_argument("--server-script", type=Path, help="another checkout's server.py, to compare with")
@@ -310,6 +405,7 @@ def main(argv: list[str] | None = None) -> int:
     env = {"TALARIA_SERVER_THREADS": str(max(32, args.clients + 2 * args.streams + 4))}
     srv = ScriptServer(root, args.server_script, env=env) if args.server_script else ServerProc(root, env=env)
     t0 = time.perf_counter()
+    large = populate_large(srv.session_dir, args.export_mb) if args.non_readers else None
     populate(srv.session_dir, args.sessions, args.messages)
     populate_s = time.perf_counter() - t0
     llm = start_fake_llm(root, srv.hermes_home, args.token_delay) if args.streams else None
@@ -329,6 +425,9 @@ def main(argv: list[str] | None = None) -> int:
         with (
             streaming_turns(srv, args.streams, args.token_delay) as stream_stats,
             slow_clients(srv, args.idle, args.trickling, args.feeds) as slow_stats,
+            non_reading_clients(
+                srv, args.non_readers, f"/api/session/export?session_id={large}&format=json"
+            ) as non_reader_stats,
         ):
             for path in paths:
                 result["paths"][path] = {
@@ -339,6 +438,7 @@ def main(argv: list[str] | None = None) -> int:
         result["streams"] = {k: v for k, v in stream_stats.items() if k != "errors"}
         result["streams"]["errors"] = stream_stats["errors"][:5]
         result["slow_clients"] = slow_stats
+        result["non_readers"] = non_reader_stats
         if not args.no_floor:
             for path in paths:
                 with floor_server(bodies[path]) as port:
@@ -360,8 +460,11 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{args.sessions} sessions, {args.clients} clients, {args.requests} requests per path, "
         f"{args.streams} turns streaming, {args.idle} idle + {args.trickling} trickling sockets, "
-        f"{args.feeds} open feeds; server: {result['server']}"
+        f"{args.feeds} open feeds, {args.non_readers} non-readers of a {args.export_mb:g} MB export; "
+        f"server: {result['server']}"
     )
+    if args.non_readers:
+        print(f"  non-readers {result['non_readers']}")
     failed = 0
     for path, measured in result["paths"].items():
         print(f"GET {path}")

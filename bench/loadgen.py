@@ -86,6 +86,8 @@ def summarize(results: list[dict], wall_s: float) -> dict:
         "client_p50_ms": percentile(client, 50),
         "client_p99_ms": percentile(client, 99),
         "client_max_ms": round(max(client), 2) if client else None,
+        # A request that failed or timed out waited at least this long: its time counts here too.
+        "client_p99_all_ms": percentile([r["ms"] for r in results], 99),
         "server_app_p50_ms": percentile(app, 50),
         "server_app_p99_ms": percentile(app, 99),
         "server_queue_p50_ms": percentile(queue, 50),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import select
 import socket
 import threading
 import time
@@ -416,3 +417,187 @@ def test_sidebar_pages_cover_every_session_once(srv):
 def test_bad_paging_parameters_are_400(srv, query):
     status, data = srv.json("GET", f"/api/sessions?{query}")
     assert status == 400 and "error" in data
+
+
+# ---------------------------------------------------------------------- clients that read slowly or never
+
+EXPORT_MESSAGES = 60
+# ~6 MB of export: far more than the kernel buffers of a socket that reads nothing can take in.
+EXPORT_MESSAGE_CHARS = 100_000
+NON_READERS = 40
+
+
+def _import_large_session(srv: ServerProc) -> tuple[str, bytes]:
+    """A ~6 MB session imported over HTTP; (its JSON export path, the export read by a normal client)."""
+    messages = [
+        {"role": ("user", "assistant")[n % 2], "content": (f"message {n} " * 10_000)[:EXPORT_MESSAGE_CHARS]}
+        for n in range(EXPORT_MESSAGES)
+    ]
+    row = srv.post_json("/api/session/import", {"title": "large", "messages": messages})["session"]
+    sid = row["session_id"]
+    path = f"/api/session/export?session_id={sid}&format=json"
+    status, _, body = srv.request("GET", path, timeout=30)
+    assert status == 200 and len(body) > EXPORT_MESSAGES * EXPORT_MESSAGE_CHARS
+    return path, body
+
+
+@pytest.fixture(scope="module")
+def export_srv(tmp_path_factory):
+    """Two request workers, generous write deadlines, one large session: (server, export path, export)."""
+    server = ServerProc(
+        tmp_path_factory.mktemp("slow_readers"),
+        env={
+            "TALARIA_SERVER_THREADS": "2",
+            "TALARIA_RESPONSE_IDLE_TIMEOUT": "60",
+            "TALARIA_RESPONSE_TIMEOUT": "120",
+        },
+    )
+    server.start()
+    try:
+        path, body = _import_large_session(server)
+        yield server, path, body
+    finally:
+        server.stop()
+    assert "Traceback" not in server.log_text(), server.log_text()[-4000:]
+
+
+def _request_without_reading(srv: ServerProc, path: str, window: int = 4096) -> socket.socket:
+    """A socket that sent ``GET path`` (valid Host) and reads nothing yet, through a ``window``-byte
+    receive buffer (small: the response cannot hide in the client's kernel buffers)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, window)
+    sock.settimeout(10)
+    sock.connect((srv.host, srv.port))
+    sock.sendall(f"GET {path} HTTP/1.0\r\nHost: {srv.host}:{srv.port}\r\n\r\n".encode())
+    return sock
+
+
+def _answer_began(sock: socket.socket) -> bool:
+    """True once the first bytes of the response arrived (peeked: nothing is read)."""
+    readable, _, _ = select.select([sock], [], [], 0)
+    return bool(readable) and bool(sock.recv(1, socket.MSG_PEEK))
+
+
+def _wait_until_answers_began(socks: list[socket.socket], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not all(map(_answer_began, socks)):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def _read_all(sock: socket.socket, pause: float = 0.0, give_up_after: float = 60.0) -> tuple[bytes, bool]:
+    """What arrives until the server closes (a reset ends it too), ``pause`` s between reads; and
+    whether the server closed within ``give_up_after`` s."""
+    chunks = []
+    deadline = time.monotonic() + give_up_after
+    try:
+        while chunk := sock.recv(32768):
+            chunks.append(chunk)
+            if time.monotonic() > deadline:
+                return b"".join(chunks), False
+            if pause:
+                time.sleep(pause)
+    except ConnectionResetError:
+        pass
+    return b"".join(chunks), True
+
+
+def test_clients_that_never_read_a_large_export_leave_the_server_answering(export_srv):
+    """Issue 19: 40 sockets that asked for a multi-MB export and read nothing each held a request worker
+    for the 60 s write timeout; /health and the sidebar waited behind them for a minute."""
+    srv, path, _ = export_srv
+    socks: list[socket.socket] = []
+    try:
+        socks = [_request_without_reading(srv, path) for _ in range(NON_READERS)]
+        assert _wait_until_answers_began(socks, timeout=30), "exports waited for a request worker"
+        for _ in range(10):
+            for probe in ("/health", "/api/sessions?limit=100"):
+                assert srv.request("GET", probe, timeout=5)[0] == 200
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def test_trickle_readers_of_a_large_export_each_receive_it_whole(export_srv):
+    srv, path, expected = export_srv
+    received: dict[int, bytes] = {}
+
+    def trickle(n: int) -> None:
+        with _request_without_reading(srv, path, window=65536) as sock:
+            sock.settimeout(30)
+            received[n], closed = _read_all(sock, pause=0.02)
+            assert closed
+
+    threads = [threading.Thread(target=trickle, args=(n,), daemon=True) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    while any(thread.is_alive() for thread in threads):
+        assert srv.request("GET", "/health", timeout=5)[0] == 200
+        time.sleep(0.2)
+    for thread in threads:
+        thread.join(60)
+    assert sorted(received) == list(range(8))
+    for raw in received.values():
+        head, _, body = raw.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.0 200 ")
+        assert body == expected
+
+
+@pytest.fixture(scope="module")
+def tight_srv(tmp_path_factory):
+    """Short write deadlines and room for one large response only: (server, export path, export)."""
+    server = ServerProc(
+        tmp_path_factory.mktemp("tight_writes"),
+        env={
+            "TALARIA_RESPONSE_IDLE_TIMEOUT": "3",
+            "TALARIA_RESPONSE_TIMEOUT": "8",
+            "TALARIA_RESPONSE_SPOOL_BYTES": str(EXPORT_MESSAGES * EXPORT_MESSAGE_CHARS * 3 // 2),
+        },
+    )
+    server.start()
+    try:
+        path, body = _import_large_session(server)
+        yield server, path, body
+    finally:
+        server.stop()
+    assert "Traceback" not in server.log_text(), server.log_text()[-4000:]
+
+
+def test_a_client_that_reads_nothing_is_closed_after_the_idle_write_deadline(tight_srv):
+    """Issue 19: a non-reading client held its response (and a worker) for the 60 s write timeout."""
+    srv, path, expected = tight_srv
+    with _request_without_reading(srv, path) as sock:
+        assert _wait_until_answers_began([sock], timeout=10)
+        time.sleep(3 + 2)
+        sock.settimeout(10)
+        received, closed = _read_all(sock, give_up_after=10)
+        assert closed and len(received) < len(expected)  # cut off, not served
+
+
+def test_a_trickle_reader_is_closed_at_the_total_response_deadline(tight_srv):
+    srv, path, expected = tight_srv
+    with _request_without_reading(srv, path) as sock:
+        sock.settimeout(10)
+        started = time.monotonic()
+        # A few KB every 0.2 s: the whole export would take far longer than the 8 s total deadline.
+        received, closed = _read_all(sock, pause=0.2, give_up_after=8 + 5)
+        elapsed = time.monotonic() - started
+    assert closed and len(received) < len(expected)
+    assert elapsed > 3 + 1  # a slow reader is not idle: the total deadline ended it
+
+
+def test_past_the_spool_limit_a_large_response_is_503_until_room_returns(tight_srv):
+    srv, path, expected = tight_srv
+    with _request_without_reading(srv, path) as holder:
+        assert _wait_until_answers_began([holder], timeout=10)
+        status, headers, body = srv.request("GET", path, timeout=10)
+        _assert_json_error(status, headers, body, 503)
+        assert "retry" in json.loads(body)["error"].lower()
+        assert headers.get("retry-after")
+        assert srv.request("GET", "/health", timeout=5)[0] == 200
+    deadline = time.monotonic() + 10
+    while (answer := srv.request("GET", path, timeout=10))[0] == 503 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert answer[0] == 200 and answer[2] == expected
