@@ -1,5 +1,6 @@
 // The header's tools menu: the agent's toolsets with a short description, switched on or off for the open
 // session; its next turn runs with them. "Use the default" gives the choice back to the server's default.
+// Toolsets the server's TALARIA_AGENT_TOOLSETS ceiling leaves out are shown disabled, with the reason.
 
 import { api } from "./api.js";
 import { el } from "./render.js";
@@ -60,6 +61,12 @@ export class ToolsMenu {
       box.checked = toolset.enabled;
       const text = el("span", "toolset-text");
       text.append(el("span", "toolset-name", toolset.label), el("span", "toolset-desc", toolset.description));
+      // A toolset the server's setting does not allow stays listed, switched off, with the reason.
+      if (toolset.available === false) {
+        box.disabled = true;
+        row.classList.add("toolset-unavailable");
+        text.append(el("span", "toolset-reason", toolset.unavailable_reason || "Not allowed on this server"));
+      }
       row.append(box, text);
       return row;
     });
