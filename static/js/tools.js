@@ -53,24 +53,28 @@ export class ToolsMenu {
 
   show(data) {
     this.data = data;
-    const rows = data.toolsets.map((toolset) => {
-      const row = el("label", "toolset-row");
+    const row = (toolset) => {
+      const line = el("label", "toolset-row");
       const box = el("input");
       box.type = "checkbox";
       box.value = toolset.name;
       box.checked = toolset.enabled;
+      box.disabled = toolset.available === false;
       const text = el("span", "toolset-text");
       text.append(el("span", "toolset-name", toolset.label), el("span", "toolset-desc", toolset.description));
-      // A toolset the server's setting does not allow stays listed, switched off, with the reason.
-      if (toolset.available === false) {
-        box.disabled = true;
-        row.classList.add("toolset-unavailable");
-        text.append(el("span", "toolset-reason", toolset.unavailable_reason || "Not allowed on this server"));
-      }
-      row.append(box, text);
-      return row;
-    });
-    this.list.replaceChildren(...rows);
+      line.append(box, text);
+      return line;
+    };
+    // Toolsets the server's setting does not allow come last, switched off, under the reason.
+    const usable = data.toolsets.filter((toolset) => toolset.available !== false);
+    const blocked = data.toolsets.filter((toolset) => toolset.available === false);
+    const items = usable.map(row);
+    if (blocked.length) {
+      const group = el("div", "toolset-unavailable");
+      group.append(el("p", "toolset-reason", blocked[0].unavailable_reason || "Not allowed on this server"), ...blocked.map(row));
+      items.push(group);
+    }
+    this.list.replaceChildren(...items);
     const count = data.toolsets.filter((toolset) => toolset.enabled).length;
     this.summary.textContent = `Tools ${count}`;
     this.summary.title = data.enabled_toolsets === null ? "Tools: the default set" : "Tools chosen for this session";
