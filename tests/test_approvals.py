@@ -11,7 +11,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from api import agent_binding, approvals
+from api import agent_binding, approvals, config
 from api.errors import BadRequest
 from api.models import Session
 from talaria_testing.asking import answer_when_asked
@@ -21,7 +21,8 @@ ASKED = {**DATA, "runs": DATA["command"], "runs_redacted": DATA["command"]}  # a
 
 
 @pytest.fixture
-def sid(state_dir):
+def sid(state_dir, monkeypatch):
+    monkeypatch.setitem(config.SETTINGS_VALUES, "approval_timeout", 5.0)  # nobody answers: a deny soon
     Session(session_id="ap1", messages=[{"role": "user", "content": "hi"}]).save()
     return "ap1"
 
