@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
 
 from api.agent_runtime import agent_module
 
@@ -40,6 +42,49 @@ def apply_session_yolo(session_id: str, enabled: bool) -> None:
         (approval.enable_session_yolo if enabled else approval.disable_session_yolo)(session_id)
 
 
+# The agent's guards hand their notifier only a secret-redacted copy of the text they check; the text that
+# runs is the guard's own argument. Each guard that can ask, and the name of that argument.
+_GUARD_TEXT = {
+    "check_all_command_guards": "command",
+    "check_execute_code_guard": "command",
+    "_run_approval_gate": "display_target",
+    "request_elicitation_consent": "message",
+}
+
+
+def text_under_approval() -> str | None:
+    """The exact text the agent's approval guard on this thread checks and will run, or None when no
+    guard of ``tools.approval`` is found among the callers (then nothing can be shown as it runs)."""
+    approval = sys.modules.get("tools.approval")
+    if approval is None:
+        return None
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        if frame.f_globals is vars(approval) and frame.f_code.co_name in _GUARD_TEXT:
+            text = frame.f_locals.get(_GUARD_TEXT[frame.f_code.co_name])
+            return text if isinstance(text, str) else None
+        frame = frame.f_back
+    return None
+
+
+def redacted(text: str) -> str:
+    """The agent's own secret redaction of a text, as its approval guards show it."""
+    return agent_module("agent.redact").redact_sensitive_text(text)
+
+
+def allow_always(pattern_keys: Iterable[str]) -> Path:
+    """Add kinds of command to the agent's permanent allow-list and write it with the agent's own config
+    writer (temp file, fsync, rename); the keys are read back from the file. Returns the config file."""
+    approval = agent_module("tools.approval")
+    keys = {key for key in pattern_keys if key}
+    patterns = approval.load_permanent_allowlist() | keys
+    approval.load_permanent(patterns)
+    approval.save_permanent_allowlist(patterns)
+    if not keys <= approval.load_permanent_allowlist():
+        raise OSError("the agent's config did not keep the allow-list")
+    return Path(agent_module("hermes_cli.config").get_config_path())
+
+
 @contextlib.contextmanager
 def session_bound(agent, scope: TurnScope | None) -> Iterator[None]:
     """Bind the calling thread to the agent's session the way hermes' gateways do.
@@ -60,7 +105,9 @@ def session_bound(agent, scope: TurnScope | None) -> Iterator[None]:
     agent_module("tools.terminal_tool").register_task_env_overrides(task_id, {"cwd": scope.workspace})
 
     def notify(data: dict) -> None:
-        choice, reason = scope.ask_approval(data, is_interrupted)
+        runs = text_under_approval()
+        facts = {**data, "runs": runs, "runs_redacted": None if runs is None else redacted(runs)}
+        choice, reason = scope.ask_approval(facts, is_interrupted)
         approval.resolve_gateway_approval(key, choice, reason=reason)
 
     tokens = session_context.set_session_vars(

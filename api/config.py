@@ -250,7 +250,8 @@ SETTINGS: tuple[Setting, ...] = (
         str,
         "",
         "TALARIA_AGENT_TOOLSETS",
-        "Comma-separated agent toolsets; empty means the agent's defaults, 'none' means no tools.",
+        "Comma-separated agent toolsets: what a session starts with and the most it may switch on; "
+        "empty means the agent's defaults and no limit, 'none' means no tools at all.",
     ),
     Setting(
         "warm_up",

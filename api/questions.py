@@ -125,14 +125,26 @@ class Questions:
         """Settle a question its asker gave up on (an error while asking): nothing stays open."""
         self._settle(question, CANCELLED, None)
 
-    def answer(self, session_id: str, question_id: Any, value: Any) -> Question:
-        """Settle a session's open question with the person's answer."""
+    def answer(
+        self,
+        session_id: str,
+        question_id: Any,
+        value: Any,
+        before: Callable[[Question], None] | None = None,
+    ) -> Question:
+        """Settle a session's open question with the person's answer.
+
+        ``before(question)`` runs while the question is still open and nothing else can settle it (what
+        the answer promises is made durable there); if it raises, the question stays open.
+        """
         with self._lock:
             question = self._open.get(question_id) if isinstance(question_id, str) else None
             if question is None or question.session_id != session_id:
                 if self._settled.get(question_id) == session_id:
                     raise Conflict("This question was already answered or has expired.")
                 raise NotFound("No such question waiting in this session")
+            if before is not None:
+                before(question)
             self._settle_locked(question, ANSWERED, value)
         return question
 

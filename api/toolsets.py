@@ -2,7 +2,13 @@
 
 A session's ``enabled_toolsets`` is a list of toolset names, or ``None`` for the default: the
 ``agent_toolsets`` setting when set, else the toolsets the agent's own configuration enables for its
-CLI (``hermes tools``), the person's MCP servers included (a server's name is its toolset). The list and the defaults come from the agent (``hermes_cli.tools_config``).
+CLI (``hermes tools``), the person's MCP servers included (a server's name is its toolset). The list and
+the defaults come from the agent (``hermes_cli.tools_config``).
+
+When set, ``agent_toolsets`` is also a ceiling: a session chooses among those toolsets only (a toolset
+whose tools all belong to them counts as inside), and a choice saved before the setting changed is cut
+to it when a turn runs. ``none`` allows no tool at all. A toolset the agent's own requirement check finds
+unusable here (a missing key) is listed unavailable too (``api.toolset_availability``).
 """
 
 from __future__ import annotations
@@ -27,6 +33,29 @@ def setting_toolsets() -> list[str] | None:
     return [name.strip() for name in raw.split(",") if name.strip()]
 
 
+def _resolve(name: str) -> set[str]:
+    """The tools a toolset stands for, by the agent's own resolution (composites included)."""
+    return set(agent_runtime.agent_module("toolsets").resolve_toolset(name))
+
+
+def allowed(name: str, ceiling: list[str] | None) -> bool:
+    """Whether the setting lets a session use the toolset ``name`` (``ceiling`` None: no limit)."""
+    if ceiling is None or name in ceiling:
+        return True
+    tools = _resolve(name)
+    return bool(tools) and tools <= set().union(*(_resolve(top) for top in ceiling))
+
+
+def _capped(names: list[str]) -> list[str]:
+    ceiling = setting_toolsets()
+    return [name for name in names if allowed(name, ceiling)]
+
+
+def _unavailable_reason() -> str:
+    raw = str(_config.setting("agent_toolsets") or "").strip()
+    return f"Not allowed on this server (TALARIA_AGENT_TOOLSETS={raw})"
+
+
 def _tools_config():
     return agent_runtime.agent_module("hermes_cli.tools_config")
 
@@ -45,7 +74,7 @@ def default_toolsets() -> list[str]:
 def session_toolsets(session: Any) -> list[str]:
     """The toolsets a session's next turn runs with."""
     chosen = getattr(session, "enabled_toolsets", None)
-    return list(chosen) if isinstance(chosen, list) else default_toolsets()
+    return _capped(list(chosen)) if isinstance(chosen, list) else default_toolsets()
 
 
 def available_toolsets() -> list[dict]:
@@ -60,17 +89,28 @@ def available_toolsets() -> list[dict]:
 
 
 def list_for_session(sid: str | None) -> dict:
-    """Every toolset with ``enabled`` for the session (or for a new session when ``sid`` is None)."""
+    """Every toolset with ``enabled`` for the session (or for a new session when ``sid`` is None), and
+    ``available``/``unavailable_reason`` by the setting's ceiling."""
     chosen = None
     if sid is not None:
         chosen = session_lookup.load_session(sid).enabled_toolsets
+    ceiling = setting_toolsets()
     enabled = set(chosen) if isinstance(chosen, list) else set(default_toolsets())
-    rows = [{**row, "enabled": row["name"] in enabled} for row in available_toolsets()]
-    rows = toolset_availability.with_availability(rows)
+    needs = toolset_availability.unavailable_reasons()
+    rows = []
+    for row in available_toolsets():
+        ok = allowed(row["name"], ceiling)
+        reason = None if ok else _unavailable_reason()
+        if ok and "mcp" not in row and row["name"] in needs:  # a server's state says why it has no tools
+            ok, reason = False, needs[row["name"]]
+        rows.append(
+            {**row, "enabled": ok and row["name"] in enabled, "available": ok, "unavailable_reason": reason}
+        )
     return {
         "toolsets": rows,
         "enabled_toolsets": chosen if isinstance(chosen, list) else None,
         "default_toolsets": sorted(set(default_toolsets())),
+        "allowed_toolsets": ceiling,
     }
 
 
@@ -96,4 +136,8 @@ def set_session_toolsets(sid: str, value: Any) -> dict:
     session_lookup.load_session(sid)
     known = {row["name"] for row in available_toolsets()} | set(default_toolsets())
     choice = clean_choice(value, known)
+    ceiling = setting_toolsets()
+    for name in choice or []:
+        if not allowed(name, ceiling):
+            raise BadRequest(f"Toolset {name!r}: {_unavailable_reason()}")
     return session_catalogue.edit_session(sid, lambda session: setattr(session, "enabled_toolsets", choice))

@@ -7,6 +7,7 @@ import yaml
 
 from api import config, toolsets
 from api.errors import BadRequest
+from api.models import Session
 
 
 @pytest.fixture
@@ -31,14 +32,14 @@ def test_without_the_setting_the_agents_own_cli_toolsets_are_the_default(setting
 
 
 def test_a_session_choice_wins_over_the_default(setting):
-    setting("todo")
+    setting("todo, memory")
 
-    class Session:
+    class Chosen:
         enabled_toolsets = ["memory"]
 
-    assert toolsets.session_toolsets(Session()) == ["memory"]
-    Session.enabled_toolsets = None
-    assert toolsets.session_toolsets(Session()) == ["todo"]
+    assert toolsets.session_toolsets(Chosen()) == ["memory"]
+    Chosen.enabled_toolsets = None
+    assert toolsets.session_toolsets(Chosen()) == ["todo", "memory"]
 
 
 def test_every_listed_toolset_has_a_label_and_description():
@@ -72,3 +73,33 @@ def test_the_persons_mcp_servers_are_in_the_default_and_in_the_menu(setting):
         path.unlink()
     assert "demo" in default and "off" not in default
     assert menu["demo"]["label"] == "MCP: demo" and "off" not in menu
+
+
+def test_the_setting_is_a_ceiling_no_session_choice_can_pass(setting, state_dir):
+    """``TALARIA_AGENT_TOOLSETS=none`` said "no tools", yet a session could switch the terminal on."""
+    Session(session_id="ts1", messages=[]).save()
+    setting("none")
+    with pytest.raises(BadRequest, match="TALARIA_AGENT_TOOLSETS=none"):
+        toolsets.set_session_toolsets("ts1", ["terminal"])
+    assert Session.load("ts1").enabled_toolsets is None
+    rows = {row["name"]: row for row in toolsets.list_for_session("ts1")["toolsets"]}
+    assert not rows["terminal"]["available"] and not rows["terminal"]["enabled"]
+    assert "TALARIA_AGENT_TOOLSETS=none" in rows["terminal"]["unavailable_reason"]
+
+
+def test_a_choice_saved_before_the_setting_changed_is_cut_to_it(setting):
+    class Chosen:
+        enabled_toolsets = ["terminal", "todo", "file"]
+
+    setting("none")
+    assert toolsets.session_toolsets(Chosen()) == []
+    setting("todo")
+    assert toolsets.session_toolsets(Chosen()) == ["todo"]
+    setting("")
+    assert toolsets.session_toolsets(Chosen()) == ["terminal", "todo", "file"]
+
+
+def test_a_toolset_whose_tools_all_lie_inside_the_ceiling_is_allowed(setting):
+    assert toolsets.allowed("terminal", ["hermes-cli"]) and toolsets.allowed("todo", None)
+    assert not toolsets.allowed("terminal", ["todo", "file"]) and not toolsets.allowed("terminal", [])
+    assert toolsets.allowed("todo", ["todo"])

@@ -75,6 +75,15 @@ export function approvalCard(sessionId, data, { yolo = false } = {}) {
   const pre = el("pre", "approval-command");
   pre.append(el("code", null, data.command || ""));
   card.append(pre);
+  card.append(
+    el(
+      "p",
+      "approval-exact",
+      data.masked
+        ? "This is the command that runs; only secret values written in it are masked."
+        : "This is exactly the command that runs.",
+    ),
+  );
   const row = el("div", "question-actions");
   for (const [choice, label, style] of APPROVAL_CHOICES) {
     if (choice === "always" && data.allow_permanent === false) continue;

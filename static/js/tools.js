@@ -1,5 +1,6 @@
 // The header's tools menu: the agent's toolsets with a short description, switched on or off for the open
 // session; its next turn runs with them. "Use the default" gives the choice back to the server's default.
+// Toolsets the server's TALARIA_AGENT_TOOLSETS ceiling leaves out are shown disabled, with the reason.
 
 import { api } from "./api.js";
 import { el } from "./render.js";
@@ -66,8 +67,9 @@ export class ToolsMenu {
 
   show(data) {
     this.data = data;
-    // A toolset the agent cannot use here (a missing key) is shown unticked and locked, with the reason.
-    const usable = (toolset) => Boolean(toolset.mcp) || toolset.available !== false;
+    // A toolset the agent cannot use here (a missing key, or beyond the server's toolsets setting) is shown
+    // unticked and locked, with the reason; usable ones come first.
+    const usable = (toolset) => toolset.available !== false;
     const row = (toolset) => {
       const label = el("label", usable(toolset) ? "toolset-row" : "toolset-row toolset-unavailable");
       const box = el("input");
@@ -83,8 +85,9 @@ export class ToolsMenu {
       return label;
     };
     // The person's own MCP servers come first, under a heading: they are what a person looks for here.
-    const servers = data.toolsets.filter((toolset) => toolset.mcp);
-    const builtIn = data.toolsets.filter((toolset) => !toolset.mcp);
+    const lockedLast = (a, b) => Number(!usable(a)) - Number(!usable(b));
+    const servers = data.toolsets.filter((toolset) => toolset.mcp).sort(lockedLast);
+    const builtIn = data.toolsets.filter((toolset) => !toolset.mcp).sort(lockedLast);
     const rows = servers.length
       ? [
           el("div", "tools-heading", "MCP servers"),

@@ -10,7 +10,17 @@ from playwright.sync_api import expect
 
 from talaria_testing.fake_llm import Reply, agent_server
 
-from .helpers import PHONE, goto_app, new_session, open_page, screenshot, send, turns_done, wait_turn_done
+from .helpers import (
+    PHONE,
+    goto_app,
+    new_session,
+    open_page,
+    screenshot,
+    screenshots,
+    send,
+    turns_done,
+    wait_turn_done,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -89,6 +99,24 @@ def test_the_approval_card_allows_once_and_the_command_runs(page, server, llm):
     page.locator(".approval-card button", has_text="Allow once").click()
     wait_turn_done(page, turn)
     assert not folder.exists()
+
+
+def test_the_approval_card_shows_a_hidden_expansion_as_it_runs(page, server, llm):
+    """The card showed the agent's redacted ``export GITHUB_TOKEN=***`` for a command substitution that
+    deletes a folder; it shows the command that runs, and denying it leaves the folder."""
+    folder = victim(server, "hidden")
+    command = f"export GITHUB_TOKEN=$(rm${{IFS}}-rf${{IFS}}{folder})"
+    call = {"id": "call_hidden", "name": "terminal", "arguments": {"command": command}}
+    llm.script(Reply(tool_calls=[call]), Reply(text="Left it alone."))
+    open_new_session(page, server)
+    turn = send(page, "set the token")
+    card = page.locator(".approval-card")
+    expect(card.locator(".approval-command")).to_have_text(command)
+    expect(card.locator(".approval-exact")).to_have_text("This is exactly the command that runs.")
+    screenshots(page, "approval-hidden-expansion")
+    card.locator("button", has_text="Deny").click()
+    wait_turn_done(page, turn)
+    assert (folder / "keep.txt").read_text() == "precious"
 
 
 def test_the_approval_card_on_a_phone_in_the_dark(browser, server, llm):

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from talaria_testing.chat_client import SSE, named, names, new_session, session, start, text_of
-from talaria_testing.fake_llm import FakeLLM, Reply, agent_server
+from talaria_testing.chat_client import SSE, named, names, new_session, on_disk, session, start, text_of
+from talaria_testing.fake_llm import FakeLLM, Reply, agent_server, write_hermes_config
 from talaria_testing.server_proc import ServerProc
 
 pytestmark = pytest.mark.integration
@@ -157,6 +157,24 @@ def test_always_allows_the_kind_of_command_in_every_session_and_keeps_it_in_the_
     assert "approval" not in names(events) and not other.exists()
 
 
+def test_always_is_in_the_agents_config_when_the_answer_returns_even_if_the_server_dies_at_once(server, fake):
+    """``always`` answered 200 and the allow-list reached config.yaml ~8 ms later: a SIGKILL right after the
+    200 lost it every time. Three rounds, each killing the server the moment the answer arrives."""
+    for round_ in range(3):
+        write_hermes_config(server.hermes_home, fake.base_url, extra={"approvals": {"mode": "manual"}})
+        if round_:
+            server.start()
+        folder = victim_folder(server, f"always_killed_{round_}")
+        sid, stream, asked = ask_rm(server, fake, folder)
+        status, _data = respond(server, sid, asked["approval_id"], "always")
+        server.kill()
+        assert status == 200
+        stream.finish()
+        saved = yaml.safe_load((server.hermes_home / "config.yaml").read_text())
+        assert asked["pattern_key"] in saved.get("command_allowlist", []), f"lost in round {round_}"
+        fake.reset()
+
+
 def test_dont_ask_again_is_off_until_the_person_turns_it_on_for_that_session(srv, fake):
     sid, other_sid = new_session(srv), new_session(srv)
     assert srv.get_json(f"/api/approval/pending?session_id={sid}")["yolo"] is False
@@ -183,6 +201,45 @@ def test_deny_leaves_the_folder_untouched_and_the_transcript_says_so(srv, fake):
     stream.finish()
     assert (folder / "keep.txt").read_text() == "precious"
     assert any("BLOCKED" in text and "denied" in text for text in tool_results(session(srv, sid)))
+
+
+def hidden_rm(folder: Path) -> str:
+    """A deletion inside a command substitution that the agent's redaction shows as ``GITHUB_TOKEN=***``."""
+    return f"export GITHUB_TOKEN=$(rm${{IFS}}-rf${{IFS}}{folder})"
+
+
+@pytest.mark.parametrize("choice", ["deny", "once"])
+def test_the_card_shows_the_command_that_runs_not_the_agents_redacted_copy(srv, fake, choice):
+    """The event and card showed ``export GITHUB_TOKEN=***`` ("delete in root path") and "Allow once"
+    deleted the folder: a person must approve exactly what will execute."""
+    folder = victim_folder(srv, f"hidden_{choice}")
+    sid = new_session(srv)
+    fake.script(terminal_call(hidden_rm(folder)), Reply(text="Set."))
+    stream = Stream(srv, start(srv, sid, "set the token"))
+    asked = stream.wait_for("approval")
+    assert asked["command"] == hidden_rm(folder) and asked["masked"] is False
+    pending = srv.get_json(f"/api/approval/pending?session_id={sid}")["pending"]
+    assert [p["command"] for p in pending] == [hidden_rm(folder)]
+    assert on_disk(srv, sid)["pending_question"]["command"] == hidden_rm(folder)
+    assert folder.exists(), "the command ran before the person answered"
+    assert respond(srv, sid, asked["approval_id"], choice)[0] == 200
+    stream.finish()
+    assert folder.exists() == (choice == "deny")
+
+
+def test_a_literal_secret_in_a_flagged_command_is_masked_and_the_rest_shown_as_it_runs(srv, fake):
+    folder = victim_folder(srv, "literal_secret")
+    secret = "ghp_" + "Zq7Kp2Lm9X" * 4
+    command = f"export GITHUB_TOKEN={secret} && rm -rf {folder}"
+    sid = new_session(srv)
+    fake.script(terminal_call(command), Reply(text="Done."))
+    stream = Stream(srv, start(srv, sid, "clean with the token"))
+    asked = stream.wait_for("approval")
+    assert asked["command"] == f"export GITHUB_TOKEN=*** && rm -rf {folder}" and asked["masked"] is True
+    assert secret not in json.dumps(on_disk(srv, sid)["pending_question"])
+    assert respond(srv, sid, asked["approval_id"], "deny")[0] == 200
+    stream.finish()
+    assert folder.exists()
 
 
 def test_a_harmless_command_runs_without_asking(srv, fake):

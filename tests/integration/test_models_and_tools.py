@@ -239,20 +239,16 @@ def test_a_toolset_toggle_is_in_the_next_requests_tools(srv, fakes):
     chat(srv, sid, "without tools")
     assert _tool_names(llm.chat_requests()[-1]) == set()
 
-    srv.post_json(
-        "/api/session/toolsets", {"session_id": sid, "enabled_toolsets": ["todo", "session_search"]}
-    )
-    chat(srv, sid, "with two")
-    assert _tool_names(llm.chat_requests()[-1]) == {"todo", "session_search"}
+    srv.post_json("/api/session/toolsets", {"session_id": sid, "enabled_toolsets": ["todo"]})
+    chat(srv, sid, "with todo")
+    assert _tool_names(llm.chat_requests()[-1]) == {"todo"}
     assert {
         r["name"] for r in srv.get_json(f"/api/toolsets?session_id={sid}")["toolsets"] if r["enabled"]
-    } == {
-        "todo",
-        "session_search",
-    }
+    } == {"todo"}
 
     before = on_disk(srv, sid)
     for body, expected in [
+        ({"session_id": sid, "enabled_toolsets": ["todo", "session_search"]}, 400),  # beyond the setting
         ({"session_id": sid, "enabled_toolsets": ["no-such-toolset"]}, 400),
         ({"session_id": sid, "enabled_toolsets": "todo"}, 400),
         ({"session_id": sid, "enabled_toolsets": [1]}, 400),
@@ -276,6 +272,39 @@ def test_a_toolset_that_cannot_work_here_is_listed_unavailable_with_its_reason(s
     assert rows["web"]["available"] is False
     assert "EXA_API_KEY" in rows["web"]["unavailable_reason"] and ".env" in rows["web"]["unavailable_reason"]
     assert rows["todo"]["available"] is True and "unavailable_reason" not in rows["todo"]
+
+
+def test_the_toolsets_setting_is_a_ceiling_and_the_terminal_cannot_run_under_none(llm, tmp_path):
+    """``TALARIA_AGENT_TOOLSETS=none`` ("no tools", says ``--help``), yet a session could switch the terminal
+    on and it ran."""
+    llm.reset()
+    marker = tmp_path / "the_terminal_ran"
+    server = agent_server(tmp_path, llm.base_url, toolsets="terminal,todo")
+    with server:
+        sid = new_session(server)
+        chosen = server.post_json(
+            "/api/session/toolsets", {"session_id": sid, "enabled_toolsets": ["terminal"]}
+        )
+        assert chosen["session"]["enabled_toolsets"] == ["terminal"]
+    server.extra_env["TALARIA_AGENT_TOOLSETS"] = "none"
+    with server:
+        # The session that chose the terminal before the setting changed: the model gets no tool, and a
+        # terminal call it makes anyway does not run.
+        call = {"id": "t1", "name": "terminal", "arguments": {"command": f"touch {marker}"}}
+        llm.script(Reply(tool_calls=[call]), Reply(text="Tried."))
+        chat(server, sid, "touch the marker")
+        assert not marker.exists()
+        assert _tool_names(llm.chat_requests()[0]) == set()
+        listing = server.get_json(f"/api/toolsets?session_id={sid}")
+        terminal = next(row for row in listing["toolsets"] if row["name"] == "terminal")
+        assert listing["allowed_toolsets"] == [] and not terminal["enabled"] and not terminal["available"]
+        assert "TALARIA_AGENT_TOOLSETS=none" in terminal["unavailable_reason"]
+        other = new_session(server)
+        status, data = server.json(
+            "POST", "/api/session/toolsets", {"session_id": other, "enabled_toolsets": ["terminal"]}
+        )
+        assert status == 400 and "TALARIA_AGENT_TOOLSETS=none" in data["error"]
+        assert on_disk(server, other).get("enabled_toolsets") is None
 
 
 # ---------------------------------------------------------------------- first-run setup
