@@ -100,9 +100,10 @@ def list_for_session(sid: str | None) -> dict:
     rows = []
     for row in available_toolsets():
         ok = allowed(row["name"], ceiling)
-        reason = None if ok else _unavailable_reason()
-        if ok and "mcp" not in row and row["name"] in needs:  # a server's state says why it has no tools
-            ok, reason = False, needs[row["name"]]
+        reasons = [] if ok else [_unavailable_reason()]
+        if "mcp" not in row and row["name"] in needs:  # a server's own state says why it has no tools
+            ok, reasons = False, [*reasons, needs[row["name"]]]
+        reason = " ".join(reasons) or None
         rows.append(
             {**row, "enabled": ok and row["name"] in enabled, "available": ok, "unavailable_reason": reason}
         )
