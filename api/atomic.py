@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from api.safe_read import read_regular_file
+
 # Called as STEP_HOOK(step, path) at each durable step; crash tests set it in a child process.
 STEP_HOOK: Callable[[str, Path], None] | None = None
 
@@ -82,7 +84,10 @@ def write_bytes_durable(
 
 def copy_durable(src: Path, dst: Path, *, sync_dir: bool = True) -> bytes:
     """Durably make ``dst`` a copy of ``src``; returns the bytes copied."""
-    data = Path(src).read_bytes()
+    found = read_regular_file(Path(src))
+    if found is None:
+        raise FileNotFoundError(str(src))
+    data = found[1]
     write_bytes_durable(Path(dst), data, sync_dir=sync_dir)
     return data
 
