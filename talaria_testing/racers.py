@@ -2,11 +2,13 @@
 
     python -m talaria_testing.racers swap <file> <seconds> <big_bytes>
         turns ``file`` in a loop into a small PNG, a FIFO and a PNG of ``big_bytes`` (each by rename)
-    python -m talaria_testing.racers claim <folder> <stem> <ext> <seconds>
-        creates ``<stem>-<n><ext>`` (n = 1, 2, ...) exclusively, each holding its own name, and prints
-        the names it created as JSON; the names the server picks for uploads of ``<stem><ext>``
+    python -m talaria_testing.racers claim <folder> <seconds>
+        watches ``folder`` for a writer's temp file ``<name>.tmp.<pid>.<x>`` and at once creates ``name``
+        and the next free ``<stem>-<n><ext>`` names exclusively, each holding its own name; prints each
+        name it created on a line
     python -m talaria_testing.racers relink <folder> <outside> <seconds>
-        swaps ``folder`` in a loop for a symbolic link to ``outside`` and back
+        swaps ``folder`` in a loop for a symbolic link to ``outside`` and back (a folder made again
+        meanwhile is kept whole as ``<folder>.racer-real-<n>``)
 
 Each stops by itself after ``seconds``. In a test, ``with racing("swap", ...) as racer:`` starts one and
 stops it (``racer.output`` is what it printed) whatever the test does.
@@ -14,8 +16,8 @@ stops it (``racer.output`` is what it printed) whatever the test does.
 
 from __future__ import annotations
 
-import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -25,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 PNG_HEAD = b"\x89PNG\r\n\x1a\n"
+_TEMP = re.compile(r"^(.+)\.tmp\.[0-9]+\.[0-9a-f]+$")
 
 
 def swap(file: Path, seconds: float, big_bytes: int) -> None:
@@ -45,38 +48,51 @@ def swap(file: Path, seconds: float, big_bytes: int) -> None:
             time.sleep(0.0002)
 
 
-def claim(folder: Path, stem: str, ext: str, seconds: float) -> None:
-    created: list[str] = []
+def claim(folder: Path, seconds: float) -> None:
     deadline = time.monotonic() + seconds
-    n = 1
     while time.monotonic() < deadline:
-        name = f"{stem}-{n}{ext}"
         try:
-            fd = os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            n += 1
-            continue
+            names = os.listdir(folder)
         except FileNotFoundError:
             time.sleep(0.001)  # the folder is not there yet
             continue
-        os.write(fd, name.encode())
-        os.close(fd)
-        created.append(name)
-        n += 1
-        time.sleep(0.002)
-    print(json.dumps(created), flush=True)
+        for entry in names:
+            match = _TEMP.match(entry)
+            if match is None:
+                continue
+            for name in (match.group(1), *_next_names(match.group(1), names)):
+                try:
+                    fd = os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                except FileExistsError:
+                    continue
+                os.write(fd, name.encode())
+                os.close(fd)
+                print(name, flush=True)
+
+
+def _next_names(name: str, present: list[str]) -> list[str]:
+    """The next two free ``stem-<n>.ext`` names: where a writer that finds ``name`` taken goes next."""
+    stem, ext = os.path.splitext(re.sub(r"-[0-9]+(?=\.[^.]*$|$)", "", name))
+    free = [f"{stem}-{n}{ext}" for n in range(1, len(present) + 3) if f"{stem}-{n}{ext}" not in present]
+    return free[:2]
 
 
 def relink(folder: Path, outside: Path, seconds: float) -> None:
     real = folder.with_name(folder.name + ".racer-real")
     deadline = time.monotonic() + seconds
+    kept = 0
     while time.monotonic() < deadline:
         try:
             os.rename(folder, real)
-        except FileNotFoundError:
+        except OSError:
             time.sleep(0.001)
             continue
-        os.symlink(outside, folder)
+        try:
+            os.symlink(outside, folder)
+        except FileExistsError:  # made again meanwhile: keep the first one aside, whole
+            kept += 1
+            os.rename(real, real.with_name(f"{real.name}-{kept}"))
+            continue
         time.sleep(0.001)
         os.unlink(folder)
         os.rename(real, folder)
@@ -88,7 +104,7 @@ def main(argv: list[str]) -> int:
     if kind == "swap":
         swap(Path(args[0]), float(args[1]), int(args[2]))
     elif kind == "claim":
-        claim(Path(args[0]), args[1], args[2], float(args[3]))
+        claim(Path(args[0]), float(args[1]))
     elif kind == "relink":
         relink(Path(args[0]), Path(args[1]), float(args[2]))
     else:
