@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import secrets
+import subprocess
+import sys
 import threading
+import time
 
 import pytest
 
@@ -123,3 +126,28 @@ def test_a_folder_that_is_a_link_is_not_opened_for_writing(tmp_path):
     os.symlink(tmp_path / "outside", tmp_path / "uploads")
     with pytest.raises(OSError):
         atomic.open_folder(tmp_path, "uploads")
+
+
+def test_the_sweep_removes_only_temp_files_of_gone_processes_or_long_abandoned(tmp_path):
+    """A live writer's fresh temp file stays; one naming a process that is gone, or older than the grace
+    period, goes; names that are not our temp files stay whatever their age."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait(10)
+    live = os.getpid()
+    names = {
+        f"a.json.tmp.{live}.0123abcd": True,
+        f"b.json.tmp.{gone.pid}.0123abcd": False,
+        f"c.json.tmp.{live}.4567cdef": False,  # made old below
+        "notes.tmp.txt": True,
+        f"d.json.tmp.{gone.pid}.not-hex": True,
+    }
+    for name in names:
+        (tmp_path / name).write_bytes(b"partial")
+    old = time.time() - atomic.TEMP_GRACE_S - 60
+    os.utime(tmp_path / f"c.json.tmp.{live}.4567cdef", (old, old))
+    os.utime(tmp_path / "notes.tmp.txt", (old, old))
+    swept = atomic.sweep_leftover_temps(tmp_path)
+    assert sorted(swept) == sorted(name for name, stays in names.items() if not stays)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        name for name, stays in names.items() if stays
+    )
