@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from api import agent_runtime, atomic
+from api import agent_runtime, atomic, safe_read
 from api.errors import BadRequest, Conflict
 
 READ_LIMIT = 1024 * 1024  # larger files are refused, not read
@@ -74,23 +73,14 @@ def version_of(data: bytes | None) -> str:
 def read_bytes(path: Path) -> bytes | None:
     """The file's bytes, None when it does not exist; a link, FIFO or device, or a huge file, is refused."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        return None
+        found = safe_read.read_regular_file(path, max_bytes=READ_LIMIT)
+    except safe_read.TooLarge:
+        raise BadRequest(f"{path.name} is larger than {READ_LIMIT // 1024} KB") from None
+    except safe_read.UnsafeFile as exc:
+        raise BadRequest(f"{path.name} cannot be read: {exc.problem}") from None
     except OSError as exc:
-        raise BadRequest(f"{path.name} cannot be read: {os.strerror(exc.errno or 0)}") from exc
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise BadRequest(f"{path.name} is not a regular file")
-        if info.st_size > READ_LIMIT:
-            raise BadRequest(f"{path.name} is larger than {READ_LIMIT // 1024} KB")
-        chunks = []
-        while chunk := os.read(fd, 65536):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+        raise BadRequest(f"{path.name} cannot be read: {os.strerror(exc.errno or 0)}") from None
+    return None if found is None else found[1]
 
 
 def _view(entry: MemoryFile, data: bytes | None) -> dict[str, Any]:

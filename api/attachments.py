@@ -5,7 +5,10 @@ A file arrives as ``{session_id, name, data}`` (``data`` base64) and is written 
 leading dots and excess length; an existing file is never overwritten (``name-1.ext``, …). Only known
 kinds are taken: images whose bytes are PNG, JPEG, GIF or WebP, PDFs that start like one, and text
 files (by extension) that are UTF-8. Size is bounded by ``attachment_max_bytes``. The ``uploads``
-folder must resolve inside the workspace, so a link there cannot carry a write elsewhere.
+folder is opened once without following a link and written through that descriptor, so a link there,
+even one swapped in meanwhile, cannot carry a write elsewhere; the name is claimed without replacing
+anything another process created (``atomic.write_new_durable``). The first upload into a folder sweeps
+the temp files killed uploads left there.
 
 A message names its attachments by their workspace paths; the agent is told each path (images are
 also shown in the transcript through the media route).
@@ -15,9 +18,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import errno
+import itertools
+import os
 import re
 import threading
 import unicodedata
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +43,8 @@ TEXT_EXTENSIONS = frozenset(
 )  # fmt: skip
 IMAGE_EXTENSIONS = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp"})
 _UNSAFE = re.compile(r"[^A-Za-z0-9._ -]+")
-_WRITE_LOCK = threading.Lock()
+_SWEPT: set[Path] = set()
+_SWEPT_LOCK = threading.Lock()
 
 
 def safe_name(name: Any) -> str:
@@ -94,23 +102,31 @@ def decode(data: Any, limit: int) -> bytes:
     return raw
 
 
-def _uploads_folder(workspace: Path) -> Path:
-    folder = workspace / UPLOADS
-    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
-        raise Forbidden("the workspace's uploads folder is not a plain folder")
-    folder.mkdir(parents=True, exist_ok=True)
-    if not folder.resolve().is_relative_to(workspace):
-        raise Forbidden("the workspace's uploads folder is outside the workspace")
-    return folder
+def _uploads_folder(workspace: Path) -> int:
+    """A descriptor of ``<workspace>/uploads`` (made when missing); a link or file there is refused."""
+    try:
+        return atomic.open_folder(workspace, UPLOADS)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise Forbidden("the workspace's uploads folder is not a plain folder") from None
+        raise
 
 
-def _free_path(folder: Path, name: str) -> Path:
+def candidate_names(name: str) -> Iterator[str]:
+    """``name``, then ``stem-1.ext``, ``stem-2.ext``, … (pure)."""
+    yield name
     stem, ext = Path(name).stem, Path(name).suffix
-    candidate, n = folder / name, 0
-    while candidate.exists() or candidate.is_symlink():
-        n += 1
-        candidate = folder / f"{stem}-{n}{ext}"
-    return candidate
+    for n in itertools.count(1):
+        yield f"{stem}-{n}{ext}"
+
+
+def _sweep_once(folder: Path, folder_fd: int) -> None:
+    """The first upload into a folder in this process removes what killed uploads left there."""
+    with _SWEPT_LOCK:
+        if folder in _SWEPT:
+            return
+        _SWEPT.add(folder)
+    atomic.sweep_leftover_temps(folder, folder_fd)
 
 
 def store_attachment(session_id: str, name: Any, data: Any) -> dict:
@@ -120,9 +136,12 @@ def store_attachment(session_id: str, name: Any, data: Any) -> dict:
     clean = safe_name(name)
     raw = decode(data, limit)
     kind, content_type = classify(clean, raw)
-    with _WRITE_LOCK:
-        target = _free_path(_uploads_folder(workspace), clean)
-        atomic.write_bytes_durable(target, raw)
+    folder_fd = _uploads_folder(workspace)
+    try:
+        _sweep_once(workspace / UPLOADS, folder_fd)
+        target = workspace / UPLOADS / atomic.write_new_durable(folder_fd, candidate_names(clean), raw)
+    finally:
+        os.close(folder_fd)
     relative = target.relative_to(workspace).as_posix()
     return {
         "path": relative,

@@ -38,6 +38,7 @@ from pathlib import Path
 
 from api import atomic
 from api.errors import BadRequest, Forbidden, TooManyRequests, Unauthorized
+from api.safe_read import read_regular_file
 
 PBKDF2_ITERATIONS = 600_000
 _PBKDF2_MAX_ITERATIONS = 10_000_000
@@ -134,9 +135,10 @@ def load_or_create_secret(state_dir: Path) -> bytes:
     state_dir = Path(state_dir)
     path = state_dir / SECRET_FILE_NAME
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        data = None
+        found = read_regular_file(path, max_bytes=SECRET_BYTES * 64)
+        data = found[1] if found is not None else None
+    except ValueError:  # not a regular file, or far too large: replaced like a wrong one
+        data = b""
     if data is not None and len(data) == SECRET_BYTES:
         if path.stat().st_mode & 0o077:
             os.chmod(path, 0o600)

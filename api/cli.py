@@ -20,6 +20,7 @@ from api import (
     agent_pool,
     agent_runtime,
     app_server,
+    atomic,
     auth,
     config,
     doctor,
@@ -131,6 +132,11 @@ def bad_setting(exc: Exception) -> int:
 def run_startup_recovery() -> dict:
     """The startup sweep plus the interrupted-turn markers; never raises."""
     summary: dict = {"scanned": 0, "restored": 0, "details": [], "interrupted_turns": []}
+    for folder in (config.STATE_DIR, config.SESSION_DIR):
+        try:
+            atomic.sweep_leftover_temps(folder)  # what a killed write left; each removal is logged
+        except OSError:
+            log.exception("sweeping temp files in %s failed", folder)
     try:
         summary.update(
             session_recovery.recover_all_sessions_on_startup(

@@ -1,13 +1,19 @@
 """The connection test of the setup form: ask an OpenAI-compatible endpoint for its ``/models``.
 
 The URL comes from the person, so the request is bounded: http or https only, no credentials in the
-URL, a short timeout, redirects followed only within the same scheme, host and port, and at most
-``RESPONSE_CAP`` bytes read. Only model ids go back to the page, never the response itself.
+URL, redirects followed only within the same scheme, host and port, and at most ``RESPONSE_CAP`` bytes
+read. The timeout is a deadline for the whole test, redirects and body included: each step waits at most
+what is left of it, and at the deadline the connection is shut down under whatever read is waiting, so an
+endpoint that trickles its answer byte by byte holds the test no longer. Only model ids go back to the
+page, never the response itself.
 """
 
 from __future__ import annotations
 
 import json
+import socket
+import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -87,12 +93,62 @@ def _same_origin(first: str, second: str) -> bool:
     return (a.scheme, a.hostname, a.port) == (b.scheme, b.hostname, b.port)
 
 
-def _read_capped(response: httpx.Response) -> bytes | None:
+class _Deadline:
+    """One probe's deadline: what is left of it, and the shutdown of its connections when it passes."""
+
+    def __init__(self, seconds: float) -> None:
+        self.at = time.monotonic() + seconds
+        self.expired = False
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self.expire)
+        self._timer.daemon = True
+
+    def remaining(self) -> float:
+        left = self.at - time.monotonic()
+        if left <= 0:
+            raise httpx.TimeoutException("deadline passed")
+        return left
+
+    def trace(self, name: str, info: dict) -> None:
+        """httpx's trace hook: remember each connection's socket as it is made."""
+        if name == "connection.connect_tcp.complete":
+            sock = info["return_value"].get_extra_info("socket")
+            with self._lock:
+                self._sockets.append(sock)
+                if not self.expired:
+                    return
+            self._shut(sock)
+
+    def expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            sockets = list(self._sockets)
+        for sock in sockets:
+            self._shut(sock)
+
+    @staticmethod
+    def _shut(sock: socket.socket) -> None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)  # wakes a read waiting on it
+        except OSError:
+            pass
+
+    def __enter__(self) -> _Deadline:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+
+
+def _read_capped(response: httpx.Response, deadline: _Deadline) -> bytes | None:
     body = bytearray()
     for chunk in response.iter_bytes():
         body += chunk
         if len(body) > RESPONSE_CAP:
             return None
+        deadline.remaining()
     return bytes(body)
 
 
@@ -102,10 +158,17 @@ def probe(base_url: str, api_key: str = "", *, timeout: float = TIMEOUT_S) -> Pr
     headers = {"Accept": "application/json"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
+    deadline = _Deadline(timeout)
     try:
-        with httpx.Client(timeout=timeout, follow_redirects=False) as client:
+        with deadline, httpx.Client(timeout=timeout, follow_redirects=False) as client:
             for _ in range(MAX_REDIRECTS + 1):
-                with client.stream("GET", url, headers=headers) as response:
+                with client.stream(
+                    "GET",
+                    url,
+                    headers=headers,
+                    timeout=deadline.remaining(),
+                    extensions={"trace": deadline.trace},
+                ) as response:
                     if response.is_redirect:
                         target = urljoin(url, response.headers.get("Location", ""))
                         if not _same_origin(url, target):
@@ -114,19 +177,28 @@ def probe(base_url: str, api_key: str = "", *, timeout: float = TIMEOUT_S) -> Pr
                             )
                         url = target
                         continue
-                    body = _read_capped(response)
+                    body = _read_capped(response, deadline)
                     status = response.status_code
                 break
             else:
                 return ProbeResult(False, "The endpoint redirects too often.", kind="no_list")
     except httpx.TimeoutException:
         return ProbeResult(False, f"No answer within {timeout:g} seconds.", kind="unreachable")
-    except httpx.ConnectError as exc:
-        if "refused" in str(exc).lower():
-            return ProbeResult(False, "Cannot connect: the connection was refused.", kind="refused")
-        return ProbeResult(False, f"Cannot connect: {type(exc).__name__}.", kind="unreachable")
     except httpx.HTTPError as exc:
-        return ProbeResult(False, f"Cannot connect: {type(exc).__name__}.", kind="unreachable")
+        if deadline.expired:  # the connection was shut at the deadline
+            return ProbeResult(False, f"No answer within {timeout:g} seconds.", kind="unreachable")
+        return _connect_failure(exc)
+    return _verdict(body, status)
+
+
+def _connect_failure(exc: httpx.HTTPError) -> ProbeResult:
+    if isinstance(exc, httpx.ConnectError) and "refused" in str(exc).lower():
+        return ProbeResult(False, "Cannot connect: the connection was refused.", kind="refused")
+    return ProbeResult(False, f"Cannot connect: {type(exc).__name__}.", kind="unreachable")
+
+
+def _verdict(body: bytes | None, status: int) -> ProbeResult:
+    """What the endpoint's answer to ``GET /models`` says (pure)."""
     if body is None:
         return ProbeResult(False, "The answer is too large to be a model list.", kind="no_list")
     if status in (401, 403):

@@ -3,7 +3,8 @@
 The serving loop (``api.http_server``) reads the whole request before a worker thread sees it, so the
 handler parses it from memory (``rfile`` holds the request line, header fields and body), and writes to
 the ``wfile`` the loop hands it: a buffer the loop sends on afterwards, or an event stream's socket.
-Requests outside ``/api`` and ``/health`` are the page's static files.
+Requests outside ``/api`` and ``/health`` are the page's static files, each opened once through
+``safe_read`` (no link, no FIFO, bounded) after its path was checked.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ import time
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
-from api import config, http_io, origin, routes
+from api import config, http_io, origin, routes, safe_read
 from api.http_writer import ResponseFile
 
 STATIC_DIR = config.STATIC_DIR
+STATIC_MAX_BYTES = 16 * 1024 * 1024  # the page's own files are far smaller
 
 log = logging.getLogger("talaria.server")
 
@@ -141,10 +143,14 @@ class Handler(BaseHTTPRequestHandler):
 
     def _serve_static(self, path: str) -> None:
         file = static_file(path)
-        if file is None:
+        try:
+            found = None if file is None else safe_read.read_regular_file(file, max_bytes=STATIC_MAX_BYTES)
+        except (OSError, ValueError):  # a link, FIFO or folder swapped in after the check; too large
+            found = None
+        if file is None or found is None:
             http_io.j(self, {"error": "Not found"}, 404)
             return
-        st = file.stat()
+        st, data = found
         etag = f'"{st.st_size:x}-{st.st_mtime_ns:x}"'
         is_html = file.suffix == ".html"
         csp = http_io.page_csp() if is_html else http_io.DATA_CSP
@@ -153,8 +159,6 @@ class Handler(BaseHTTPRequestHandler):
                 self, b"", content_type_for(file), 304, {"ETag": etag}, csp=csp, cache="no-cache"
             )
             return
-        http_io.send_bytes(
-            self, file.read_bytes(), content_type_for(file), 200, {"ETag": etag}, csp=csp, cache="no-cache"
-        )
+        http_io.send_bytes(self, data, content_type_for(file), 200, {"ETag": etag}, csp=csp, cache="no-cache")
 
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_HEAD = _handle

@@ -2,7 +2,9 @@
 
 A path from the page (``data-media`` of a rendered image, an attachment) is relative to the session's
 workspace. It is resolved with symlinks followed and must stay inside the resolved workspace, so
-``..``, absolute paths and links that point out are refused before any file is opened. Only images
+``..``, absolute paths and links that point out are refused before any file is opened. The resolved file
+is then opened once, through ``safe_read`` (no link, no FIFO, under the workspace, at most the size
+limit), so nothing swapped in after the check is served. Only images
 whose bytes say they are PNG, JPEG, GIF or WebP are served (never SVG, which can carry script), under
 a size limit, with ``nosniff`` and a sandboxing CSP.
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from api import config, session_lookup, workspace
+from api import config, safe_read, session_lookup, workspace
 from api.errors import BadRequest, Forbidden, NotFound, PayloadTooLarge, UnsupportedMediaType
 
 PATH_MAX_CHARS = 4096
@@ -62,21 +64,22 @@ def resolve_in_workspace(workspace: Path, relative: Any) -> Path:
 
 def read_media(sid: str, relative: Any) -> tuple[bytes, str]:
     """``(bytes, content type)`` of an image in the session's workspace."""
-    target = resolve_in_workspace(session_workspace(sid), relative)
+    folder = session_workspace(sid)
+    target = resolve_in_workspace(folder, relative)
     limit = int(config.setting("attachment_max_bytes"))
     try:
-        size = target.stat().st_size
-        if not target.is_file():
-            raise NotFound("No such file in the workspace")
-        if size > limit:
-            raise PayloadTooLarge(f"the image is larger than {limit // (1024 * 1024)} MB")
-        data = target.read_bytes()
-    except FileNotFoundError:
+        found = safe_read.read_regular_file(target, inside=folder, max_bytes=limit)
+    except safe_read.TooLarge:
+        raise PayloadTooLarge(f"the image is larger than {limit // (1024 * 1024)} MB") from None
+    except safe_read.UnsafeFile:
         raise NotFound("No such file in the workspace") from None
     except (IsADirectoryError, NotADirectoryError):
         raise NotFound("No such file in the workspace") from None
     except PermissionError:
         raise Forbidden("The file cannot be read") from None
+    if found is None:
+        raise NotFound("No such file in the workspace")
+    data = found[1]
     content_type = image_type(data[:16])
     if content_type is None:
         raise UnsupportedMediaType("only PNG, JPEG, GIF and WebP images are shown")

@@ -8,7 +8,8 @@ finds for it; its ``models:`` in ``config.yaml`` is only the fallback when it ca
 ``config.yaml`` and, for an endpoint without a key, trusts that copy from then on: the list froze at the
 first answer, so building the choices asks the endpoints itself and writes nothing.) Building can reach
 those endpoints, so the result is kept for ``models_cache_seconds`` and rebuilt on demand (``refresh``)
-or when the agent's ``config.yaml``/``.env`` change.
+or when the agent's ``config.yaml``/``.env`` change. The build holds no lock, and a request waits for it
+only so long.
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from api import agent_runtime, endpoint_probe, session_catalogue, session_lookup
 from api import config as _config
-from api.errors import ApiError, BadRequest
+from api.errors import ApiError, BadRequest, ServiceUnavailable
 
 log = logging.getLogger("talaria.models")
 
@@ -30,7 +32,8 @@ PROVIDER_MAX = 100
 LIVE_PROBE_TIMEOUT_S = 4.0
 _LIVE_PROBE_WORKERS = 4
 
-_CACHE: dict[str, Any] = {"catalog": None, "built_at": 0.0, "stamp": ""}
+_CACHE: dict[str, Any] = {"catalog": None, "built_at": 0.0, "stamp": "", "building": None}
+BUILD_WAIT_S = 8.0  # as long as the setup form's connection test
 _CACHE_LOCK = threading.Lock()
 
 
@@ -134,17 +137,48 @@ def _build(refresh: bool) -> dict:
     }
 
 
+def _build_into(pending: Future, refresh: bool, stamp: str, clock) -> None:
+    """Build the choices outside every lock (it asks endpoints) and hand them to all who wait."""
+    try:
+        built = _build(refresh)
+    except BaseException as exc:  # noqa: BLE001 - each waiter gets the failure
+        with _CACHE_LOCK:
+            _CACHE["building"] = None
+        pending.set_exception(exc)
+        return
+    with _CACHE_LOCK:
+        _CACHE.update(catalog=built, built_at=clock(), stamp=stamp, building=None)
+    pending.set_result(built)
+
+
 def catalog(refresh: bool = False, clock=time.monotonic) -> dict:
-    """The picker's choices, from the cache unless it is older than ``models_cache_seconds`` or ``refresh``."""
+    """The picker's choices, from the cache unless it is older than ``models_cache_seconds`` or ``refresh``.
+
+    One build runs at a time, in its own thread and under no lock; every caller that needs it waits for
+    that one, at most ``BUILD_WAIT_S`` (an endpoint that hangs must not hold requests): past that the
+    last choices are answered, or a 503 when there are none yet.
+    """
     stamp = agent_runtime.config_stamp()  # an edit of the agent's config (here or elsewhere) rebuilds
     with _CACHE_LOCK:
         cached = _CACHE["catalog"]
         fresh = clock() - _CACHE["built_at"] < float(_config.setting("models_cache_seconds"))
         if cached is not None and fresh and _CACHE["stamp"] == stamp and not refresh:
             return cached
-        built = _build(refresh)
-        _CACHE.update(catalog=built, built_at=clock(), stamp=stamp)
-        return built
+        pending = _CACHE.get("building")
+        if pending is None:
+            pending = _CACHE["building"] = Future()
+            builder = threading.Thread(
+                target=_build_into, args=(pending, refresh, stamp, clock), name="model-catalog", daemon=True
+            )
+            builder.start()
+    try:
+        return pending.result(timeout=BUILD_WAIT_S)
+    except FutureTimeout:
+        if cached is not None:
+            return cached
+        raise ServiceUnavailable(
+            "The model list is still being built: a configured endpoint is slow to answer. Try again shortly."
+        ) from None
 
 
 def warm_up() -> None:

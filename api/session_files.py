@@ -1,10 +1,10 @@
 """Reading one session file safely, for the store and for recovery alike.
 
-``read_regular_file`` is the one place a session folder's file is opened for reading. It never blocks on
-a FIFO (``O_NONBLOCK``), reads only regular files, and follows a symbolic link only as its caller says:
-the store refuses every link (it saves back to the same name, so a link would be written through), and
-recovery follows a link whose target stays in the session folder. Each refusal is an ``UnsafeFile``
-whose ``problem`` says why; a missing file is ``None``; any other failure is the ``OSError`` itself.
+A session folder's file is opened through ``safe_read.read_regular_file``: never blocked by a FIFO,
+regular files only, and a symbolic link followed only as the caller says: the store refuses every link
+(it saves back to the same name, so a link would be written through), and recovery follows a link whose
+target stays in the session folder. Each refusal is an ``UnsafeFile`` whose ``problem`` says why; a
+missing file is ``None``; any other failure is the ``OSError`` itself.
 
     found = read_regular_file(path)                                  # the store's policy
     found = read_regular_file(path, links_within=folder, max_bytes=n)  # recovery's policy
@@ -12,76 +12,16 @@ whose ``problem`` says why; a missing file is ``None``; any other failure is the
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
-import stat
 from pathlib import Path
 
 from api.jsonio import loads as loads_json
+from api.safe_read import UnsafeFile, read_regular_file  # noqa: F401 - the store's callers import them here
 
 log = logging.getLogger("talaria.models")
 
 METADATA_PREFIX_BYTES = 64 * 1024
-_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-
-
-class UnsafeFile(ValueError):
-    """The path holds something that must not be read as a session file; ``problem`` says what."""
-
-    def __init__(self, path: Path, problem: str) -> None:
-        super().__init__(f"{Path(path).name}: {problem}")
-        self.problem = problem
-
-
-def _in_folder(real: str, folder: Path) -> bool:
-    return os.path.dirname(real) == os.path.realpath(folder)
-
-
-def _open(path: Path, links_within: Path | None) -> int | None:
-    """A descriptor of ``path`` (its link's target when the policy allows it); None when absent."""
-    try:
-        return os.open(path, _OPEN_FLAGS)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        if exc.errno == errno.ENXIO:  # a socket, or a device without a driver
-            raise UnsafeFile(path, "not a regular file") from None
-        if exc.errno != errno.ELOOP:
-            raise
-    if links_within is None:
-        raise UnsafeFile(path, "a symbolic link where a session file should be")
-    real = os.path.realpath(path)
-    if not _in_folder(real, links_within):
-        raise UnsafeFile(path, "symlink leading outside the session folder")
-    return _open(Path(real), None)  # the target itself must not be a link (it was resolved)
-
-
-def read_regular_file(
-    path: Path,
-    *,
-    links_within: Path | None = None,
-    limit: int | None = None,
-    max_bytes: int | None = None,
-) -> tuple[os.stat_result, bytes] | None:
-    """``(stat, bytes)`` of a regular file, its first ``limit`` bytes when given; None when it is absent.
-
-    ``links_within``: None refuses any symbolic link; a folder follows a link whose target lies directly in
-    it. ``max_bytes``: a larger file is refused unread. FIFOs, devices, sockets and folders are refused.
-    """
-    fd = _open(Path(path), links_within)
-    if fd is None:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise UnsafeFile(path, "not a regular file")
-        if max_bytes is not None and st.st_size > max_bytes:
-            raise UnsafeFile(path, f"larger than {max_bytes} bytes")
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            return st, (fh.read() if limit is None else fh.read(limit))
-    finally:
-        os.close(fd)
 
 
 def read_session_file(path: Path, limit: int | None = None) -> tuple[os.stat_result, bytes] | None:

@@ -19,6 +19,7 @@ from typing import Any
 
 from api import atomic, jsonio
 from api import config as _config
+from api.safe_read import read_regular_file
 from api.session_fields import is_safe_session_id
 
 log = logging.getLogger("talaria.index")
@@ -111,7 +112,8 @@ def _row_from_file(path: Path, st: os.stat_result) -> dict | None:
 
 def _read_index_file(index_file: Path) -> list:
     try:
-        data = jsonio.loads(index_file.read_bytes())
+        found = read_regular_file(index_file)
+        data = jsonio.loads(found[1]) if found is not None else []
     except (OSError, ValueError):
         return []
     return data if isinstance(data, list) else []

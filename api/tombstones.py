@@ -16,6 +16,7 @@ from pathlib import Path
 
 from api import atomic
 from api.errors import BadRequest
+from api.safe_read import read_regular_file
 from api.session_fields import is_safe_session_id
 
 log = logging.getLogger("talaria.tombstones")
@@ -63,7 +64,11 @@ def _read(path: Path) -> tuple[tuple[str, ...], bool]:
     cached = _CACHE.get(path)
     if cached is not None and cached[0] == sig:
         return cached[1], cached[2]
-    ids = _parse(path.read_bytes())
+    try:
+        found = read_regular_file(path)
+    except ValueError:  # a FIFO, link or folder: unreadable, like a corrupt file
+        found = None
+    ids = _parse(found[1]) if found is not None else None
     corrupt = ids is None
     if corrupt:
         log.warning("tombstone %s is not readable; treating it as empty (it is kept when next written)", path)

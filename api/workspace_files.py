@@ -4,8 +4,8 @@ save an edit, create, rename and delete (into a trash, restorable until emptied)
 Everything stays inside the session's workspace once links are resolved: a path is checked with
 ``media.resolve_in_workspace`` before anything is opened, and a link that points out of the workspace is
 listed (``link: "outside"``) but never followed. Reads open the file once and judge it on that
-descriptor (``safe_read``-style, through ``agent_memory.read_bytes`` for edits, which refuses FIFOs,
-devices and links), and every read has a size limit. A save names the version it was opened at and is
+descriptor (``safe_read``: no FIFO, device or link, and the opened file inside the workspace), and every
+read has a size limit. A save names the version it was opened at and is
 refused with both texts when the file changed since (409). Writes go through ``atomic``.
 """
 
@@ -26,7 +26,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_for_filename
 from pygments.util import ClassNotFound
 
-from api import agent_memory, atomic, media, render
+from api import agent_memory, atomic, media, render, safe_read
 from api import config as _config
 from api.errors import BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge
 
@@ -119,26 +119,18 @@ def list_folder(sid: str, relative: Any = "", show_hidden: bool = False) -> dict
     }
 
 
-def _open_regular(path: Path, limit: int) -> tuple[os.stat_result, bytes]:
-    """The file's stat and at most ``limit`` bytes, opened once (no link, no FIFO, no device)."""
+def _open_regular(path: Path, limit: int, workspace: Path) -> tuple[os.stat_result, bytes]:
+    """The file's stat and at most ``limit`` bytes, opened once (``safe_read``: no link, no FIFO, no device,
+    and the opened file itself inside the workspace)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise NotFound("No such file") from None
+        found = safe_read.read_regular_file(path, inside=workspace, limit=limit)
+    except safe_read.UnsafeFile as exc:
+        raise Forbidden(f"This file is not opened here: {exc.problem}") from None
     except OSError as exc:
         raise Forbidden(f"This file cannot be opened: {os.strerror(exc.errno or 0)}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise Forbidden("Only regular files are opened here (not a folder, FIFO, socket or device)")
-        chunks = []
-        left = limit
-        while left > 0 and (chunk := os.read(fd, min(left, 1024 * 1024))):
-            chunks.append(chunk)
-            left -= len(chunk)
-        return info, b"".join(chunks)
-    finally:
-        os.close(fd)
+    if found is None:
+        raise NotFound("No such file")
+    return found
 
 
 def _kind(path: Path, head: bytes) -> str:
@@ -180,7 +172,7 @@ def read_file(sid: str, relative: Any) -> dict[str, Any]:
     """A file for the panel: its kind and what to show (text, highlighted code, Markdown, a table), or only
     its facts for an image, a PDF (shown from the raw route), a binary or a file too large to show."""
     workspace, path = _target(sid, relative)
-    info, data = _open_regular(path, PREVIEW_MAX + 1)
+    info, data = _open_regular(path, PREVIEW_MAX + 1, workspace)
     row: dict[str, Any] = {
         "path": _relative(workspace, path),
         "name": path.name,
@@ -205,8 +197,8 @@ def read_file(sid: str, relative: Any) -> dict[str, Any]:
 
 def raw_file(sid: str, relative: Any) -> tuple[bytes, str, str]:
     """``(bytes, content type, file name)`` of a file to download or show raw (images and PDFs inline)."""
-    _workspace, path = _target(sid, relative)
-    info, data = _open_regular(path, RAW_MAX + 1)
+    workspace, path = _target(sid, relative)
+    info, data = _open_regular(path, RAW_MAX + 1, workspace)
     if info.st_size > RAW_MAX or len(data) > RAW_MAX:
         raise PayloadTooLarge(f"Files over {RAW_MAX // (1024 * 1024)} MB are not served here")
     kind = _kind(path, data[:8192])

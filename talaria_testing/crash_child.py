@@ -271,3 +271,33 @@ def chat_turn_child(root: str, stop_at: int, conn) -> None:
         send(("done", count))
         if stop_at == AFTER_DONE:
             _block()
+
+
+# ---------------------------------------------------------------------- killed in the middle of one write
+
+
+def killed_mid_write_child(root: str, workspace: str, what: str, conn) -> None:
+    """Under ``<root>/sessions``, save session ``killed`` (``what="save"``) or upload a 2 MB attachment into
+    ``workspace`` (``what="upload"``); once the write's temp file is written, report its name and wait to
+    be killed."""
+    import base64
+
+    from api import atomic, attachments, models
+    from talaria_testing.scenarios import bound
+
+    big = "x" * (2 * 1024 * 1024)
+    with bound(Path(root), restore=False):
+        session = models.Session(session_id="killed", title="killed", workspace=workspace, messages=[])
+        session.save()
+
+        def hook(step: str, path: Path) -> None:
+            if step == "tmp_written":
+                conn.send(("paused", Path(path).name))
+                _block()
+
+        atomic.STEP_HOOK = hook
+        if what == "save":
+            session.messages.append({"role": "user", "content": big, "timestamp": 1000.0})
+            session.save()
+        else:
+            attachments.store_attachment("killed", "report.txt", base64.b64encode(big.encode()).decode())

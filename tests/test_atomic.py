@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import os
+import secrets
+import subprocess
+import sys
+import threading
+import time
 
 import pytest
 
@@ -69,3 +74,80 @@ def test_unlink_durable_reports_whether_it_removed(tmp_path):
     (tmp_path / "a").write_bytes(b"x")
     assert atomic.unlink_durable(tmp_path / "a") is True
     assert atomic.unlink_durable(tmp_path / "a") is False
+
+
+def test_a_link_planted_at_a_temp_name_is_never_written_through(tmp_path, monkeypatch):
+    """The temp file was ``<name>.tmp.<pid>.<thread id>``, opened with O_CREAT|O_TRUNC: a link planted at
+    that guessable name carried the write to its target outside the folder, and the rename then left the
+    link itself at the final name. Here links are planted both at that name and at the first name the
+    writer will draw: the write lands in the folder, a regular file, and the targets stay untouched."""
+    folder, outside = tmp_path / "uploads", tmp_path / "outside"
+    folder.mkdir()
+    outside.mkdir()
+    target = folder / "report.txt"
+    drawn = iter(["feedfeedfeedfeed"])
+    real_token = secrets.token_hex
+    monkeypatch.setattr(secrets, "token_hex", lambda n=None: next(drawn, None) or real_token(n))
+    go = threading.Event()
+    writer = threading.Thread(target=lambda: (go.wait(10), atomic.write_bytes_durable(target, b"UPLOADED")))
+    writer.start()
+    planted = [
+        f"report.txt.tmp.{os.getpid()}.{writer.ident}",
+        f"report.txt.tmp.{os.getpid()}.feedfeedfeedfeed",
+    ]
+    for n, name in enumerate(planted):
+        (outside / f"victim{n}").write_bytes(b"KEEP")
+        os.symlink(outside / f"victim{n}", folder / name)
+    go.set()
+    writer.join(10)
+    assert not target.is_symlink() and target.read_bytes() == b"UPLOADED"
+    assert [p.read_bytes() for p in sorted(outside.iterdir())] == [b"KEEP", b"KEEP"]
+    assert sorted(p.name for p in folder.iterdir()) == sorted(["report.txt", *planted])
+
+
+def test_a_new_file_never_replaces_one_that_appeared_meanwhile(tmp_path):
+    folder = tmp_path / "uploads"
+    folder.mkdir()
+    (folder / "a.txt").write_bytes(b"THEIRS")
+    os.symlink(tmp_path / "elsewhere", folder / "a-1.txt")
+    fd = atomic.open_folder(tmp_path, "uploads")
+    try:
+        name = atomic.write_new_durable(fd, iter(["a.txt", "a-1.txt", "a-2.txt"]), b"MINE")
+    finally:
+        os.close(fd)
+    assert name == "a-2.txt"
+    assert (folder / "a.txt").read_bytes() == b"THEIRS" and (folder / "a-2.txt").read_bytes() == b"MINE"
+    assert not (tmp_path / "elsewhere").exists()
+    assert sorted(p.name for p in folder.iterdir()) == ["a-1.txt", "a-2.txt", "a.txt"]
+
+
+def test_a_folder_that_is_a_link_is_not_opened_for_writing(tmp_path):
+    (tmp_path / "outside").mkdir()
+    os.symlink(tmp_path / "outside", tmp_path / "uploads")
+    with pytest.raises(OSError):
+        atomic.open_folder(tmp_path, "uploads")
+
+
+def test_the_sweep_removes_only_temp_files_of_gone_processes_or_long_abandoned(tmp_path):
+    """A live writer's fresh temp file stays; one naming a process that is gone, or older than the grace
+    period, goes; names that are not our temp files stay whatever their age."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait(10)
+    live = os.getpid()
+    names = {
+        f"a.json.tmp.{live}.0123abcd": True,
+        f"b.json.tmp.{gone.pid}.0123abcd": False,
+        f"c.json.tmp.{live}.4567cdef": False,  # made old below
+        "notes.tmp.txt": True,
+        f"d.json.tmp.{gone.pid}.not-hex": True,
+    }
+    for name in names:
+        (tmp_path / name).write_bytes(b"partial")
+    old = time.time() - atomic.TEMP_GRACE_S - 60
+    os.utime(tmp_path / f"c.json.tmp.{live}.4567cdef", (old, old))
+    os.utime(tmp_path / "notes.tmp.txt", (old, old))
+    swept = atomic.sweep_leftover_temps(tmp_path)
+    assert sorted(swept) == sorted(name for name, stays in names.items() if not stays)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        name for name, stays in names.items() if stays
+    )

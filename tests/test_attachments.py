@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import base64
 import os
+import time
 
 import pytest
 
 from api import attachments, config
 from api.errors import BadRequest, Forbidden, PayloadTooLarge, UnsupportedMediaType
 from api.models import Session
+from talaria_testing.racers import racing
+from talaria_testing.server_proc import ServerProc
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 40
 
@@ -124,3 +127,61 @@ def test_a_message_names_its_attachments_by_path(workspace):
 def test_a_message_cannot_name_files_outside_or_missing(workspace, paths, error):
     with pytest.raises(error):
         attachments.message_attachments("att", paths)
+
+
+def _attach(srv: ServerProc, sid: str, name: str, data: bytes) -> tuple[int, dict]:
+    return srv.json("POST", "/api/session/attach", {"session_id": sid, "name": name, "data": b64(data)})
+
+
+def test_an_upload_never_replaces_a_file_another_process_creates_meanwhile(tmp_path):
+    """ "Never overwrite" was an ``exists()`` check before ``os.replace``: against another process creating
+    files in ``uploads/``, some of its files were replaced by uploads. Here a real second process watches
+    for an upload's temp file and at once creates the names that upload may take, while 30 uploads of
+    1 MB arrive: every file it made keeps its content and every upload lands whole under its own name."""
+    with ServerProc(tmp_path) as srv:
+        sid = srv.post_json("/api/session/new", {})["session"]["session_id"]
+        assert _attach(srv, sid, "report.txt", b"UPLOADED first")[0] == 200
+        uploads = srv.workspace / "uploads"
+        landed: dict[str, bytes] = {}
+        with racing("claim", uploads, 60) as racer:
+            time.sleep(0.5)  # the racer has started
+            for n in range(30):
+                content = f"UPLOADED {n}\n".encode() * (1024 * 1024 // 12)
+                status, body = _attach(srv, sid, "report.txt", content)
+                assert status == 200, body
+                landed[body["attachment"]["name"]] = content
+            racer.proc.kill()
+            racer.proc.wait(10)
+        theirs = racer.output.split()
+        assert {name: (uploads / name).read_bytes() for name in theirs} == {n: n.encode() for n in theirs}
+        assert {name: (uploads / name).read_bytes() for name in landed} == landed
+        assert not [p.name for p in uploads.iterdir() if ".tmp." in p.name]
+
+
+def test_an_uploads_folder_swapped_for_a_link_never_carries_a_write_outside(tmp_path):
+    """The uploads folder was checked (not a link, inside the workspace) and then written by path: another
+    process swapping it for a link to a folder outside between the two carried the upload there. Here a
+    real second process swaps it back and forth while 30 uploads arrive: each is stored inside the
+    workspace or refused, and nothing is written outside."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    with ServerProc(tmp_path / "srv") as srv:
+        sid = srv.post_json("/api/session/new", {})["session"]["session_id"]
+        assert _attach(srv, sid, "note.txt", b"first")[0] == 200
+        uploads = srv.workspace / "uploads"
+        stored, statuses = [], []
+        with racing("relink", uploads, outside, 30) as racer:
+            deadline = time.monotonic() + 10
+            while not uploads.is_symlink() and time.monotonic() < deadline:
+                time.sleep(0.001)  # the racer has started
+            for n in range(30):
+                status, body = _attach(srv, sid, "note.txt", f"UPLOADED {n}\n".encode() * 80_000)
+                statuses.append(status)
+                if status == 200:
+                    stored.append(body["attachment"]["name"])
+            racer.proc.kill()
+            racer.proc.wait(10)
+        assert list(outside.iterdir()) == []
+        assert set(statuses) <= {200, 403}
+        folders = [p for p in srv.workspace.iterdir() if p.name.startswith("uploads") and not p.is_symlink()]
+        assert all(any((folder / name).is_file() for folder in folders) for name in stored)

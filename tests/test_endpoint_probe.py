@@ -13,6 +13,8 @@ import pytest
 
 from api import endpoint_probe
 from api.errors import BadRequest
+from talaria_testing.server_proc import ServerProc
+from talaria_testing.trickle import trickling_endpoint
 
 
 @contextmanager
@@ -159,3 +161,44 @@ def test_nothing_listening_is_a_failed_test_not_an_error():
         pass
     result = endpoint_probe.probe(f"{url}/v1")
     assert not result.ok and result.message.startswith("Cannot connect")
+
+
+def test_an_endpoint_that_trickles_its_answer_is_cut_off_at_the_deadline():
+    """The timeout bounded each read, not the test: an endpoint sending its head and then a byte every few
+    seconds held the connection test for as long as it kept trickling. A real socket server trickling a
+    byte every 0.3 s: the test ends at its 1 s deadline (three times that at most on a loaded machine)."""
+    results: list[endpoint_probe.ProbeResult] = []
+    with trickling_endpoint(interval=0.3) as url:
+        worker = threading.Thread(target=lambda: results.append(endpoint_probe.probe(url, timeout=1.0)))
+        worker.start()
+        worker.join(3.0)
+    worker.join(10)  # the endpoint is gone: a probe still reading ends now
+    assert results and not results[0].ok and "No answer within 1 seconds" in results[0].message
+
+
+def test_eight_trickled_connection_tests_end_at_their_deadline_and_health_answers(tmp_path):
+    """Through the real server: eight connection tests to a trickling endpoint at once each answer within
+    the documented 8 s (plus slack for a loaded machine), and /health answers while they run."""
+    answers: list[tuple[int, object]] = []
+    with trickling_endpoint(interval=1.0) as url, ServerProc(tmp_path) as srv:
+
+        def probe() -> None:
+            body = {"kind": "custom", "base_url": url}
+            try:
+                status, _, raw = srv.request("POST", "/api/onboarding/probe", body, timeout=25)
+                answers.append((status, json.loads(raw)))
+            except TimeoutError:
+                answers.append((0, "no answer"))
+
+        started = time.monotonic()
+        clients = [threading.Thread(target=probe) for _ in range(8)]
+        for client in clients:
+            client.start()
+        time.sleep(1)
+        assert srv.request("GET", "/health", timeout=5)[0] == 200
+        for client in clients:
+            client.join(40)
+        elapsed = time.monotonic() - started
+    assert [status for status, _ in answers] == [200] * 8, answers
+    assert all("No answer within 8 seconds" in data["message"] for _, data in answers)  # type: ignore[index]
+    assert elapsed < endpoint_probe.TIMEOUT_S + 12

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+import threading
+import time
 
 import pytest
 
 from api import config, media
 from api.errors import BadRequest, Forbidden, NotFound, PayloadTooLarge, UnsupportedMediaType
 from api.models import Session
+from talaria_testing.racers import racing
+from talaria_testing.server_proc import ServerProc
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
 JPEG = b"\xff\xd8\xff\xe0" + b"\x00" * 32
@@ -94,3 +98,47 @@ def test_a_session_without_a_workspace_uses_the_default_one(state_dir, tmp_path,
     monkeypatch.setitem(config.SETTINGS_VALUES, "default_workspace", str(tmp_path))
     Session(session_id="plain").save()
     assert media.read_media("plain", "pic.gif") == (GIF, "image/gif")
+
+
+def test_a_fifo_or_a_larger_file_swapped_in_by_another_process_never_wedges_or_overflows(tmp_path):
+    """The route checked the path with ``is_file()`` and a size, then opened it again: another process
+    swapping the image for a FIFO between the two left every request worker blocked opening the FIFO (all
+    routes 503 until restart), and a larger file swapped in was served past the size limit. Here a real
+    second process turns the image into a FIFO and a 2 MiB file in a loop while 8 clients ask for it:
+    every answer is an image within the limit or a clear error, and /health still answers."""
+    limit = 1024 * 1024
+    env = {"TALARIA_SERVER_THREADS": "8", "TALARIA_ATTACHMENT_MAX_BYTES": str(limit)}
+    with ServerProc(tmp_path, env=env) as srv:
+        sid = srv.post_json("/api/session/new", {})["session"]["session_id"]
+        picture = srv.workspace / "pic.png"
+        picture.write_bytes(PNG)
+        answers: list[tuple[int, int]] = []
+        stuck = threading.Event()
+
+        def ask(count: int) -> None:
+            for _ in range(count):
+                if stuck.is_set():
+                    return
+                try:
+                    status, _, body = srv.request(
+                        "GET", f"/api/media?session_id={sid}&path=pic.png", timeout=10
+                    )
+                except TimeoutError:
+                    stuck.set()
+                    return
+                answers.append((status, len(body)))
+
+        with racing("swap", picture, 20, 2 * limit):
+            deadline = time.monotonic() + 10
+            while not picture.is_fifo() and time.monotonic() < deadline:
+                time.sleep(0.001)  # the racer has started
+            clients = [threading.Thread(target=ask, args=(60,)) for _ in range(8)]
+            for client in clients:
+                client.start()
+            for client in clients:
+                client.join(60)
+        assert not stuck.is_set(), "a media request never answered"
+        assert srv.request("GET", "/health", timeout=10)[0] == 200
+        assert {status for status, _ in answers} <= {200, 404, 413}
+        assert max(size for status, size in answers if status == 200) <= limit
+        assert len(answers) == 8 * 60

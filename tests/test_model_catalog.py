@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import threading
+import time
+
 import pytest
 
 from api import model_catalog
 from api.errors import BadRequest
+from talaria_testing.fake_llm import agent_server
+from talaria_testing.trickle import trickling_endpoint
 
 PAYLOAD = {
     "model": "fake-model",
@@ -83,3 +89,37 @@ def test_only_an_endpoint_that_turns_discovery_off_keeps_its_configured_list():
         "not an entry",
     ]
     assert model_catalog._discovery_off(entries) == {"http://a.test/v1", "http://b.test/v1"}
+
+
+def test_model_switches_while_the_configured_endpoint_trickles_answer_within_the_wait(tmp_path):
+    """Building the choices asked the configured endpoint under the catalog's one lock: while the endpoint
+    hung, every model switch queued behind it (eight switches took minutes, /health timed out). A real
+    socket server trickles the endpoint's answer; eight switches at once each answer (an error saying the
+    list is still being built, when it is) within the wait plus slack, /health answers meanwhile, and a
+    switch back to the default, which needs no list, answers at once."""
+    answers: list[tuple[int, dict]] = []
+    with trickling_endpoint(interval=1.0) as url, agent_server(tmp_path, url) as srv:
+        sid = srv.post_json("/api/session/new", {})["session"]["session_id"]
+
+        def switch() -> None:
+            body = {"session_id": sid, "model": "fake-model", "model_provider": "custom"}
+            try:
+                status, _, raw = srv.request("POST", "/api/session/model", body, timeout=25)
+                answers.append((status, json.loads(raw)))
+            except TimeoutError:
+                answers.append((0, {}))
+
+        started = time.monotonic()
+        clients = [threading.Thread(target=switch) for _ in range(8)]
+        for client in clients:
+            client.start()
+        time.sleep(1)
+        assert srv.request("GET", "/health", timeout=5)[0] == 200
+        back = srv.json("POST", "/api/session/model", {"session_id": sid, "model": "", "model_provider": ""})
+        assert back[0] == 200
+        for client in clients:
+            client.join(40)
+        elapsed = time.monotonic() - started
+    assert len(answers) == 8 and all(status in (200, 400, 503) for status, _ in answers), answers
+    assert all("error" in data for status, data in answers if status != 200)
+    assert elapsed < model_catalog.BUILD_WAIT_S + 12

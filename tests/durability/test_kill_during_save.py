@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import base64
 import random
 import time
 
 from api.models import Session
 from api.session_recovery import recover_all_sessions_on_startup
-from talaria_testing.crash_child import grow_session_forever
+from talaria_testing.crash_child import grow_session_forever, killed_mid_write_child
 from talaria_testing.killing import run_child
+from talaria_testing.server_proc import ServerProc
 
 
 def _expected(n):
@@ -65,3 +67,35 @@ def test_sigkill_mid_save_never_tears_the_file_or_loses_acknowledged_messages(
     leftovers = [p.name for p in state_dir.iterdir() if ".tmp." in p.name]
     # a kill between create and replace may leave a temp file, never a torn session
     assert len(leftovers) <= kills
+
+
+def _temps(folder) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if ".tmp." in p.name)
+
+
+def test_temp_files_of_a_save_and_an_upload_killed_midway_are_swept(tmp_path):
+    """A kill mid-save or mid-upload left its temp file for good (2 MB ``*.tmp.*`` files piled up in
+    ``uploads/`` and ``sessions/``). Real processes are SIGKILLed with a save's and an upload's temp file
+    written; the server's start removes the session folder's, naming each in its log, and the first
+    upload into the workspace removes the uploads folder's."""
+    srv = ServerProc(tmp_path)
+    for folder in (srv.state_dir, srv.workspace, srv.hermes_home):
+        folder.mkdir(parents=True)
+    for what in ("save", "upload"):
+        _, reached = run_child(
+            killed_mid_write_child,
+            (str(srv.state_dir), str(srv.workspace), what),
+            until=lambda msg: msg[0] == "paused",
+            timeout=30,
+        )
+        assert reached
+    uploads = srv.workspace / "uploads"
+    left_in_sessions, left_in_uploads = _temps(srv.session_dir), _temps(uploads)
+    assert left_in_sessions and left_in_uploads
+    with srv:
+        assert _temps(srv.session_dir) == []
+        assert all(name in srv.log_text() for name in left_in_sessions)
+        assert _temps(uploads) == left_in_uploads  # untouched until the folder is used
+        body = {"session_id": "killed", "name": "next.txt", "data": base64.b64encode(b"next").decode()}
+        assert srv.json("POST", "/api/session/attach", body)[0] == 200
+        assert _temps(uploads) == []
