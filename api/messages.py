@@ -87,6 +87,7 @@ def visible_message_count(messages: list[Any]) -> int:
     previous = None
     for msg in messages:
         role = msg.get("role") if isinstance(msg, dict) else None
+        role = role if isinstance(role, str) else None  # a corrupt row counts as its own message
         if role not in _ANSWER_ROLES or previous not in _ANSWER_ROLES:
             count += 1
         previous = role

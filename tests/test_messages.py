@@ -66,3 +66,8 @@ def test_the_visible_count_is_what_a_person_sees_each_answer_once_tool_rows_with
         == 2
     )
     assert messages.visible_message_count(["not a row", {"role": "tool", "content": "orphan"}]) == 2
+
+
+def test_the_visible_count_takes_rows_of_any_shape_without_raising():
+    rows = [{"role": ["user"], "content": {"a": 1}}, "text", None, {"role": "assistant", "content": "x"}]
+    assert messages.visible_message_count(rows) == 4
