@@ -1,7 +1,8 @@
 """``Session``: fields, the metadata-first JSON layout, durable load/save, the ``.bak`` policy, the cache.
 
 Module globals ``SESSION_DIR``, ``SESSION_INDEX_FILE``, ``SESSIONS`` and ``LOCK`` are read at call time
-(tests and the benchmark patch them). The reconciliation names are re-exported from ``api.reconcile``.
+(tests and the benchmark patch them); without ``config.configure`` the paths come from the environment
+on first use, as hermes-webui's do. The reconciliation names are re-exported from ``api.reconcile``.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from api.session_files import (  # noqa: F401 - read_session_file and read_metad
 
 log = logging.getLogger("talaria.models")
 
+STATE_DIR: Path = _config.STATE_DIR
 SESSION_DIR: Path = _config.SESSION_DIR
 SESSION_INDEX_FILE: Path = _config.SESSION_INDEX_FILE
 
@@ -52,8 +54,12 @@ SESSION_INDEX_FILE: Path = _config.SESSION_INDEX_FILE
 @_config.follow_settings
 def _follow_settings() -> None:
     """The paths move with ``config.configure`` (they are module globals: tests patch them here)."""
-    global SESSION_DIR, SESSION_INDEX_FILE
-    SESSION_DIR, SESSION_INDEX_FILE = _config.SESSION_DIR, _config.SESSION_INDEX_FILE
+    global STATE_DIR, SESSION_DIR, SESSION_INDEX_FILE
+    STATE_DIR, SESSION_DIR, SESSION_INDEX_FILE = (
+        _config.STATE_DIR,
+        _config.SESSION_DIR,
+        _config.SESSION_INDEX_FILE,
+    )
 
 
 SESSIONS = _config.SESSIONS
