@@ -116,6 +116,29 @@ def test_a_tool_call_turn_streams_tool_events_and_stores_the_whole_exchange(tool
     assert messages[3]["content"] == "Planned one task."
 
 
+def test_a_branch_from_a_message_that_called_a_tool_keeps_the_call_with_its_result(tool_srv, fake):
+    """Branching from the assistant row that called a tool (keep_count = its index + 1, as the page asks)
+    copied the call without the tool row answering it: the branch's card said "running…" for ever."""
+    sid = new_session(tool_srv)
+    fake.script(
+        Reply(text="Let me plan.", tool_calls=[{"id": "call_b1", "name": "todo", "arguments": TODO_ARGS}]),
+        Reply(text="Planned one task."),
+    )
+    assert_well_formed(chat(tool_srv, sid, "plan my day"))
+    branched = tool_srv.post_json("/api/session/branch", {"session_id": sid, "keep_count": 2})["session"]
+    rows = session(tool_srv, branched["session_id"])["messages"]
+    assert [m["role"] for m in rows] == ["user", "assistant", "tool"]
+    assert rows[1]["tool_calls"][0]["id"] == "call_b1"
+    assert rows[2]["tool_call_id"] == "call_b1" and "write the tests" in rows[2]["content"]
+    # The next turn of the branch sends the model an answered call.
+    fake.script(Reply(text="Branch answer."))
+    assert text_of(chat(tool_srv, branched["session_id"], "and then?")).endswith("Branch answer.")
+    sent = fake.chat_requests()[-1]["body"]["messages"]
+    assert [m["role"] for m in sent if m["role"] != "system"] == ["user", "assistant", "tool", "user"]
+    # hermes-webui reads a parent_session_id without session_source "fork" as a compression continuation.
+    assert on_disk(tool_srv, branched["session_id"])["session_source"] == "fork"
+
+
 def test_a_provider_error_arrives_as_an_error_event_and_the_session_stays_usable(srv, fake):
     sid = new_session(srv)
     fake.script(*[Reply(status=500, error="upstream exploded")] * 3)
