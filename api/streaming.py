@@ -35,6 +35,7 @@ from api import (
     turn_journal,
     turn_rows,
     turn_scope,
+    workspace,
 )
 from api import config as _config
 from api.errors import ApiError, BadRequest, Conflict, NotFound, redact_paths
@@ -86,11 +87,13 @@ def start_turn(session_id: str, message: Any, model: str | None = None, attachme
         session = session_lookup.load_session(session_id)
         if session.read_only:
             raise Conflict("This session is read-only.")
+        workspace.for_turn(session)  # a workspace no longer valid refuses the turn before anything is saved
         before = _fields_of(session)
         # A turn left pending by a process that is gone is closed here and saved with the write-ahead.
         interrupted_turns.close_unless_live(
-            session, "A reply is still streaming in this session (perhaps started in another tab or window); "
-            "follow it there or here, stop it, or wait for it to finish."
+            session,
+            "A reply is still streaming in this session (perhaps started in another tab or window); "
+            "follow it there or here, stop it, or wait for it to finish.",
         )
         history = _history_for(session)
         now = time.time()
