@@ -14,7 +14,7 @@ from itertools import repeat
 from pathlib import Path
 from typing import Any
 
-from api import atomic, jsonio, session_cache, session_index, session_merge, tombstones
+from api import atomic, jsonio, session_cache, session_index, session_merge, tombstones, turn_journal
 from api import config as _config
 from api.errors import Conflict
 from api.messages import message_time
@@ -497,7 +497,11 @@ class Session(SessionFields):
             "enabled_toolsets", "composer_draft", "process_wakeup_pause", "share_token", "share_created_at",
         ):  # fmt: skip
             row[name] = getattr(self, name)
-        row["is_streaming"] = bool(self.active_stream_id)
+        # A file can name a turn no turn of this process runs (its final save failed, or the process is
+        # gone): the sidebar says "streaming" only while one does.
+        row["is_streaming"] = (
+            bool(self.active_stream_id) and turn_journal.live_turn_for(self.session_id) is not None
+        )
         return row
 
     def __repr__(self) -> str:
@@ -552,6 +556,18 @@ def get_session(sid: str, metadata_only: bool = False) -> Session:
 
 def cache_session(session: Session) -> None:
     session_cache.put(session, SESSIONS, LOCK)
+
+
+def reindex_after_turn(sid: str) -> None:
+    """A turn of this process ended: its sidebar row stops saying "streaming" even when the file still
+    names the turn (its final save failed, so no save updated the row)."""
+    with LOCK:
+        session = SESSIONS.get(sid)
+    signature = session.read_signature if session is not None else None
+    if session is None or not session.active_stream_id or signature is None:
+        return
+    _ino, size, mtime_ns = signature
+    session_index.note_saved(Path(SESSION_DIR), Path(SESSION_INDEX_FILE), session.compact(), (size, mtime_ns))
 
 
 def all_sessions() -> list[dict]:

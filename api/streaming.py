@@ -110,8 +110,13 @@ def start_turn(session_id: str, message: Any, model: str | None = None, attachme
         session.pending_user_message = message
         session.pending_started_at = now
         session_ops.advance_watermark_after_turn(session, now)
-        _save_or_undo(session, before)
-        turn_journal.start(turn)
+        turn_journal.start(turn)  # live before the save, so the row it indexes says "streaming"
+        try:
+            _save_or_undo(session, before)
+        except BaseException:
+            turn_journal.end(turn)
+            turn.finish()
+            raise
     turn.history_tokens = compression.estimate_tokens(history + [user_msg])
     threading.Thread(
         target=_run_turn,
@@ -193,6 +198,10 @@ def _run_turn(turn: Turn, session: models.Session, message: str, history: list, 
         turn.append("done", {"session": None})
     finally:
         turn_journal.end(turn)
+        try:
+            models.reindex_after_turn(turn.session_id)
+        except Exception:  # noqa: BLE001 - the sidebar row is derived; the stream still ends
+            log.exception("re-indexing %s after its turn failed", turn.session_id)
         turn.finish()
     if agent is not None and error is None:
         try:

@@ -7,6 +7,7 @@ The fake runs in this process (scripted replies, request log); the server reache
 from __future__ import annotations
 
 import copy
+import http.client
 import json
 import threading
 import time
@@ -30,6 +31,7 @@ from talaria_testing.chat_client import (
     text_of,
 )
 from talaria_testing.fake_llm import Reply, agent_server
+from talaria_testing.faults import fill, small_tmpfs
 from talaria_testing.server_proc import ServerProc
 
 pytestmark = pytest.mark.integration
@@ -419,3 +421,53 @@ def test_without_a_provider_a_turn_ends_with_an_error_saying_how_to_configure_on
         assert data["messages"][0]["content"] == "hello?" and data["messages"][-1].get("_error")
     finally:
         srv.stop()
+
+
+def _feed_rows_of(srv: ServerProc, sid: str, after: int, until, timeout: float = 15.0) -> dict:
+    """The first sidebar row of ``sid`` on ``/api/sessions/feed?after=`` for which ``until(row)`` holds."""
+    conn = http.client.HTTPConnection(srv.host, srv.port, timeout=timeout)
+    try:
+        conn.request("GET", f"/api/sessions/feed?after={after}", headers={"Accept": "text/event-stream"})
+        resp = conn.getresponse()
+        while line := resp.readline():
+            if line.startswith(b"data:"):
+                for row in json.loads(line[5:]).get("upsert", []):
+                    if row["session_id"] == sid and until(row):
+                        return row
+        raise AssertionError("the feed ended without the row")
+    finally:
+        conn.close()
+
+
+def test_the_sidebar_row_stops_saying_streaming_when_the_final_save_failed(llm, tmp_path):
+    """The state folder on a real tmpfs that fills up while the answer streams: the final save fails, the
+    file still names the turn, and the sidebar's live dot stayed on for good (list and feed said
+    is_streaming). The row follows the turns of the process: no turn runs, so it is not streaming."""
+    with small_tmpfs(tmp_path / "mnt", "8m") as mnt:
+        if mnt is None:
+            pytest.skip("mounting a tmpfs is not permitted here")
+        env = {"HERMES_WEBUI_STATE_DIR": str(mnt), "TALARIA_CHECKPOINT_INTERVAL": "60"}
+        with llm.fresh(), agent_server(tmp_path / "srv", llm.base_url, env=env) as srv:
+            sid = new_session(srv)
+            llm.script(Reply(text="one two three four five", hang_after=2))
+            stream_id = start(srv, sid, "count for me")
+            with SSE(srv, stream_id) as sse:
+                events = iter(sse)
+                assert next(name for _, name, _ in events if name == "token")
+                listed = srv.get_json("/api/sessions")
+                (row,) = [r for r in listed["sessions"] if r["session_id"] == sid]
+                assert row["is_streaming"] is True
+                filler = fill(mnt)
+                try:
+                    llm.release()
+                    rest = [(name, data) for _, name, data in events]
+                finally:
+                    filler.unlink()
+            assert rest[-1] == ("done", {"session": None})
+            assert any(name == "error" and "Saving" in data["message"] for name, data in rest)
+            saved = json.loads((mnt / "sessions" / f"{sid}.json").read_text(encoding="utf-8"))
+            assert saved["active_stream_id"] == stream_id  # the file still names the turn
+            (row,) = [r for r in srv.get_json("/api/sessions")["sessions"] if r["session_id"] == sid]
+            assert row["is_streaming"] is False
+            settled = _feed_rows_of(srv, sid, listed["feed_seq"], lambda r: not r["is_streaming"])
+            assert settled["is_streaming"] is False
