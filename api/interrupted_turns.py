@@ -36,9 +36,8 @@ def interrupted_marker() -> dict:
 def close_unless_live(session: models.Session, refusal: str) -> bool:
     """409 with ``refusal`` while a turn of this process streams in the session; else close a turn
     the file still calls pending (True when one was closed; the caller saves)."""
-    live = turn_journal.live_turn_for(session.session_id)
-    if live is not None:
-        raise Conflict(refusal, stream_id=live.stream_id)  # so the page can offer to follow that turn
+    if turn_journal.live_turn_for(session.session_id) is not None:
+        raise Conflict(refusal)
     return close_pending_turn(session)
 
 

@@ -19,7 +19,7 @@ from api.errors import BadRequest
 
 SIDEBAR_FIELDS: tuple[str, ...] = (
     "session_id", "title", "model", "model_provider", "workspace", "message_count", "created_at", "updated_at",
-    "last_message_at", "pinned", "archived", "project_id", "profile", "is_streaming", "active_stream_id",
+    "last_message_at", "pinned", "archived", "project_id", "profile", "is_streaming",
 )  # fmt: skip
 OPTIONAL_FIELDS: tuple[str, ...] = ("parent_session_id",)  # sent only when set
 MAX_LIMIT = 500

@@ -91,9 +91,7 @@ def start_turn(session_id: str, message: Any, model: str | None = None, attachme
         before = _fields_of(session)
         # A turn left pending by a process that is gone is closed here and saved with the write-ahead.
         interrupted_turns.close_unless_live(
-            session,
-            "A reply is still streaming in this session (perhaps started in another tab or window); "
-            "follow it there or here, stop it, or wait for it to finish.",
+            session, "A reply is still streaming in this session; stop it or wait for it to finish."
         )
         history = _history_for(session)
         now = time.time()
