@@ -6,6 +6,7 @@ The fake runs in this process (scripted replies, request log); the server reache
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import http.client
 import json
@@ -319,6 +320,65 @@ def test_a_graceful_stop_mid_turn_saves_the_partial_answer_as_interrupted_not_ca
         assert text_of(chat(srv, sid, "again")) == "Back."
     finally:
         srv.stop()
+
+
+def _follow(srv: ServerProc, sid: str, streaming: threading.Semaphore) -> None:
+    """Start a turn and read its stream to the end; ``streaming`` is released at its first token."""
+    told = False
+    try:
+        with SSE(srv, start(srv, sid, "count"), timeout=30) as sse:
+            for _, name, _ in sse:
+                if name == "token" and not told:
+                    told = True
+                    streaming.release()
+    finally:
+        if not told:
+            streaming.release()
+
+
+def _poll(srv: ServerProc, sid: str, done: threading.Event) -> None:
+    while not done.is_set():
+        with contextlib.suppress(OSError, http.client.HTTPException):
+            srv.request("GET", "/api/sessions")
+            srv.request("GET", f"/api/session?session_id={sid}")
+
+
+def _stop_under_load(srv: ServerProc, pause: float) -> tuple[int | None, list[str]]:
+    """Three streaming turns and two pollers; SIGTERM ``pause`` s after every turn streams."""
+    sids = [new_session(srv) for _ in range(3)]
+    streaming, done = threading.Semaphore(0), threading.Event()
+    threads = [threading.Thread(target=_follow, args=(srv, sid, streaming)) for sid in sids]
+    threads += [threading.Thread(target=_poll, args=(srv, sids[0], done)) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for _ in sids:
+        assert streaming.acquire(timeout=30)
+    time.sleep(pause)
+    code = srv.stop()
+    done.set()
+    for thread in threads:
+        thread.join(30)
+    return code, sids
+
+
+def test_graceful_stops_under_load_with_streaming_turns_exit_cleanly(fake, tmp_path):
+    """One graceful stop under load once ended in SIGABRT. A bounded repeat: each server streams three
+    answers and serves the sidebar and a session to pollers when it is told to stop; every stop exits 0,
+    with no fault-handler stack in its log, and leaves each turn saved as interrupted."""
+    for attempt in range(3):
+        fake.reset()
+        words = " ".join(f"w{k}" for k in range(300))
+        fake.script(*[Reply(text=words, token_delay=0.01) for _ in range(3)])
+        srv = _server(tmp_path / f"stop{attempt}", fake.base_url).start()
+        try:
+            code, sids = _stop_under_load(srv, 0.3 * attempt)
+            assert code == 0, srv.log_text()[-6000:]
+            assert "Fatal Python error" not in srv.log_text()
+            for sid in sids:
+                rows = json.loads((srv.session_dir / f"{sid}.json").read_text(encoding="utf-8"))["messages"]
+                assert rows[-1].get("_interrupted"), rows[-1]
+        finally:
+            srv.stop()
 
 
 # ---------------------------------------------------------------------- automatic compression
