@@ -1,9 +1,11 @@
 """Branching: a new durable session holding a conversation's history up to a chosen message.
 
 The branch is an ordinary session (own id, own file, own turns) whose ``parent_session_id`` names the
-conversation it came from. It takes the visible transcript only: its first turn's model context is
-that transcript (no compression state is carried over, so the branch's context is exactly what it
-shows). The parent is not changed.
+conversation it came from and whose ``session_source`` is ``"fork"``: hermes-webui reads a parent without
+that source as a compression continuation and shows the parent's rows in it. It takes the visible
+transcript only: its first turn's model context is that transcript (no compression state is carried
+over, so the branch's context is exactly what it shows). A kept tool call keeps its result rows. The
+parent is not changed.
 """
 
 from __future__ import annotations
@@ -30,14 +32,44 @@ def _branch_title(title: str | None) -> str:
     return base[: TITLE_MAX - len(suffix)] + suffix
 
 
+# hermes-webui's name for a session branched off another (not a compression continuation).
+FORK_SOURCE = "fork"
+
+
+def _call_ids(rows: list) -> set[str]:
+    ids: set[str] = set()
+    for row in rows:
+        calls = row.get("tool_calls") if isinstance(row, dict) else None
+        for call in calls if isinstance(calls, list) else ():
+            if isinstance(call, dict) and isinstance(call.get("id"), str):
+                ids.add(call["id"])
+    return ids
+
+
+def _with_tool_results(messages: list, keep_count: int) -> int:
+    """``keep_count`` extended over the tool rows right after it that answer a kept tool call.
+
+    A call without its result would stay "running" in the branch for ever, and the model would be sent a
+    call nobody answered.
+    """
+    calls = _call_ids(messages[:keep_count])
+    end = keep_count
+    while end < len(messages):
+        row = messages[end]
+        if not (isinstance(row, dict) and row.get("role") == "tool" and row.get("tool_call_id") in calls):
+            break
+        end += 1
+    return end
+
+
 def branch_rows(messages: list, keep_count: Any) -> list[dict]:
-    """Copies of the first ``keep_count`` rows, without live-turn flags."""
+    """Copies of the first ``keep_count`` rows and the results of their tool calls, without live-turn flags."""
     if isinstance(keep_count, bool) or not isinstance(keep_count, int) or keep_count < 0:
         raise BadRequest("keep_count must be a non-negative integer")
     if keep_count > len(messages):
         raise BadRequest("keep_count is larger than the conversation")
     rows = []
-    for row in copy.deepcopy(messages[:keep_count]):
+    for row in copy.deepcopy(messages[: _with_tool_results(messages, keep_count)]):
         if isinstance(row, dict):
             for flag in _TURN_FLAGS:
                 row.pop(flag, None)
@@ -60,6 +92,7 @@ def branch_session(sid: str, keep_count: Any) -> dict:
             model=parent.model,
             model_provider=parent.model_provider,
             parent_session_id=sid,
+            session_source=FORK_SOURCE,
             messages=rows,
             created_at=now,
             updated_at=now,

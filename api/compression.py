@@ -14,7 +14,7 @@ import time
 import uuid
 from typing import Any
 
-from api import agent_runtime, atomic, models, toolsets
+from api import agent_runtime, atomic, compression_undo, models, toolsets
 from api import config as _config
 from api.anchor import anchor_message_key, visible_messages_for_anchor
 from api.errors import ApiError, BadRequest, Conflict, redact_paths
@@ -252,6 +252,11 @@ def _apply_manual_compression(
     session.truncation_watermark = session.truncation_boundary = _truncation_watermark_for(rows)
     session.compression_anchor_mode = "manual"
     session.compression_generation = uuid.uuid4().hex
+    # Also in a field hermes-webui keeps: its saves drop compression_generation (api/compression_undo.py).
+    session.compression_anchor_details = {
+        **session.compression_anchor_details,
+        compression_undo.GENERATION_KEY: session.compression_generation,
+    }
     session.last_prompt_tokens = after_tokens
 
 
@@ -295,6 +300,8 @@ def uncompress(session_id: str) -> dict:
             "compression_anchor_mode", "compression_generation",
         ):  # fmt: skip
             setattr(session, name, undo.get(name))
+        if not isinstance(session.compression_anchor_details, dict):
+            session.compression_anchor_details = {}
         if since and session.truncation_watermark:
             session.truncation_watermark = timestamp_or_ts(since[-1]) or session.truncation_watermark
         session.compression_undo = None

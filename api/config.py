@@ -3,8 +3,8 @@
 Every setting is one row of ``SETTINGS``: its name, type, default, the environment variable that
 overrides it, and a help line. ``load_settings`` takes values from flags, then the environment, then the
 ``webui:`` section of ``$HERMES_HOME/config.yaml``, then the default; ``configure(values)`` installs them.
-Importing reads nothing: until an entry point (the CLI, the recovery CLI, the test plugin) calls
-``configure``, the paths are placeholders that refuse to be used. Nothing else in Talaria reads ``os.environ``.
+Importing reads nothing: entry points (the CLI, the recovery CLI, the test plugin) call ``configure``;
+a program that uses the paths without it gets them from the environment on first use, as hermes-webui does. Nothing else in Talaria reads ``os.environ``.
 """
 
 from __future__ import annotations
@@ -387,32 +387,44 @@ def _static_dir() -> Path:
 STATIC_DIR = _static_dir()
 
 
-class NotConfigured(RuntimeError):
-    """A path was used before ``configure()`` gave the settings (an entry point forgot to call it)."""
+class _PathFromEnvironment:
+    """What a path global holds until ``configure()``: its first use configures from the environment.
 
-
-class _UnconfiguredPath:
-    """What a path global holds until ``configure()``: any use as a path raises ``NotConfigured``.
-
-    Importing reads neither the environment nor a file, so there is no honest value yet, and a guessed
-    one (``~/.hermes``) would let a test or a tool touch a person's real folder without a word.
+    Importing reads neither the environment nor a file. A program that imports ``api.models`` and uses a
+    session without calling ``configure`` (as hermes-webui's own code and tests do) gets the folders the
+    environment names (``HERMES_HOME``, ``HERMES_WEBUI_STATE_DIR``), exactly as hermes-webui resolves them.
     """
 
     def __init__(self, name: str) -> None:
         self._name = name
 
     def __repr__(self) -> str:
-        return f"<api.config.{self._name}: not configured>"
+        return f"<api.config.{self._name}: from the environment on first use>"
 
-    def _refuse(self, *_args: Any, **_kwargs: Any) -> Any:
-        raise NotConfigured(
-            f"api.config.{self._name} is used before api.config.configure(load_settings(...)) ran"
-        )
+    def _path(self) -> Path:
+        configure_from_environment()
+        return cast(Path, globals()[self._name])
 
-    __fspath__ = __str__ = __truediv__ = __rtruediv__ = __eq__ = __hash__ = _refuse
+    def __fspath__(self) -> str:
+        return os.fspath(self._path())
 
-    def __getattr__(self, _attr: str) -> Any:
-        self._refuse()
+    def __str__(self) -> str:
+        return str(self._path())
+
+    def __truediv__(self, other: Any) -> Path:
+        return self._path() / other
+
+    def __rtruediv__(self, other: Any) -> Path:
+        return other / self._path()
+
+    def __eq__(self, other: object) -> bool:
+        return self._path() == other
+
+    def __hash__(self) -> int:
+        return hash(self._path())
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._path(), attr)
 
 
 def _static_defaults() -> dict:
@@ -421,11 +433,30 @@ def _static_defaults() -> dict:
 
 
 SETTINGS_VALUES: dict = _static_defaults()
-HERMES_HOME: Path = cast(Path, _UnconfiguredPath("HERMES_HOME"))
-STATE_DIR: Path = cast(Path, _UnconfiguredPath("STATE_DIR"))
-SESSION_DIR: Path = cast(Path, _UnconfiguredPath("SESSION_DIR"))
-SESSION_INDEX_FILE: Path = cast(Path, _UnconfiguredPath("SESSION_INDEX_FILE"))
-STATE_DB_PATH: Path = cast(Path, _UnconfiguredPath("STATE_DB_PATH"))
+HERMES_HOME: Path = cast(Path, _PathFromEnvironment("HERMES_HOME"))
+STATE_DIR: Path = cast(Path, _PathFromEnvironment("STATE_DIR"))
+SESSION_DIR: Path = cast(Path, _PathFromEnvironment("SESSION_DIR"))
+SESSION_INDEX_FILE: Path = cast(Path, _PathFromEnvironment("SESSION_INDEX_FILE"))
+STATE_DB_PATH: Path = cast(Path, _PathFromEnvironment("STATE_DB_PATH"))
+_CONFIGURED = threading.Event()
+_CONFIGURE_LOCK = threading.RLock()
+
+
+def configure_from_environment() -> None:
+    """Configure from the environment (and config.yaml) unless an entry point already called ``configure``.
+
+    A value that does not fit falls back to its default, as a library import must not fail on it. The
+    sessions folder is made as hermes-webui makes it, so the first save has somewhere to go.
+    """
+    if _CONFIGURED.is_set():
+        return
+    with _CONFIGURE_LOCK:
+        if not _CONFIGURED.is_set():
+            configure(load_settings(strict=False))
+            try:
+                SESSION_DIR.mkdir(parents=True, exist_ok=True)
+            except OSError:
+                pass  # the save that needs it names the problem
 
 
 def environment_source(name: str) -> str | None:
@@ -437,12 +468,9 @@ def environment_source(name: str) -> str | None:
 
 
 def setting(name: str) -> Any:
-    try:
-        return SETTINGS_VALUES[name]
-    except KeyError:
-        if any(s.name == name for s in SETTINGS):
-            raise NotConfigured(f"setting {name!r} is read before api.config.configure() ran") from None
-        raise
+    if name not in SETTINGS_VALUES and any(s.name == name for s in SETTINGS):
+        configure_from_environment()
+    return SETTINGS_VALUES[name]
 
 
 def configure(values: Mapping[str, Any]) -> None:
@@ -451,6 +479,11 @@ def configure(values: Mapping[str, Any]) -> None:
     Safe to call again (a test, ``talaria doctor``): the same dict and the same module globals are
     updated in place, and the modules that keep their own bindings of the paths follow.
     """
+    with _CONFIGURE_LOCK:
+        _configure(values)
+
+
+def _configure(values: Mapping[str, Any]) -> None:
     global HERMES_HOME, STATE_DIR, SESSION_DIR, SESSION_INDEX_FILE, STATE_DB_PATH
     SETTINGS_VALUES.update(values)
     HERMES_HOME = Path(SETTINGS_VALUES["hermes_home"])
@@ -461,6 +494,7 @@ def configure(values: Mapping[str, Any]) -> None:
     # hermes-agent finds its home only through the environment (it reads HERMES_HOME when imported,
     # lazily, after this): setting it here keeps the agent on the folder Talaria was given.
     os.environ["HERMES_HOME"] = str(HERMES_HOME)
+    _CONFIGURED.set()
     for follow in _FOLLOWERS:
         follow()
 
@@ -477,6 +511,7 @@ def follow_settings(follow: Callable[[], None]) -> Callable[[], None]:
 
 def default_workspace() -> str:
     """The configured workspace for new sessions, else the home folder (never the server's own cwd)."""
+    configure_from_environment()
     return SETTINGS_VALUES["default_workspace"] or str(Path.home())
 
 

@@ -1,7 +1,8 @@
 """``Session``: fields, the metadata-first JSON layout, durable load/save, the ``.bak`` policy, the cache.
 
 Module globals ``SESSION_DIR``, ``SESSION_INDEX_FILE``, ``SESSIONS`` and ``LOCK`` are read at call time
-(tests and the benchmark patch them). The reconciliation names are re-exported from ``api.reconcile``.
+(tests and the benchmark patch them); without ``config.configure`` the paths come from the environment
+on first use, as hermes-webui's do. The reconciliation names are re-exported from ``api.reconcile``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,16 @@ from itertools import repeat
 from pathlib import Path
 from typing import Any
 
-from api import atomic, jsonio, session_cache, session_index, session_merge, tombstones
+from api import (
+    atomic,
+    compression_undo,
+    jsonio,
+    session_cache,
+    session_index,
+    session_merge,
+    tombstones,
+    turn_journal,
+)
 from api import config as _config
 from api.errors import Conflict
 from api.messages import message_time, visible_message_count
@@ -45,6 +55,7 @@ from api.session_files import (  # noqa: F401 - read_session_file and read_metad
 
 log = logging.getLogger("talaria.models")
 
+STATE_DIR: Path = _config.STATE_DIR
 SESSION_DIR: Path = _config.SESSION_DIR
 SESSION_INDEX_FILE: Path = _config.SESSION_INDEX_FILE
 
@@ -52,8 +63,12 @@ SESSION_INDEX_FILE: Path = _config.SESSION_INDEX_FILE
 @_config.follow_settings
 def _follow_settings() -> None:
     """The paths move with ``config.configure`` (they are module globals: tests patch them here)."""
-    global SESSION_DIR, SESSION_INDEX_FILE
-    SESSION_DIR, SESSION_INDEX_FILE = _config.SESSION_DIR, _config.SESSION_INDEX_FILE
+    global STATE_DIR, SESSION_DIR, SESSION_INDEX_FILE
+    STATE_DIR, SESSION_DIR, SESSION_INDEX_FILE = (
+        _config.STATE_DIR,
+        _config.SESSION_DIR,
+        _config.SESSION_INDEX_FILE,
+    )
 
 
 SESSIONS = _config.SESSIONS
@@ -116,10 +131,22 @@ class Session(SessionFields):
         self.anchor_activity_scenes = scenes if isinstance(scenes, dict) else {}
         ctx = kw.get("context_messages")
         self.context_messages = ctx if isinstance(ctx, list) else []
-        gen = kw.get("compression_generation")
+        gen = kw.get("compression_generation") or compression_undo.generation_in(
+            self.compression_anchor_details
+        )
         self.compression_generation = gen if isinstance(gen, str) and gen else None
-        undo = kw.get("compression_undo")
+        if gen and compression_undo.generation_in(self.compression_anchor_details) != gen:  # an older file
+            self.compression_anchor_details = {
+                **self.compression_anchor_details,
+                compression_undo.GENERATION_KEY: gen,
+            }
+        undo = kw.get(
+            "compression_undo"
+        )  # files of older versions hold it here; saves put it beside the file
         self.compression_undo = undo if isinstance(undo, dict) else None
+        # The generation whose undo file is on disk, and the one the other undo files were last removed for.
+        self._undo_stored: str | None = None
+        self._undo_cleaned: str | None = None
         question = kw.get("pending_question")  # an approval or clarify question a live turn waits on
         self.pending_question = question if isinstance(question, dict) else None
         effort = kw.get("reasoning_effort")  # the session's reasoning effort; None follows the agent's config
@@ -192,6 +219,8 @@ class Session(SessionFields):
         payload["context_messages"] = self.context_messages
         for name in TALARIA_FIELDS[1:]:
             value = getattr(self, name)
+            if name == "compression_undo" and self.compression_generation:
+                continue  # kept beside the file (api/compression_undo.py)
             if value is not None:
                 payload[name] = value
         for key, value in self._extra.items():
@@ -254,6 +283,11 @@ class Session(SessionFields):
         if st is None:
             self._become_file()
             return False
+        if self.compression_undo is None or self._undo_stored != self.compression_generation:
+            self._undo_stored = None  # undone, cleared or replaced by the agent's own compression
+        if self._undo_stored != self._undo_cleaned:
+            compression_undo.remove_others(self.path, self._undo_stored)
+            self._undo_cleaned = self._undo_stored
         if not skip_index:
             session_index.note_saved(
                 Path(SESSION_DIR), Path(SESSION_INDEX_FILE), self.compact(), (st.st_size, st.st_mtime_ns)
@@ -267,6 +301,10 @@ class Session(SessionFields):
             self.updated_at = time.time()
         path = self.path
         self._take_in_foreign_changes(path)
+        gen, undo = self.compression_generation, self.compression_undo
+        if isinstance(undo, dict) and gen and self._undo_stored != gen:
+            compression_undo.store(path, gen, undo)  # first: a file naming a generation finds its undo
+            self._undo_stored = gen
         incoming = len(self.messages)
         try:
             existing, existing_bytes = self._disk_state(path)
@@ -337,6 +375,8 @@ class Session(SessionFields):
         mine = Session.from_payload(merged, sig=theirs._disk_sig)
         mine._saved_message_count = theirs._saved_message_count
         mine._base = theirs._base
+        if mine.compression_generation == self.compression_generation and mine.compression_undo is None:
+            mine.compression_undo = self.compression_undo  # a compression of ours not yet beside the file
         self._adopt(mine)
 
     def _become_file(self) -> None:
@@ -370,6 +410,10 @@ class Session(SessionFields):
         session._saved_message_count = on_disk
         session._disk_sig = sig
         session._file_keys = frozenset(data)
+        if session.compression_undo is None and session.compression_generation:
+            session.compression_undo = compression_undo.load(session.path, session.compression_generation)
+            session._undo_stored = session.compression_generation if session.compression_undo else None
+            session._undo_cleaned = session._undo_stored
         session._base = session_merge.snapshot(session.to_payload())
         return session
 
@@ -495,7 +539,11 @@ class Session(SessionFields):
             "enabled_toolsets", "composer_draft", "process_wakeup_pause", "share_token", "share_created_at",
         ):  # fmt: skip
             row[name] = getattr(self, name)
-        row["is_streaming"] = bool(self.active_stream_id)
+        # A file can name a turn no turn of this process runs (its final save failed, or the process is
+        # gone): the sidebar says "streaming" only while one does.
+        row["is_streaming"] = (
+            bool(self.active_stream_id) and turn_journal.live_turn_for(self.session_id) is not None
+        )
         return row
 
     def __repr__(self) -> str:
@@ -550,6 +598,18 @@ def get_session(sid: str, metadata_only: bool = False) -> Session:
 
 def cache_session(session: Session) -> None:
     session_cache.put(session, SESSIONS, LOCK)
+
+
+def reindex_after_turn(sid: str) -> None:
+    """A turn of this process ended: its sidebar row stops saying "streaming" even when the file still
+    names the turn (its final save failed, so no save updated the row)."""
+    with LOCK:
+        session = SESSIONS.get(sid)
+    signature = session.read_signature if session is not None else None
+    if session is None or not session.active_stream_id or signature is None:
+        return
+    _ino, size, mtime_ns = signature
+    session_index.note_saved(Path(SESSION_DIR), Path(SESSION_INDEX_FILE), session.compact(), (size, mtime_ns))
 
 
 def all_sessions() -> list[dict]:

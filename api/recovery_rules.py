@@ -42,7 +42,12 @@ def _is_manual(live: Any) -> bool:
 
 
 def _compression_generation(doc: Any) -> str | None:
-    gen = _get(doc, "compression_generation")
+    """The generation at the top of the file, else in ``compression_anchor_details`` (where it survives a
+    save by hermes-webui, which drops the top-level key)."""
+    details = _get(doc, "compression_anchor_details")
+    gen = _get(doc, "compression_generation") or (
+        details.get("compression_generation") if isinstance(details, dict) else None
+    )
     return gen.strip() if isinstance(gen, str) and gen.strip() else None
 
 

@@ -142,7 +142,8 @@ def _new_trash_folder(sid: str) -> Path:
 
 
 def delete_session(sid: str) -> dict:
-    """Move ``<sid>.json``, its ``.bak`` and set-aside backups to ``<state>/trash/<sid>-<ms>/``; tombstone the id.
+    """Move ``<sid>.json``, its ``.bak``, set-aside backups and compression undo to ``<state>/trash/<sid>-<ms>/``;
+    tombstone the id.
 
     The tombstone is written first: after a crash at any point the session is either still live, or
     gone and unable to come back from an orphaned backup or from ``state.db``.
@@ -158,7 +159,12 @@ def delete_session(sid: str) -> dict:
             raise Conflict("Session is still streaming; stop the turn before deleting it.")
         tombstones.add_deleted(folder, sid)
         dest = _new_trash_folder(sid)
-        for path in (live, bak, *folder.glob(f"{sid}.json.bak.precompress-*")):
+        for path in (
+            live,
+            bak,
+            *folder.glob(f"{sid}.json.bak.precompress-*"),
+            *folder.glob(f"{sid}.json.undo-*"),
+        ):
             if path.exists():
                 _move_durable(path, dest / path.name)
         atomic.fsync_dir(dest)
@@ -183,7 +189,11 @@ def restore_deleted(token: Any) -> dict:
         if (folder / f"{sid}.json").exists():
             raise Conflict("A session with this id exists again; nothing was restored")
         folder.mkdir(parents=True, exist_ok=True)
-        for kept in [src / f"{sid}.json.bak", *src.glob(f"{sid}.json.bak.precompress-*")]:
+        for kept in [
+            src / f"{sid}.json.bak",
+            *src.glob(f"{sid}.json.bak.precompress-*"),
+            *src.glob(f"{sid}.json.undo-*"),
+        ]:
             if kept.is_file() and not (folder / kept.name).exists():
                 _move_durable(kept, folder / kept.name)
         _move_durable(src / f"{sid}.json", folder / f"{sid}.json")

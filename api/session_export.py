@@ -23,6 +23,7 @@ import orjson
 
 from api import config as _config
 from api import models
+from api import workspace as _workspace
 from api.errors import BadRequest, NotFound, PayloadTooLarge
 from api.messages import message_time
 from api.render import pygments_css, render_markdown
@@ -318,7 +319,7 @@ def import_session(data: Any) -> dict:
     now = time.time()
     fields.setdefault("created_at", now)
     fields.setdefault("updated_at", now)
-    session = models.Session(session_id=new_session_id(), workspace=None, **fields)
+    session = models.Session(session_id=new_session_id(), workspace=_workspace.default(), **fields)
     with _config._get_session_agent_lock(session.session_id):
         session.save(touch_updated_at=False)
         models.cache_session(session)

@@ -35,6 +35,7 @@ from api import (
     turn_journal,
     turn_rows,
     turn_scope,
+    workspace,
 )
 from api import config as _config
 from api.errors import ApiError, BadRequest, Conflict, NotFound, redact_paths
@@ -86,6 +87,7 @@ def start_turn(session_id: str, message: Any, model: str | None = None, attachme
         session = session_lookup.load_session(session_id)
         if session.read_only:
             raise Conflict("This session is read-only.")
+        workspace.for_turn(session)  # a workspace no longer valid refuses the turn before anything is saved
         before = _fields_of(session)
         # A turn left pending by a process that is gone is closed here and saved with the write-ahead.
         interrupted_turns.close_unless_live(
@@ -108,8 +110,13 @@ def start_turn(session_id: str, message: Any, model: str | None = None, attachme
         session.pending_user_message = message
         session.pending_started_at = now
         session_ops.advance_watermark_after_turn(session, now)
-        _save_or_undo(session, before)
-        turn_journal.start(turn)
+        turn_journal.start(turn)  # live before the save, so the row it indexes says "streaming"
+        try:
+            _save_or_undo(session, before)
+        except BaseException:
+            turn_journal.end(turn)
+            turn.finish()
+            raise
     turn.history_tokens = compression.estimate_tokens(history + [user_msg])
     threading.Thread(
         target=_run_turn,
@@ -192,6 +199,10 @@ def _run_turn(turn: Turn, session: models.Session, message: str, history: list, 
         turn.append("done", {"session": None})
     finally:
         turn_journal.end(turn)
+        try:
+            models.reindex_after_turn(turn.session_id)
+        except Exception:  # noqa: BLE001 - the sidebar row is derived; the stream still ends
+            log.exception("re-indexing %s after its turn failed", turn.session_id)
         turn.finish()
     if agent is not None and error is None:
         try:

@@ -1,8 +1,10 @@
 """A session's workspace: the folder its terminal and file tools work in.
 
 The default is the ``default_workspace`` setting, else the agent's configured ``terminal.cwd``, else the
-person's home folder — never the server's own working directory. A folder the person chooses must exist,
-be a folder, and lie under one of the ``workspace_roots`` once links are resolved.
+person's home folder — never the server's own working directory — taking the first of them that lies
+under the ``workspace_roots`` (else the first root). A folder the person chooses must exist, be a
+folder, and lie under one of the roots once links are resolved; each turn checks it again, so a folder
+replaced by a link after it was chosen does not take the turn out of the roots.
 """
 
 from __future__ import annotations
@@ -35,11 +37,24 @@ def roots() -> list[Path]:
     return out
 
 
+def _inside(folder: Path, allowed: list[Path]) -> bool:
+    return any(folder.is_relative_to(root) for root in allowed)
+
+
 def default() -> str:
+    """The workspace of a new (or imported) session: the first candidate that is a folder inside the roots."""
+    allowed = roots()
     configured = _config.setting("default_workspace") or _config.agent_terminal_cwd()
-    if configured and Path(configured).expanduser().is_dir():
-        return str(Path(configured).expanduser().resolve())
-    return str(Path.home())
+    for candidate in (configured, str(Path.home())):
+        if not candidate:
+            continue
+        try:
+            folder = Path(candidate).expanduser().resolve(strict=True)
+        except (OSError, RuntimeError):
+            continue
+        if folder.is_dir() and _inside(folder, allowed):
+            return str(folder)
+    return str(allowed[0]) if allowed else str(Path.home())
 
 
 def choose(value: Any) -> str:
@@ -59,16 +74,30 @@ def choose(value: Any) -> str:
         raise BadRequest("workspace cannot be read (a link loop or no permission)") from None
     if not folder.is_dir():
         raise BadRequest("workspace is not a folder")
-    if not any(folder.is_relative_to(root) for root in roots()):
+    if not _inside(folder, roots()):
         raise BadRequest("workspace is outside the allowed workspace roots")
     return str(folder)
 
 
 def for_turn(session: models.Session) -> str:
-    """The folder a turn of this session runs in; a workspace that has gone away stops the turn."""
-    folder = Path(session.workspace or default())
+    """The folder a turn of this session runs in, links resolved now; ``Conflict`` when it is no longer valid.
+
+    Checked at every turn start: a folder replaced by a link (or moved) after it was chosen would otherwise
+    take the agent's terminal and file tools out of the roots.
+    """
+    try:
+        folder = Path(session.workspace or default()).resolve(strict=True)
+    except FileNotFoundError:
+        raise Conflict("This session's workspace folder no longer exists; choose another one.") from None
+    except (OSError, RuntimeError):
+        raise Conflict("This session's workspace folder cannot be read; choose another one.") from None
     if not folder.is_dir():
-        raise Conflict("This session's workspace folder no longer exists; choose another one.")
+        raise Conflict("This session's workspace is no longer a folder; choose another one.")
+    if not _inside(folder, roots()):
+        raise Conflict(
+            "This session's workspace is outside the allowed workspace roots (a link may point out of them);"
+            " choose another one."
+        )
     return str(folder)
 
 

@@ -35,6 +35,7 @@ def _isolate_environment() -> Path:
     os.environ["HERMES_HOME"] = str(home)
     os.environ["HERMES_WEBUI_STATE_DIR"] = str(state)
     os.environ["HERMES_WEBUI_DEFAULT_WORKSPACE"] = str(workspace)
+    os.environ["TALARIA_WORKSPACE_ROOTS"] = str(root)  # a session's workspace never reaches the real home
     os.environ["NO_PROXY"] = "127.0.0.1,localhost"
     os.environ["no_proxy"] = "127.0.0.1,localhost"
     os.environ["TALARIA_TEST_ROOT"] = str(root)

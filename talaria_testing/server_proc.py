@@ -76,6 +76,8 @@ class ServerProc:
             HERMES_HOME=str(self.hermes_home),
             HERMES_WEBUI_STATE_DIR=str(self.state_dir),
             HERMES_WEBUI_DEFAULT_WORKSPACE=str(self.workspace),
+            # Workspaces stay inside the server's own folder (the default roots are the home folder).
+            TALARIA_WORKSPACE_ROOTS=str(self.root),
             NO_PROXY="127.0.0.1,localhost",
             no_proxy="127.0.0.1,localhost",
             # The agent's public catalogs (models.dev, provider model lists) meet a closed local port

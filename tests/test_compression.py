@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from api import compression
+from api import compression, jsonio
 from api.errors import BadRequest, Conflict, NotFound
 from api.models import Session
 from talaria_testing import failed_saves, scripted_turns
@@ -267,3 +267,41 @@ def test_a_backup_older_than_the_compression_is_set_aside_where_hermes_webui_rec
     live = session.path.read_bytes()
     assert recover_all_sessions_on_startup(folder)["restored"] == 0
     assert session.path.read_bytes() == live
+
+
+def test_a_file_of_an_older_version_with_the_undo_inside_still_uncompresses_and_then_keeps_it_beside(
+    session, monkeypatch, state_dir
+):
+    """Older Talaria wrote compression_undo and compression_generation into the session file itself; such
+    a file still uncompresses, and its next save moves the undo beside the file, where a hermes-webui save
+    (which drops both keys) cannot erase it."""
+    from api import models
+    from talaria_testing import hermes_webui
+
+    install_scripted_compressor(monkeypatch)
+    session.context_messages = list(session.messages)
+    session.save()
+    compression.manual_compress("c1")
+    path = state_dir / "c1.json"
+    doc = jsonio.loads(path.read_bytes())
+    old_layout = dict(doc, compression_undo=Session.load("c1").compression_undo)
+    old_layout["compression_anchor_details"] = {
+        k: v for k, v in doc["compression_anchor_details"].items() if k != "compression_generation"
+    }
+    for undo_file in state_dir.glob("c1.json.undo-*"):
+        undo_file.unlink()
+    path.write_bytes(jsonio.dumps(old_layout))
+    models.SESSIONS.clear()
+    loaded = Session.load("c1")
+    assert (
+        loaded.compression_undo is not None and loaded.compression_generation == doc["compression_generation"]
+    )
+    loaded.pinned = True
+    loaded.save()  # a save by this version
+    hermes_webui.run_turn(path, "later", "answer")
+    models.SESSIONS.clear()
+    compression.uncompress("c1")
+    assert [m["content"] for m in Session.load("c1").context_messages] == [f"turn {i}" for i in range(6)] + [
+        "later",
+        "answer",
+    ]

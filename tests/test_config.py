@@ -133,12 +133,22 @@ _IMPORT_PROBE = textwrap.dedent(
         importlib.import_module("api." + module.name)
 
     from api import config, models
-    result = {"opened": opened, "env_reads": env_reads}
-    if sys.argv[3] == "use-before-configure":
-        try:
-            models.Session(session_id="probe", workspace="/", model="m").save()
-        except config.NotConfigured as exc:
-            result["refused"] = str(exc)
+    result = {"opened": list(opened), "env_reads": list(env_reads)}
+    if sys.argv[3] == "use-without-configure":
+        os.environ = e
+        models.Session(session_id="probe", workspace="/", model="m", messages=[{"role": "user", "content": "hi"}]).save()
+        models.SESSIONS.clear()
+        with models.LOCK:
+            pass
+        loaded = models.Session.load("probe")
+        result["used"] = {
+            "paths": [str(p) for p in (models.STATE_DIR, models.SESSION_DIR, models.SESSION_INDEX_FILE)],
+            "file": os.path.isfile(os.path.join(sys.argv[2], "sessions", "probe.json")),
+            "loaded": [m["content"] for m in loaded.messages],
+            "got": models.get_session("probe").session_id,
+            "cached": list(models.SESSIONS),
+            "sidebar": [row["session_id"] for row in models.all_sessions()],
+        }
     elif sys.argv[3] == "configure":
         os.environ = e
         config.configure(config.load_settings(strict=False))
@@ -174,11 +184,21 @@ def test_importing_every_api_module_reads_no_file_and_no_environment_variable(tm
     assert found["env_reads"] == []
 
 
-def test_a_path_used_before_configure_is_refused_with_a_clear_error(tmp_path):
-    """Unconfigured paths refuse: a guessed default (~/.hermes) would touch a person's folder unasked."""
-    found = _probe_fresh_import(tmp_path, "use-before-configure")
-    assert "configure" in found["refused"]
-    assert found["opened"] == []
+def test_sessions_used_without_configure_live_in_the_folders_the_environment_names(tmp_path):
+    """hermes-webui resolves its paths from the environment: code written for it saves a Session right
+    after importing api.models, without calling configure (it got NotConfigured). Importing still reads
+    nothing; the first use of a path reads HERMES_HOME / HERMES_WEBUI_STATE_DIR, never ~/.hermes."""
+    found = _probe_fresh_import(tmp_path, "use-without-configure")
+    assert found["opened"] == [] and found["env_reads"] == []
+    state = (tmp_path / "state").resolve()
+    assert found["used"] == {
+        "paths": [str(state), str(state / "sessions"), str(state / "sessions" / "_index.json")],
+        "file": True,
+        "loaded": ["hi"],
+        "got": "probe",
+        "cached": ["probe"],
+        "sidebar": ["probe"],
+    }
 
 
 def test_configure_points_config_and_models_paths_at_the_given_settings(tmp_path):

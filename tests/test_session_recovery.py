@@ -233,6 +233,24 @@ def test_compression_generation_missing_on_backup_is_intentional(state_dir):
     assert (status["recommend"], status.get("intentional_compress_shrink")) == ("no_action", True)
 
 
+def test_a_loss_after_hermes_webui_saved_a_compressed_session_is_restored(state_dir):
+    """hermes-webui drops compression_generation when it saves; its backup written after the compression
+    and a later genuine loss both carry the generation only in compression_anchor_details. The backup was
+    read as older than the compression (its larger context) and the loss was not recovered."""
+    gen = _gen()
+
+    def as_hermes_webui_saves(doc):
+        doc = {k: v for k, v in doc.items() if k != "compression_generation"}
+        return dict(doc, compression_anchor_details={"message_idx": 1, "compression_generation": gen})
+
+    live = as_hermes_webui_saves(_manual("s", _msgs(2), _msgs(1), generation=gen))
+    bak = dict(live, messages=_msgs(9), context_messages=_msgs(7))  # larger, unmarked context
+    path = _write(state_dir, "s", live=live, bak=bak)
+    assert inspect_session_recovery_status(path)["recommend"] == "restore"
+    older = dict(bak, compression_anchor_details={"message_idx": 1, "compression_generation": _gen()})
+    assert recovery_verdict(live, older)["recommend"] == "no_action"
+
+
 def test_live_without_compression_generation_falls_back_to_the_contexts():
     live = _manual("s", _msgs(2), _msgs(1))
     assert (

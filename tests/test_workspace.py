@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from api import config, workspace
@@ -53,6 +55,7 @@ def test_the_default_is_the_setting_then_the_agents_terminal_cwd_then_home(tmp_p
     for folder in (home, agent_cwd, configured):
         folder.mkdir()
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setitem(config.SETTINGS_VALUES, "workspace_roots", str(tmp_path))
     monkeypatch.setattr(config, "HERMES_HOME", tmp_path)
     monkeypatch.setitem(config.SETTINGS_VALUES, "default_workspace", "")
     (tmp_path / "config.yaml").write_text("terminal:\n  cwd: .\n")
@@ -63,8 +66,20 @@ def test_the_default_is_the_setting_then_the_agents_terminal_cwd_then_home(tmp_p
     assert workspace.default() == str(configured)
 
 
-def test_a_turn_refuses_a_workspace_that_has_gone_away(tmp_path):
-    gone = tmp_path / "gone"
+def test_a_default_outside_the_roots_gives_way_to_home_then_the_first_root(tmp_path, monkeypatch):
+    home, outside, root = (tmp_path / n for n in ("home", "outside", "root"))
+    for folder in (home, outside, root):
+        folder.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setitem(config.SETTINGS_VALUES, "default_workspace", str(outside))
+    monkeypatch.setitem(config.SETTINGS_VALUES, "workspace_roots", f"{root}{os.pathsep}{home}")
+    assert workspace.default() == str(home)
+    monkeypatch.setitem(config.SETTINGS_VALUES, "workspace_roots", str(root))
+    assert workspace.default() == str(root)
+
+
+def test_a_turn_refuses_a_workspace_that_has_gone_away(rooted):
+    gone = rooted / "gone"
     with pytest.raises(Conflict, match="no longer exists"):
         workspace.for_turn(Session(session_id="s1", workspace=str(gone)))
     gone.mkdir()

@@ -220,6 +220,7 @@ class App {
   // The open session was deleted in another tab: leave it as a delete here does, keeping an unsent message
   // in the composer (it goes to a new session if sent). Its undo, while it lasts, is in the tab that deleted it.
   removedElsewhere(sid) {
+    this.dropPendingClearOf(sid);
     if (sid !== this.chat.sessionId) return;
     const draft = this.composer.draft();
     this.composer.cancelEdit({ keepText: true });
@@ -412,6 +413,8 @@ class App {
         try {
           await api.clear(sid);
         } catch (err) {
+          // Deleted in another tab before the feed said so: nothing is left to clear.
+          if (err.status === 404) return this.removedElsewhere(sid);
           toastError(err);
         }
         if (this.chat.sessionId === sid) await this.chat.reload().catch(toastError);
@@ -420,9 +423,23 @@ class App {
         if (this.chat.sessionId === sid) this.chat.renderAll();
       },
     });
+    pending.sessionId = sid;
     this.pendingClear = pending;
-    toast("Conversation cleared.", { action: "Undo", timeout: CLEAR_UNDO_MS, onAction: () => pending.undo() });
+    pending.dismissNotice = toast("Conversation cleared.", {
+      action: "Undo",
+      timeout: CLEAR_UNDO_MS,
+      onAction: () => pending.undo(),
+    });
     return true;
+  }
+
+  // A clear still in its undo window for a session deleted elsewhere is dropped with its Undo notice.
+  dropPendingClearOf(sid) {
+    const pending = this.pendingClear;
+    if (!pending || pending.sessionId !== sid) return;
+    this.pendingClear = null;
+    pending.drop();
+    pending.dismissNotice?.();
   }
 
   async flushPending() {

@@ -25,4 +25,12 @@ export class PendingAction {
     this.undoFn();
     return true;
   }
+
+  // Neither commits nor undoes: what it acted on is gone (deleted in another tab).
+  drop() {
+    if (this.state !== "pending") return false;
+    this.state = "dropped";
+    clearTimeout(this.timer);
+    return true;
+  }
 }

@@ -364,6 +364,46 @@ def test_a_conversation_deleted_in_another_tab_closes_here_with_a_notice_and_kee
         expect(here.locator(".msg-assistant").last).to_contain_text("A fresh start.")
 
 
+def test_a_clear_waiting_for_its_undo_is_dropped_when_another_tab_deletes_the_conversation(browser, server):
+    """/clear commits when its undo window closes; when the conversation was deleted in another tab
+    meanwhile, the commit still fired and the page showed the clear's 404 ("Session not found")."""
+    title = unique("Cleared then deleted")
+    sid = import_session(server, title, CHAT)["session_id"]
+    with open_tabs(browser, server.base_url, 2) as (here, there):
+        clears: list[str] = []
+        here.on(
+            "request",
+            lambda request: clears.append(request.url) if "/api/session/clear" in request.url else None,
+        )
+        for tab in (here, there):
+            goto_app(tab, f"/#/s/{sid}")
+            expect(tab.locator('.msg[data-idx="1"]')).to_contain_text("Paris")
+        box = here.locator("#composer-input")
+        box.fill("/clear")
+        box.press("Enter")
+        here.locator("dialog.modal").get_by_role("button", name="Clear").click()
+        cleared = here.locator(".toast", has_text="Conversation cleared.")
+        expect(cleared.get_by_role("button", name="Undo")).to_be_visible()
+
+        row(there, title).locator(".session-menu-btn").click()
+        row(there, title).get_by_role("menuitem", name="Delete").click()
+        there.locator("dialog.modal").get_by_role("button", name="Delete").click()
+
+        expect(
+            here.locator(".toast", has_text="This conversation was deleted in another tab.")
+        ).to_be_visible()
+        expect(cleared).to_have_count(0)  # its Undo would bring back nothing
+        # The tab that deleted it undoes the delete: the dropped clear must not empty what comes back.
+        there.locator(".toast", has_text=title).get_by_role("button", name="Undo").click()
+        expect(there.locator(f'.session-row[data-sid="{sid}"]')).to_be_visible()
+        here.wait_for_timeout(6000)  # past the clear's undo window
+        assert clears == []
+        expect(here.locator(".toast-error")).to_have_count(0)
+        expect(here.locator("#empty-state")).to_be_visible()
+        screenshots(here, "clear-dropped-after-delete-elsewhere")
+    assert len(server.get_json(f"/api/session?session_id={sid}")["session"]["messages"]) == len(CHAT)
+
+
 def test_the_header_follows_a_model_and_workspace_picked_in_another_tab(browser, server):
     """Only the title followed the feed: a model or workspace picked in another tab changed the sidebar's
     row there but left this tab's header pickers showing the old one."""

@@ -6,7 +6,9 @@ The fake runs in this process (scripted replies, request log); the server reache
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import http.client
 import json
 import threading
 import time
@@ -14,6 +16,7 @@ import time
 import pytest
 
 from api import models, session_index
+from talaria_testing import hermes_webui
 from talaria_testing.chat_client import (
     SSE,
     assert_settled,
@@ -30,6 +33,7 @@ from talaria_testing.chat_client import (
     text_of,
 )
 from talaria_testing.fake_llm import Reply, agent_server
+from talaria_testing.faults import fill, small_tmpfs
 from talaria_testing.server_proc import ServerProc
 
 pytestmark = pytest.mark.integration
@@ -114,6 +118,31 @@ def test_a_tool_call_turn_streams_tool_events_and_stores_the_whole_exchange(tool
     assert json.loads(call["function"]["arguments"]) == TODO_ARGS
     assert messages[2]["tool_call_id"] == "call_t1" and "write the tests" in messages[2]["content"]
     assert messages[3]["content"] == "Planned one task."
+
+
+def test_a_branch_from_a_message_that_called_a_tool_keeps_the_call_with_its_result(tool_srv, fake):
+    """Branching from the assistant row that called a tool (keep_count = its index + 1, as the page asks)
+    copied the call without the tool row answering it: the branch's card said "running…" for ever."""
+    sid = new_session(tool_srv)
+    fake.script(
+        Reply(text="Let me plan.", tool_calls=[{"id": "call_b1", "name": "todo", "arguments": TODO_ARGS}]),
+        Reply(text="Planned one task."),
+    )
+    assert_well_formed(chat(tool_srv, sid, "plan my day"))
+    branched = tool_srv.post_json("/api/session/branch", {"session_id": sid, "keep_count": 2})["session"]
+    rows = session(tool_srv, branched["session_id"])["messages"]
+    assert [m["role"] for m in rows] == ["user", "assistant", "tool"]
+    assert rows[1]["tool_calls"][0]["id"] == "call_b1"
+    assert rows[2]["tool_call_id"] == "call_b1" and "write the tests" in rows[2]["content"]
+    # The next turn of the branch sends the model an answered call.
+    fake.script(Reply(text="Branch answer."))
+    assert text_of(chat(tool_srv, branched["session_id"], "and then?")).endswith("Branch answer.")
+    sent = fake.chat_requests()[-1]["body"]["messages"]
+    assert [m["role"] for m in sent if m["role"] != "system"] == ["user", "assistant", "tool", "user"]
+    # hermes-webui reads a parent_session_id without session_source "fork" as a compression continuation
+    # (and showed the parent's cut-off rows in the branch).
+    branch_file = tool_srv.session_dir / f"{branched['session_id']}.json"
+    assert not hermes_webui.reads_as_continuation(hermes_webui.load(branch_file))
 
 
 def test_a_provider_error_arrives_as_an_error_event_and_the_session_stays_usable(srv, fake):
@@ -293,6 +322,65 @@ def test_a_graceful_stop_mid_turn_saves_the_partial_answer_as_interrupted_not_ca
         srv.stop()
 
 
+def _follow(srv: ServerProc, sid: str, streaming: threading.Semaphore) -> None:
+    """Start a turn and read its stream to the end; ``streaming`` is released at its first token."""
+    told = False
+    try:
+        with SSE(srv, start(srv, sid, "count"), timeout=30) as sse:
+            for _, name, _ in sse:
+                if name == "token" and not told:
+                    told = True
+                    streaming.release()
+    finally:
+        if not told:
+            streaming.release()
+
+
+def _poll(srv: ServerProc, sid: str, done: threading.Event) -> None:
+    while not done.is_set():
+        with contextlib.suppress(OSError, http.client.HTTPException):
+            srv.request("GET", "/api/sessions")
+            srv.request("GET", f"/api/session?session_id={sid}")
+
+
+def _stop_under_load(srv: ServerProc, pause: float) -> tuple[int | None, list[str]]:
+    """Three streaming turns and two pollers; SIGTERM ``pause`` s after every turn streams."""
+    sids = [new_session(srv) for _ in range(3)]
+    streaming, done = threading.Semaphore(0), threading.Event()
+    threads = [threading.Thread(target=_follow, args=(srv, sid, streaming)) for sid in sids]
+    threads += [threading.Thread(target=_poll, args=(srv, sids[0], done)) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for _ in sids:
+        assert streaming.acquire(timeout=30)
+    time.sleep(pause)
+    code = srv.stop()
+    done.set()
+    for thread in threads:
+        thread.join(30)
+    return code, sids
+
+
+def test_graceful_stops_under_load_with_streaming_turns_exit_cleanly(fake, tmp_path):
+    """One graceful stop under load once ended in SIGABRT. A bounded repeat: each server streams three
+    answers and serves the sidebar and a session to pollers when it is told to stop; every stop exits 0,
+    with no fault-handler stack in its log, and leaves each turn saved as interrupted."""
+    for attempt in range(3):
+        fake.reset()
+        words = " ".join(f"w{k}" for k in range(300))
+        fake.script(*[Reply(text=words, token_delay=0.01) for _ in range(3)])
+        srv = _server(tmp_path / f"stop{attempt}", fake.base_url).start()
+        try:
+            code, sids = _stop_under_load(srv, 0.3 * attempt)
+            assert code == 0, srv.log_text()[-6000:]
+            assert "Fatal Python error" not in srv.log_text()
+            for sid in sids:
+                rows = json.loads((srv.session_dir / f"{sid}.json").read_text(encoding="utf-8"))["messages"]
+                assert rows[-1].get("_interrupted"), rows[-1]
+        finally:
+            srv.stop()
+
+
 # ---------------------------------------------------------------------- automatic compression
 
 
@@ -396,3 +484,53 @@ def test_without_a_provider_a_turn_ends_with_an_error_saying_how_to_configure_on
         assert data["messages"][0]["content"] == "hello?" and data["messages"][-1].get("_error")
     finally:
         srv.stop()
+
+
+def _feed_rows_of(srv: ServerProc, sid: str, after: int, until, timeout: float = 15.0) -> dict:
+    """The first sidebar row of ``sid`` on ``/api/sessions/feed?after=`` for which ``until(row)`` holds."""
+    conn = http.client.HTTPConnection(srv.host, srv.port, timeout=timeout)
+    try:
+        conn.request("GET", f"/api/sessions/feed?after={after}", headers={"Accept": "text/event-stream"})
+        resp = conn.getresponse()
+        while line := resp.readline():
+            if line.startswith(b"data:"):
+                for row in json.loads(line[5:]).get("upsert", []):
+                    if row["session_id"] == sid and until(row):
+                        return row
+        raise AssertionError("the feed ended without the row")
+    finally:
+        conn.close()
+
+
+def test_the_sidebar_row_stops_saying_streaming_when_the_final_save_failed(llm, tmp_path):
+    """The state folder on a real tmpfs that fills up while the answer streams: the final save fails, the
+    file still names the turn, and the sidebar's live dot stayed on for good (list and feed said
+    is_streaming). The row follows the turns of the process: no turn runs, so it is not streaming."""
+    with small_tmpfs(tmp_path / "mnt", "8m") as mnt:
+        if mnt is None:
+            pytest.skip("mounting a tmpfs is not permitted here")
+        env = {"HERMES_WEBUI_STATE_DIR": str(mnt), "TALARIA_CHECKPOINT_INTERVAL": "60"}
+        with llm.fresh(), agent_server(tmp_path / "srv", llm.base_url, env=env) as srv:
+            sid = new_session(srv)
+            llm.script(Reply(text="one two three four five", hang_after=2))
+            stream_id = start(srv, sid, "count for me")
+            with SSE(srv, stream_id) as sse:
+                events = iter(sse)
+                assert next(name for _, name, _ in events if name == "token")
+                listed = srv.get_json("/api/sessions")
+                (row,) = [r for r in listed["sessions"] if r["session_id"] == sid]
+                assert row["is_streaming"] is True
+                filler = fill(mnt)
+                try:
+                    llm.release()
+                    rest = [(name, data) for _, name, data in events]
+                finally:
+                    filler.unlink()
+            assert rest[-1] == ("done", {"session": None})
+            assert any(name == "error" and "Saving" in data["message"] for name, data in rest)
+            saved = json.loads((mnt / "sessions" / f"{sid}.json").read_text(encoding="utf-8"))
+            assert saved["active_stream_id"] == stream_id  # the file still names the turn
+            (row,) = [r for r in srv.get_json("/api/sessions")["sessions"] if r["session_id"] == sid]
+            assert row["is_streaming"] is False
+            settled = _feed_rows_of(srv, sid, listed["feed_seq"], lambda r: not r["is_streaming"])
+            assert settled["is_streaming"] is False

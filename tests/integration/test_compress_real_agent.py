@@ -10,6 +10,7 @@ import re
 
 import pytest
 
+from talaria_testing import hermes_webui
 from talaria_testing.chat_client import chat
 from talaria_testing.fake_llm import FakeLLM, agent_server
 
@@ -132,3 +133,34 @@ def test_compress_reports_the_same_kind_of_figure_as_the_context_meter(tmp_path,
     # whole conversation is of that size, not a few percent of it.
     assert meter > 500, meter
     assert 0.5 * meter <= before <= 2 * meter, (line, meter)
+
+
+def test_uncompress_survives_a_turn_saved_by_hermes_webui_in_between(tmp_path, llm):
+    """Switching to hermes-webui and back: its Session drops the keys it does not know, so its next turn
+    rewrote the file without compression_generation and compression_undo, and /uncompress was gone. The
+    undo lives beside the file and the generation in compression_anchor_details, which it keeps."""
+    srv = agent_server(tmp_path, llm.base_url)
+    original = _conversation()
+    _write_session(srv.session_dir, original)
+    path = srv.session_dir / f"{SID}.json"
+    with srv.start():
+        status, _, body = srv.request("POST", "/api/session/compress", {"session_id": SID})
+        assert status == 200, body
+    compressed = _on_disk(srv)
+    # hermes-webui takes over the folder and runs a turn.
+    webui = hermes_webui.run_turn(path, "one more question", "one more answer")
+    assert "compression_undo" not in _on_disk(srv) and "compression_generation" not in _on_disk(srv)
+    assert webui["context_messages"][-1]["content"] == "one more answer"
+    with srv.start():  # back to Talaria
+        assert srv.get_json(f"/api/session?session_id={SID}")["session"]["can_uncompress"] is True
+        restored = srv.post_json("/api/session/uncompress", {"session_id": SID})["session"]
+        assert restored["compression_anchor_mode"] is None
+        assert [m["content"] for m in restored["messages"][-2:]] == ["one more question", "one more answer"]
+    data = _on_disk(srv)
+    assert data["messages"][: len(original)] == original and len(data["messages"]) == len(original) + 2
+    # The model context is the whole transcript again (it was before the compression), the new turn included.
+    assert data["context_messages"] == [] and compressed["context_messages"] != []
+    assert not list(srv.session_dir.glob(f"{SID}.json.undo-*"))
+    with srv.start():  # a restart brings nothing back: the compression stays undone
+        assert srv.get_json(f"/api/session?session_id={SID}")["session"]["can_uncompress"] is False
+    assert _on_disk(srv)["context_messages"] == []
