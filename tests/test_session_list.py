@@ -9,6 +9,7 @@ import pytest
 from api import session_list
 from api.errors import BadRequest
 from api.models import Session
+from talaria_testing.scripted_turns import live_turn
 
 
 def _saved(title: str, updated_at: float, **kw) -> Session:
@@ -39,9 +40,15 @@ def test_rows_carry_the_model_with_its_provider_so_another_tab_can_show_the_pick
 def test_a_row_names_the_turn_live_in_its_session_so_another_tab_can_follow_it(state_dir):
     """A tab open on a session never showed a turn started in another tab: the feed's row said only
     ``is_streaming``, not which stream to follow."""
-    _saved("one", 100.0, active_stream_id="abc123", pending_user_message="hi")
+    session = _saved("one", 100.0, messages=[{"role": "user", "content": "hi", "timestamp": 1.0}])
+    with live_turn(session) as turn:
+        session.save()
+        (row,) = _page()["sessions"]
+        assert row["active_stream_id"] == turn.stream_id and row["is_streaming"] is True
+    session.active_stream_id = None
+    session.save()
     (row,) = _page()["sessions"]
-    assert row["active_stream_id"] == "abc123" and row["is_streaming"] is True
+    assert row["active_stream_id"] is None and row["is_streaming"] is False
 
 
 def test_a_row_counts_the_messages_a_person_sees_not_the_tool_rows(state_dir):

@@ -120,7 +120,8 @@ export class ChatView {
   // a turn live there is followed here, any other change of its transcript is read again.
   followElsewhere(row) {
     if (!row || this.readOnly || row.session_id !== this.sessionId || this.starting) return;
-    const streamId = row.active_stream_id;
+    // A file can still name a turn no server runs (its final save failed): only a streaming row is followed.
+    const streamId = row.is_streaming ? row.active_stream_id : null;
     if (streamId) {
       if (streamId !== this.streamId) this.attach(streamId).catch((err) => this.onError?.(err));
       return;
