@@ -1,21 +1,40 @@
 """The turns of this process: each turn's event journal, and which turn is live in which session.
 
+A journal keeps what a reader that joins late or resumes (``Last-Event-ID``) needs, and a bounded amount
+of it: a text segment's ``render`` patches (``api.render_patches``) are folded into one snapshot once
+those that followed the last snapshot carry more than it does (and at least ``COMPACT_MIN_CHARS``). The
+snapshot takes the sequence number of the newest patch it replaces, so a reader past that number has
+everything, and one before it gets the snapshot, then what followed.
+
 A session file that says a turn is pending while no turn of this process is live in that session was
 left so by a process that is gone or by a final save that failed (docs/turns.md, "Interrupted turns").
 """
 
 from __future__ import annotations
 
+import bisect
 import threading
 import time
 from typing import TYPE_CHECKING
 
+from api import render_patches
 from api.sanitize import scrub_surrogates
 
 if TYPE_CHECKING:  # the type only: the journal holds a turn's runner, it never runs the agent
     from api.agent_turn import TurnRunner
 
 _FINISHED_TTL_S = 600.0  # how long a finished turn's journal stays readable (a reconnecting tab replays it)
+COMPACT_MIN_CHARS = 64_000  # render patches of a segment kept before they are folded into a snapshot
+
+
+class _Renders:
+    """One segment's render patches in the journal: its state so far and what the journal holds of it."""
+
+    def __init__(self) -> None:
+        self.state = render_patches.SegmentState()
+        self.last_seq = 0
+        self.snapshot_chars = 0
+        self.patch_chars = 0  # of the patches after the snapshot
 
 
 class Turn:
@@ -28,7 +47,9 @@ class Turn:
         self.user_ts = user_ts
         self.image_paths: list[str] = []  # attached images (absolute), for a model that can see them
         self.finished_at: float | None = None
-        self.events: list[tuple[int, str, dict]] = []
+        self.events: list[tuple[int, str, dict]] = []  # in sequence order; numbers skip folded patches
+        self._next_seq = 1
+        self._renders: dict[int, _Renders] = {}
         self.cond = threading.Condition()
         self.runner: TurnRunner | None = None
         self.cancel_requested = False
@@ -44,7 +65,10 @@ class Turn:
     def append(self, name: str, data: dict) -> int:
         data = scrub_surrogates(data)  # the SSE writer encodes UTF-8: a lone surrogate would kill the stream
         with self.cond:
-            seq = len(self.events) + 1
+            seq = self._next_seq
+            self._next_seq += 1
+            if name == "render" and isinstance(data.get("segment"), int):
+                self._journal_patch(seq, data)
             self.events.append((seq, name, data))
             if name == "token":
                 self.partial_text.append(data.get("text") or "")
@@ -52,6 +76,31 @@ class Turn:
                 self.partial_reasoning.append(data.get("text") or "")
             self.cond.notify_all()
             return seq
+
+    def _journal_patch(self, seq: int, patch: dict) -> None:
+        renders = self._renders.setdefault(patch["segment"], _Renders())
+        if renders.last_seq and renders.patch_chars > max(COMPACT_MIN_CHARS, renders.snapshot_chars):
+            self._fold(patch["segment"], renders)
+        render_patches.apply(renders.state, patch)
+        renders.last_seq = seq
+        renders.patch_chars += render_patches.size(patch)
+
+    def _fold(self, segment: int, renders: _Renders) -> None:
+        """Replace the segment's patches in the journal by one snapshot at the newest one's number."""
+        snap = render_patches.snapshot(segment, renders.state)
+        if renders.state.plain is not None:
+            renders.state.plain = [snap["plain"]]
+        kept: list[tuple[int, str, dict]] = []
+        for event in self.events:
+            seq, name, data = event
+            if name == "render" and data.get("segment") == segment:
+                if seq == renders.last_seq:
+                    kept.append((seq, name, snap))
+                continue
+            kept.append(event)
+        self.events = kept
+        renders.snapshot_chars = render_patches.size(snap)
+        renders.patch_chars = 0
 
     def finish(self) -> None:
         with self.cond:
@@ -61,9 +110,10 @@ class Turn:
     def events_after(self, seq: int, timeout: float) -> tuple[list[tuple[int, str, dict]], bool]:
         """Events with a sequence number above ``seq`` (waiting up to ``timeout``), and whether the turn ended."""
         with self.cond:
-            if len(self.events) <= seq and not self.finished:
+            if (not self.events or self.events[-1][0] <= seq) and not self.finished:
                 self.cond.wait(timeout)
-            return self.events[max(seq, 0) :], self.finished
+            start = bisect.bisect_right(self.events, seq, key=lambda event: event[0])
+            return self.events[start:], self.finished
 
 
 _TURNS: dict[str, Turn] = {}
