@@ -27,7 +27,7 @@ from markdown_it.token import Token
 from api import render
 
 _BACKTICK_RUN = re.compile(r"`+")
-_EMPHASIS = "*_~"
+_SPECIAL = re.compile(r"[\\*_~]")  # a backslash escape or an emphasis / strikethrough delimiter
 
 
 def _escaped(text: str, pos: int) -> bool:
@@ -71,12 +71,16 @@ def _open_emphasis(content: str, end: int, code_spans: list[tuple[int, int]]) ->
             pos = span[1]
             span = next(spans, None)
             continue
+        found = _SPECIAL.search(content, pos, end)
+        if found is None:
+            break
+        if span is not None and found.start() >= span[0]:
+            pos = span[0]
+            continue
+        pos = found.start()
         char = content[pos]
         if char == "\\":
             pos += 2
-            continue
-        if char not in _EMPHASIS:
-            pos += 1
             continue
         scanned = state.scanDelims(pos, char != "_")
         count = scanned.length

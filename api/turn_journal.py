@@ -4,7 +4,10 @@ A journal keeps what a reader that joins late or resumes (``Last-Event-ID``) nee
 of it: a text segment's ``render`` patches (``api.render_patches``) are folded into one snapshot once
 those that followed the last snapshot carry more than it does (and at least ``COMPACT_MIN_CHARS``). The
 snapshot takes the sequence number of the newest patch it replaces, so a reader past that number has
-everything, and one before it gets the snapshot, then what followed.
+everything, and one before it gets the snapshot, then what followed. A ``token`` that follows a token no
+reader has been handed yet is added to it (up to ``TOKEN_MERGE_CHARS``) instead of becoming an event of
+its own: a word-sized token costs ~300 bytes as an event, and no reader can resume inside an event it
+never saw.
 
 A session file that says a turn is pending while no turn of this process is live in that session was
 left so by a process that is gone or by a final save that failed (docs/turns.md, "Interrupted turns").
@@ -25,6 +28,7 @@ if TYPE_CHECKING:  # the type only: the journal holds a turn's runner, it never 
 
 _FINISHED_TTL_S = 600.0  # how long a finished turn's journal stays readable (a reconnecting tab replays it)
 COMPACT_MIN_CHARS = 64_000  # render patches of a segment kept before they are folded into a snapshot
+TOKEN_MERGE_CHARS = 4096  # the most text one journalled token event gathers
 
 
 class _Renders:
@@ -49,6 +53,7 @@ class Turn:
         self.finished_at: float | None = None
         self.events: list[tuple[int, str, dict]] = []  # in sequence order; numbers skip folded patches
         self._next_seq = 1
+        self._handed_out = 0  # the newest sequence number a reader has been given
         self._renders: dict[int, _Renders] = {}
         self.cond = threading.Condition()
         self.runner: TurnRunner | None = None
@@ -65,6 +70,10 @@ class Turn:
     def append(self, name: str, data: dict) -> int:
         data = scrub_surrogates(data)  # the SSE writer encodes UTF-8: a lone surrogate would kill the stream
         with self.cond:
+            if name == "token" and self._add_to_last_token(data):
+                self.partial_text.append(data.get("text") or "")
+                self.cond.notify_all()
+                return self.events[-1][0]
             seq = self._next_seq
             self._next_seq += 1
             if name == "render" and isinstance(data.get("segment"), int):
@@ -76,6 +85,18 @@ class Turn:
                 self.partial_reasoning.append(data.get("text") or "")
             self.cond.notify_all()
             return seq
+
+    def _add_to_last_token(self, data: dict) -> bool:
+        if not self.events or set(data) != {"text"}:
+            return False
+        seq, name, last = self.events[-1]
+        if name != "token" or seq <= self._handed_out or set(last) != {"text"}:
+            return False
+        text, more = last["text"] or "", data["text"] or ""
+        if len(text) + len(more) > TOKEN_MERGE_CHARS:
+            return False
+        self.events[-1] = (seq, name, {"text": text + more})
+        return True
 
     def _journal_patch(self, seq: int, patch: dict) -> None:
         renders = self._renders.setdefault(patch["segment"], _Renders())
@@ -113,7 +134,10 @@ class Turn:
             if (not self.events or self.events[-1][0] <= seq) and not self.finished:
                 self.cond.wait(timeout)
             start = bisect.bisect_right(self.events, seq, key=lambda event: event[0])
-            return self.events[start:], self.finished
+            events = self.events[start:]
+            if events:
+                self._handed_out = max(self._handed_out, events[-1][0])
+            return events, self.finished
 
 
 _TURNS: dict[str, Turn] = {}

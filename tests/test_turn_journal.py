@@ -93,9 +93,43 @@ def test_a_reader_that_read_patches_before_they_were_folded_resumes_to_the_same_
     assert "".join(d["text"] for _, n, d in seen if n == "token") == text
 
 
-def test_sequence_numbers_increase_and_events_after_returns_the_newer_ones():
+def test_tokens_no_reader_was_handed_are_kept_as_one_event_and_numbers_stay_dense():
+    """Each word-sized token was an event of its own (~300 bytes each: 32 MB for a 600 KB answer)."""
     turn = Turn("s3", "sid")
     for i in range(5):
-        turn.append("token", {"text": str(i)})
-    events, finished = turn.events_after(3, 0)
-    assert [seq for seq, _, _ in events] == [4, 5] and not finished
+        turn.append("token", {"text": f"{i} "})
+    assert turn.events == [(1, "token", {"text": "0 1 2 3 4 "})]
+    events, finished = turn.events_after(0, 0)
+    assert events == [(1, "token", {"text": "0 1 2 3 4 "})] and not finished
+    turn.append("token", {"text": "5 "})  # the reader has event 1: a new event, never a change to it
+    turn.append("token", {"text": "6 "})
+    turn.append("status", {"message": "working"})
+    turn.append("token", {"text": "7"})
+    assert turn.events_after(1, 0)[0] == [
+        (2, "token", {"text": "5 6 "}),
+        (3, "status", {"message": "working"}),
+        (4, "token", {"text": "7"}),
+    ]
+    assert turn.partial_text == [f"{i} " for i in range(7)] + ["7"]
+
+
+def test_a_reader_polling_at_any_moment_receives_every_token_once_in_order():
+    text = _long_answer(300)
+    words = text.split(" ")
+    turn = Turn("s4", "sid")
+    received: list[str] = []
+    seen = 0
+    for i, word in enumerate(words):
+        turn.append("token", {"text": word + (" " if i < len(words) - 1 else "")})
+        if i % 7 == 0 or i % 11 == 0:
+            events, _ = turn.events_after(seen, 0)
+            received += [d["text"] for _, n, d in events if n == "token"]
+            seen = events[-1][0] if events else seen
+    turn.finish()
+    received += [d["text"] for _, n, d in turn.events_after(seen, 0)[0] if n == "token"]
+    assert "".join(received) == text
+    assert len(turn.events) < len(words) // 3
+    unread = Turn("s5", "sid")
+    for word in words:
+        unread.append("token", {"text": word})
+    assert len(unread.events) <= len(text) // 4000 + 1
