@@ -9,12 +9,14 @@ another into one session, each followed live by one SSE reader. Measured:
 - the bytes a reader following the answer live downloads, and how many ``render`` events it got;
 - the journal's size: the bytes a reader that joins after the turn ended downloads when it replays
   the stream from the start (what the server keeps of the turn for resuming readers);
-- the server's CPU time (user + system) while one answer streams.
+- the server's CPU time (user + system) while one answer streams (mostly the agent's own work per token);
+- the rendering alone, in this process: the CPU time ``api.live_render.LiveRender`` takes to render the
+  answer as it grows, rendering after every ``--render-step`` characters (``--render-only`` runs just this).
 
 Each run also checks that the saved answer is the scripted text. Each figure is the median over
 ``--runs`` runs.
 
-    .venv/bin/python bench/bench_stream.py [--runs 3] [--answers 4] [--chars 600000]
+    .venv/bin/python bench/bench_stream.py [--runs 3] [--answers 4] [--chars 600000] [--render-only]
 """
 
 from __future__ import annotations
@@ -139,12 +141,48 @@ def one_run(fake: FakeLLM, opts) -> dict:
     }
 
 
+def render_cpu(chars: int, step: int) -> tuple[float, int]:
+    """CPU seconds LiveRender spends rendering an answer fed ``step`` characters at a time, and the
+    characters of HTML or text its render events carry."""
+    from api import config
+    from api.live_render import LiveRender
+
+    with tempfile.TemporaryDirectory(prefix="talaria-bench-render-") as home:
+        config.configure(config.load_settings(environ={"HERMES_HOME": home, "HERMES_WEBUI_STATE_DIR": home}))
+        events: list[dict] = []
+        ticks = iter(range(0, 10**12, 1000))  # every piece arrives long after the previous render
+        live = LiveRender(
+            lambda name, data: events.append(data) if name == "render" else None, 0.0, lambda: next(ticks)
+        )
+        text = markdown_answer(chars, 0)
+        started = time.process_time()
+        for start in range(0, len(text), step):
+            live("token", {"text": text[start : start + step]})
+        live.close()
+        spent = time.process_time() - started
+        carried = sum(
+            len(d.get("html") or d.get("plain") or "") + sum(map(len, d.get("blocks") or [])) for d in events
+        )
+    return spent, carried
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--answers", type=int, default=4)
     parser.add_argument("--chars", type=int, default=600_000)
+    parser.add_argument("--render-step", type=int, default=2000)
+    parser.add_argument("--render-only", action="store_true")
     opts = parser.parse_args(argv)
+    rendered = [render_cpu(opts.chars, opts.render_step) for _ in range(opts.runs)]
+    print(
+        f"rendering one {opts.chars:,}-character answer every {opts.render_step:,} characters, median of "
+        f"{opts.runs}: {statistics.median(r[0] for r in rendered):.2f} s CPU, "
+        f"{statistics.median(r[1] for r in rendered) / 2**20:.1f} MB carried by render events",
+        flush=True,
+    )
+    if opts.render_only:
+        return 0
     fake = FakeLLM().start()
     try:
         runs = []
