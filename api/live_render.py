@@ -57,11 +57,12 @@ class _Segment:
             return None
         self.rendered = (len(text), finished)
         if self.plain_sent is not None or too_costly_for_markdown(text):
-            start = self.plain_sent or 0
-            self.plain_sent = len(text)
-            if start == len(text):
+            # Trailing white space waits for what follows it: the saved answer ends without it.
+            start, end = self.plain_sent or 0, len(text.rstrip())
+            if end <= start:
                 return None
-            return {"segment": index, "plain": text[start:], "plain_from": start, "chars": len(text)}
+            self.plain_sent = end
+            return {"segment": index, "plain": text[start:end], "plain_from": start, "chars": len(text)}
         blocks = self.document.render(text, finished=finished)
         keep, changed = render_patches.diff(self.shown, blocks)
         if keep == len(self.shown) == len(blocks):

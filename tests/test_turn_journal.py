@@ -11,7 +11,9 @@ from api.turn_journal import COMPACT_MIN_CHARS, Turn
 
 
 def _long_answer(paragraphs: int = 500) -> str:
-    return "\n\n".join(f"Paragraph {i}: " + "some words of the answer " * 12 for i in range(paragraphs))
+    return "\n\n".join(
+        f"Paragraph {i}: " + "some words of the answer " * 12 for i in range(paragraphs)
+    ).rstrip()
 
 
 MARKDOWN_SIZED = _long_answer(500)  # about 160 KB: rendered as Markdown

@@ -136,7 +136,7 @@ function patchPlain(seg, text, from) {
     const pre = el("pre", "plain-text");
     seg.plain = el("code");
     pre.append(seg.plain);
-    seg.body.replaceChildren(pre);
+    seg.body.replaceChildren(pre, "\n"); // as the server's HTML of the saved message has it
     seg.blocks = [];
     seg.plainChars = 0;
   }

@@ -603,3 +603,22 @@ def test_a_tab_that_joins_a_long_answer_mid_turn_ends_with_the_same_page_as_one_
                 body = tab.locator(".msg-assistant .msg-body").last
                 assert tab.evaluate("window.__liveFinal") == body.inner_html()
                 expect(body.locator("h2")).to_have_count(900)
+
+
+def test_an_answer_too_long_for_markdown_streams_as_appended_plain_text_and_ends_as_saved(page, server, llm):
+    """Past the Markdown size cap a segment is one preformatted text: the page appends what arrives
+    instead of receiving the whole text again, and ends with the saved message's HTML."""
+    word = "x" * 199 + "\n"
+    text = "Start with **bold**.\n\n" + word * 1400  # 280 KB in 1,400 tokens (the agent saves it stripped)
+    llm.script(Reply(text=text, hang_after=1300))
+    new_session(page)
+    page.evaluate(WATCH_LIVE)
+    turn = send(page, "A very long answer")
+    assert llm.wait_for_hang(60)
+    live = page.locator(".msg.live .live-text")
+    expect(live.locator("pre.plain-text code")).to_be_attached()
+    llm.release()
+    wait_turn_done(page, turn, timeout=60000)
+    body = page.locator(".msg-assistant .msg-body").last
+    expect(body.locator("pre.plain-text")).to_have_count(1)
+    assert page.evaluate("window.__liveFinal") == body.inner_html()
