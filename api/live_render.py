@@ -100,6 +100,7 @@ class LiveRender:
         self._render_now(finished=True)
         with self._lock:
             self._closed = True
+            self._segments = [_Segment()]  # the turn's journal outlives this; the texts are not needed
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
