@@ -2,18 +2,18 @@
 
 A turn's events pass through ``LiveRender`` on their way to the journal. Each ``token`` extends the
 current text segment (a tool call starts a new one, as the page shows text after the tool's card);
-the segment's Markdown so far is rendered with the same renderer as saved messages
-(``api.render.render_markdown(partial=True)``) and appended as ``render {segment, html}``:
+the segment's Markdown so far is rendered by the renderer of saved messages, block by block
+(``api.partial_render``), and appended as a ``render`` patch (``api.render_patches``) carrying only the
+blocks that changed since the previous one:
 
 - at once when the previous render is older than the interval (the first token shows immediately),
 - otherwise once the interval has passed since the previous render (one timer, never a backlog);
-- and at ``close()``, so the last render holds the whole text before the turn's ``done``.
+- and at ``close()`` (or when a tool call ends the segment) as the finished text, so the last patch
+  leaves the page showing what the saved message shows, before the turn's ``done``.
 
-A long answer costs more to render each time; the interval grows to ``COST_FACTOR`` times the last
-render's duration, so rendering never takes more than a fifth of the streaming thread's time.
-
-Every ``render`` event carries the whole segment, so a page that reconnects mid-turn needs only the
-last one of each segment.
+Only the unfinished last block is parsed again on each render; the interval still grows to
+``COST_FACTOR`` times the last render's duration (a long last block, e.g. a huge code block), so
+rendering never takes more than a fifth of the streaming thread's time.
 """
 
 from __future__ import annotations
@@ -22,12 +22,53 @@ import threading
 import time
 from collections.abc import Callable
 
-from api.render import render_markdown
+from api import render_patches
+from api.partial_render import PartialDocument
+from api.render import too_costly_for_markdown
+from api.sanitize import scrub_surrogates
 
 Sink = Callable[[str, dict], object]
 
 RENDER_INTERVAL_S = 0.1
 COST_FACTOR = 5.0
+
+
+class _Segment:
+    """One stretch of text between tool calls and what the page was last sent of it."""
+
+    def __init__(self) -> None:
+        self.pieces: list[str] = []
+        self.text = ""
+        self.document = PartialDocument()
+        self.shown: list[str] = []  # the blocks the page shows
+        self.plain_sent: int | None = None  # characters sent as preformatted text, once too costly
+        self.rendered: tuple[int, bool] = (0, False)  # (characters, finished) of the last render
+
+    def current_text(self) -> str:
+        if self.pieces:
+            self.text += "".join(self.pieces)
+            self.pieces.clear()
+        return self.text
+
+    def patch(self, index: int, finished: bool) -> dict | None:
+        """The ``render`` patch from what the page shows to the text now (None: nothing changed)."""
+        text = self.current_text()
+        if (len(text), finished) == self.rendered or not text:
+            return None
+        self.rendered = (len(text), finished)
+        if self.plain_sent is not None or too_costly_for_markdown(text):
+            # Trailing white space waits for what follows it: the saved answer ends without it.
+            start, end = self.plain_sent or 0, len(text.rstrip())
+            if end <= start:
+                return None
+            self.plain_sent = end
+            return {"segment": index, "plain": text[start:end], "plain_from": start, "chars": len(text)}
+        blocks = self.document.render(text, finished=finished)
+        keep, changed = render_patches.diff(self.shown, blocks)
+        if keep == len(self.shown) == len(blocks):
+            return None
+        self.shown = blocks
+        return {"segment": index, "keep": keep, "blocks": changed, "chars": len(text)}
 
 
 class LiveRender:
@@ -38,8 +79,7 @@ class LiveRender:
         self._interval = interval
         self._clock = clock
         self._lock = threading.Lock()
-        self._segments: list[list[str]] = [[]]
-        self._rendered_len = 0  # characters of the current segment in its last render
+        self._segments: list[_Segment] = [_Segment()]
         self._last_render = float("-inf")
         self._wait = interval  # the interval, stretched when renders get costly
         self._timer: threading.Timer | None = None
@@ -50,17 +90,17 @@ class LiveRender:
         if name == "token" and data.get("text"):
             self._on_token(str(data["text"]))
         elif name == "tool":
-            self._render_now()
+            self._render_now(finished=True)
             with self._lock:
-                if self._segments[-1]:
-                    self._segments.append([])
-                    self._rendered_len = 0
+                if self._segments[-1].text:
+                    self._segments.append(_Segment())
 
     def close(self) -> None:
-        """Render what has not been rendered yet; later tokens are passed on without renders."""
-        self._render_now()
+        """Render the finished text; later tokens are passed on without renders."""
+        self._render_now(finished=True)
         with self._lock:
             self._closed = True
+            self._segments = [_Segment()]  # the turn's journal outlives this; the texts are not needed
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
@@ -69,7 +109,7 @@ class LiveRender:
         with self._lock:
             if self._closed:
                 return
-            self._segments[-1].append(text)
+            self._segments[-1].pieces.append(scrub_surrogates(text))
             wait = self._last_render + self._wait - self._clock()
             if wait > 0:
                 if self._timer is None:
@@ -79,19 +119,15 @@ class LiveRender:
                 return
         self._render_now()
 
-    def _render_now(self) -> None:
+    def _render_now(self, finished: bool = False) -> None:
         with self._lock:
             self._timer = None
             if self._closed:
                 return
-            segment = len(self._segments) - 1
-            text = "".join(self._segments[-1])
-            if len(text) == self._rendered_len:
-                return
-            self._rendered_len = len(text)
             self._last_render = self._clock()
-            # Rendered under the lock so two renders of one segment reach the sink in order.
+            # Rendered under the lock so two patches of one segment reach the sink in order.
             started = time.perf_counter()
-            html = render_markdown(text, partial=True)
+            patch = self._segments[-1].patch(len(self._segments) - 1, finished)
             self._wait = max(self._interval, COST_FACTOR * (time.perf_counter() - started))
-            self._sink("render", {"segment": segment, "html": html, "chars": len(text)})
+            if patch is not None:
+                self._sink("render", patch)

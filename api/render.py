@@ -17,8 +17,11 @@ Decisions:
   serves every session and nothing here knows the workspace.
 - Math (``$…$``, ``$$…$$``) becomes MathML through latex2mathml; task lists become disabled checkboxes;
   bare URLs become links (linkify).
+- A single line break is a line break (``breaks``): an answer's haiku, address or list of lines keeps its
+  lines, as the person reads them in a chat; a blank line still starts a new paragraph.
 - ``partial=True`` renders an answer that is still streaming: a fenced block that has not closed yet is
   shown as plain text and highlighted once its closing fence arrives; partial texts skip the cache.
+  ``api.partial_render`` renders such an answer block by block, for the live view.
 - ``class`` is allowed on ``code``, ``span``, ``pre`` and ``div`` only (Pygments tokens, ``highlight``,
   ``language-x``); table alignment becomes ``align="left|center|right"`` instead of a ``style``.
 - Fenced code is highlighted by Pygments into ``<pre class="highlight"><code class="language-x">``;
@@ -233,7 +236,7 @@ def _table_align_to_attr(state: StateCore) -> None:
 
 
 def _build_markdown() -> MarkdownIt:
-    md = MarkdownIt("commonmark", {"html": False, "linkify": True, "typographer": False})
+    md = MarkdownIt("commonmark", {"html": False, "linkify": True, "typographer": False, "breaks": True})
     md.enable(["table", "strikethrough", "linkify"])
     md.use(dollarmath_plugin, allow_space=False, double_inline=True)
     md.use(tasklists_plugin)
@@ -248,6 +251,7 @@ def _build_markdown() -> MarkdownIt:
 
 
 _MD = _build_markdown()
+MARKDOWN = _MD  # the parser itself, for the delimiter scan of api.partial_render
 
 
 class _RenderCache:
@@ -304,7 +308,8 @@ class _RenderCache:
 _CACHE = _RenderCache(CACHE_MAX_ENTRIES, CACHE_MAX_CHARS)
 
 
-def _too_costly_for_markdown(text: str) -> bool:
+def too_costly_for_markdown(text: str) -> bool:
+    """Whether ``text`` is shown as escaped preformatted text rather than parsed as Markdown."""
     return len(text) > MARKDOWN_MAX_CHARS or text.count("[") > MARKDOWN_MAX_BRACKETS
 
 
@@ -317,10 +322,34 @@ def _remote_images() -> bool:
     return bool(config.setting("remote_images"))  # read per call: the setting can change while serving
 
 
+def plain_text_html(text: str) -> str:
+    """The escaped preformatted text a too costly text is shown as."""
+    return f'<pre class="plain-text"><code>{escapeHtml(text)}</code></pre>\n'
+
+
+def markdown_env(*, partial_text: str | None = None) -> dict[str, Any]:
+    """The parse environment of one render; ``partial_text`` marks a text still streaming."""
+    env: dict[str, Any] = {"remote_images": _remote_images()}
+    if partial_text is not None:
+        env["partial_lines"] = partial_text.split("\n")
+    return env
+
+
+def parse_markdown(text: str, env: dict[str, Any]) -> list[Token]:
+    """The tokens of ``text`` (no surrogates) with every rule of the saved messages' renderer applied."""
+    return _MD.parse(text, env)
+
+
+def render_tokens(tokens: Sequence[Token], env: dict[str, Any]) -> str:
+    """Tokens from ``parse_markdown`` → sanitized HTML."""
+    html = _MD.renderer.render(tokens, _MD.options, env)
+    return sanitize_html(html, remote_images=bool(env.get("remote_images")))
+
+
 def _render_uncached(text: str, *, partial: bool = False, remote_images: bool = False) -> str:
-    if _too_costly_for_markdown(text):
+    if too_costly_for_markdown(text):
         text = text.encode("utf-8", "replace").decode("utf-8")
-        return f'<pre class="plain-text"><code>{escapeHtml(text)}</code></pre>\n'
+        return plain_text_html(text)
     env: dict[str, Any] = {"remote_images": remote_images}
     if partial:
         env["partial_lines"] = text.split("\n")
@@ -366,7 +395,7 @@ def plain_text(markdown: str) -> str:
     """The words of a Markdown text as a reader sees them (no markup), whitespace collapsed: for snippets."""
     if not isinstance(markdown, str):
         return ""
-    if _too_costly_for_markdown(markdown):
+    if too_costly_for_markdown(markdown):
         return " ".join(markdown.split())
     words: list[str] = []
     _token_words(_MD.parse(markdown, {}), words)

@@ -407,3 +407,23 @@ def test_the_remote_images_setting_lets_https_images_load(monkeypatch):
     assert '<img src="http:' not in html
     monkeypatch.setitem(config.SETTINGS_VALUES, "remote_images", False)
     assert "<img src" not in render_markdown("![x](https://example.com/a.png) ![y](http://example.com/b.png)")
+
+
+def test_single_line_breaks_are_kept_so_a_haiku_keeps_its_three_lines():
+    """A three-line haiku rendered as one line: CommonMark joins single line breaks unless ``breaks`` is on."""
+    html = render_markdown("An old silent pond\nA frog jumps into the pond\nSplash! Silence again")
+    assert html == "<p>An old silent pond<br>\nA frog jumps into the pond<br>\nSplash! Silence again</p>\n"
+    assert render_markdown("one\n\ntwo") == "<p>one</p>\n<p>two</p>\n"
+
+
+def test_line_breaks_leave_code_lists_tables_and_math_as_they_were():
+    code = render_markdown("```python\nx = 1\ny = 2\n```")
+    assert "<br" not in code and '<span class="n">y</span>' in code
+    assert "<br" not in render_markdown("    indented\n    code")
+    assert render_markdown("- one\n- two") == "<ul>\n<li>one</li>\n<li>two</li>\n</ul>\n"
+    assert render_markdown("- one\n  more") == "<ul>\n<li>one<br>\nmore</li>\n</ul>\n"
+    table = render_markdown("| a | b |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |")
+    assert "<br" not in table and table.count("<tr>") == 3
+    math = render_markdown("$$\nx^2\n$$")
+    assert "<br" not in math and "<math" in math
+    assert render_markdown("`a\nb`") == "<p><code>a b</code></p>\n"

@@ -1,7 +1,10 @@
 // The answer being streamed: reasoning, tool cards, status lines, and its text as the server renders it
-// (`render` events: the sanitized HTML of each text segment so far, at most every ~100 ms, by the same
-// renderer as saved messages). On `done` the chat view swaps in the saved transcript, which renders the
-// same text the same way, so nothing re-flows.
+// (`render` events, at most every ~100 ms, by the same renderer as saved messages). Each event patches
+// one text segment: keep its first `keep` blocks and append `blocks` (sanitized HTML, one top-level
+// Markdown block each), or, for a text too long for Markdown, append `plain` text from `plain_from`.
+// Blocks before the last one never change, so the page never receives the whole answer again. On `done`
+// the chat view swaps in the saved transcript, which renders the same text the same way, so nothing
+// re-flows.
 
 import { decorateCode } from "./actions.js";
 import { hydrateMedia } from "./media.js";
@@ -19,30 +22,31 @@ export class LiveTurn {
     head.append(this.statusLine);
     this.article.append(head);
     this.reasoningBody = null;
-    this.segments = []; // one .msg-body per text segment (text between tool calls)
+    this.segments = []; // one { body, blocks: [[node...]...], plain: <code> | null } per text segment
     this.cards = new Map();
-    this.text = "";
     container.append(this.article);
   }
 
   token(text) {
     if (!text) return;
-    this.text += text;
     this.setStatus("");
   }
 
-  // The server's rendering of text segment `segment` so far (it replaces the previous one).
-  render({ segment, html }) {
-    if (!Number.isInteger(segment) || segment < 0 || typeof html !== "string") return;
-    let body = this.segments[segment];
-    if (!body) {
-      body = el("div", "msg-body live-text");
-      this.segments[segment] = body;
-      this.article.append(body);
+  // A patch of text segment `segment` as the server renders it (see the top of this file).
+  render({ segment, keep, blocks, plain, plain_from: plainFrom }) {
+    if (!Number.isInteger(segment) || segment < 0) return;
+    let seg = this.segments[segment];
+    if (!seg) {
+      seg = { body: el("div", "msg-body live-text"), blocks: [], plain: null, plainChars: 0 };
+      this.segments[segment] = seg;
+      this.article.append(seg.body);
     }
-    body.innerHTML = html;
-    decorateCode(this.article);
-    hydrateMedia(body, this.sessionId);
+    if (typeof plain === "string") patchPlain(seg, plain, plainFrom);
+    else if (Number.isInteger(keep) && keep >= 0 && keep <= seg.blocks.length && Array.isArray(blocks)) {
+      patchBlocks(seg, keep, blocks);
+    } else return;
+    decorateCode(seg.body);
+    hydrateMedia(seg.body, this.sessionId);
     this.setStatus("");
   }
 
@@ -100,4 +104,43 @@ export class LiveTurn {
   remove() {
     this.article.remove();
   }
+}
+
+function patchBlocks(seg, keep, blocks) {
+  if (seg.plain) {
+    seg.body.replaceChildren();
+    seg.plain = null;
+  }
+  for (const nodes of seg.blocks.splice(keep)) for (const node of nodes) node.remove();
+  const template = document.createElement("template");
+  for (const html of blocks) {
+    template.innerHTML = typeof html === "string" ? html : "";
+    const nodes = [...template.content.childNodes];
+    seg.body.append(...nodes);
+    seg.blocks.push(nodes);
+  }
+}
+
+// The server counts characters as code points; a JS string's length counts UTF-16 units.
+function codePoints(text) {
+  let surrogates = 0;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit >= 0xdc00 && unit <= 0xdfff) surrogates += 1; // the second half of a pair
+  }
+  return text.length - surrogates;
+}
+
+function patchPlain(seg, text, from) {
+  if (!seg.plain || from === 0) {
+    const pre = el("pre", "plain-text");
+    seg.plain = el("code");
+    pre.append(seg.plain);
+    seg.body.replaceChildren(pre, "\n"); // as the server's HTML of the saved message has it
+    seg.blocks = [];
+    seg.plainChars = 0;
+  }
+  if (from !== seg.plainChars) return; // a patch out of turn: the next snapshot repairs it
+  seg.plain.append(text);
+  seg.plainChars += codePoints(text);
 }

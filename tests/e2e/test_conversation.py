@@ -9,7 +9,16 @@ from playwright.sync_api import expect
 
 from talaria_testing.fake_llm import Reply
 
-from .helpers import goto_app, import_session, new_session, qa_history, screenshots, send, wait_turn_done
+from .helpers import (
+    goto_app,
+    import_session,
+    new_session,
+    open_page,
+    qa_history,
+    screenshots,
+    send,
+    wait_turn_done,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -587,3 +596,116 @@ def test_display_math_is_larger_than_the_text_around_it_and_inline_math_is_not(p
     assert sizes["inline"] <= sizes["text"], sizes
     assert sizes["block"] <= sizes["text"] * 1.5, sizes  # it stands out without becoming a headline
     screenshots(page, "display-math")
+
+
+HAIKU = "An old silent pond\nA frog jumps into the pond\nSplash! Silence again"
+
+
+def test_a_haiku_keeps_its_three_lines_while_streaming_and_once_saved(page, server, llm):
+    """Single line breaks collapsed: a three-line haiku showed as one line."""
+    llm.script(Reply(text=f"Here is a haiku:\n\n{HAIKU}", hang_after=14, token_delay=0.02))
+    new_session(page)
+    turn = send(page, "Write a haiku")
+    live = page.locator(".msg.live .live-text")
+    expect(live).to_contain_text("frog")
+    assert llm.wait_for_hang(10)
+    assert live.locator("p").last.locator("br").count() >= 1
+    llm.release()
+    wait_turn_done(page, turn)
+    poem = page.locator(".msg-assistant .msg-body p").last
+    expect(poem.locator("br")).to_have_count(2)
+    lines = poem.evaluate("p => p.innerText.split('\\n')")
+    assert lines == HAIKU.split("\n")
+    screenshots(page, "haiku-line-breaks")
+
+
+# Notes every text the live bubble showed outside code, whenever it changed.
+WATCH_RAW_MARKERS = """() => {
+  window.__liveTexts = [];
+  new MutationObserver(() => {
+    const live = document.querySelector('.msg.live .live-text');
+    if (!live) return;
+    const copy = live.cloneNode(true);
+    for (const code of copy.querySelectorAll('code, pre')) code.remove();
+    window.__liveTexts.push(copy.textContent);
+  }).observe(document.getElementById('messages'), {childList: true, subtree: true, characterData: true});
+}"""
+
+OPEN_SPAN = "To install it, run `pip install --upgrade talaria-webui` and then **restart the server** now."
+
+
+def test_an_open_code_span_shows_as_code_mid_stream_never_as_a_raw_backtick(page, server, llm):
+    """An unclosed inline code span showed its raw backtick while the answer streamed."""
+    hang_at = next(i for i, tok in enumerate(_tokens(OPEN_SPAN)) if "--upgrade" in tok) + 1
+    llm.script(Reply(text=OPEN_SPAN, hang_after=hang_at, token_delay=0.03))
+    new_session(page)
+    page.evaluate(WATCH_RAW_MARKERS)
+    page.evaluate(WATCH_LIVE)
+    turn = send(page, "How do I install it?")
+    live = page.locator(".msg.live .live-text")
+    assert llm.wait_for_hang(10)
+    expect(live.locator("code")).to_have_text("pip install --upgrade")
+    screenshots(page, "open-code-span-mid-stream")
+    llm.release()
+    wait_turn_done(page, turn)
+    body = page.locator(".msg-assistant .msg-body").last
+    expect(body.locator("code")).to_have_text("pip install --upgrade talaria-webui")
+    expect(body.locator("strong")).to_have_text("restart the server")
+    seen = page.evaluate("window.__liveTexts")
+    assert seen and not [text for text in seen if "`" in text or "**" in text]
+    assert page.evaluate("window.__liveFinal") == body.inner_html()
+
+
+def _long_answer(parts: int) -> str:
+    return "\n\n".join(
+        f"## Part {i}\n\nStep {i} uses `code`, **bold** and a line\nbreak.\n\n- one\n- two\n\n```python\nx = {i}\n```"
+        for i in range(parts)
+    )
+
+
+def test_a_tab_that_joins_a_long_answer_mid_turn_ends_with_the_same_page_as_one_that_watched(
+    browser, server, llm
+):
+    """Render events of a long answer are patches; the journal folds the old ones into a snapshot. A tab
+    that opens the session mid-turn gets that snapshot and what follows, and shows the same final page."""
+    text = _long_answer(900)  # about 85 KB: the journal has folded patches before the pause
+    tokens = _tokens(text)
+    llm.script(Reply(text=text, hang_after=len(tokens) * 2 // 3))
+    with open_page(browser, server.base_url) as watcher:
+        sid = new_session(watcher)
+        watcher.evaluate(WATCH_LIVE)
+        turn = send(watcher, "A long answer please")
+        assert llm.wait_for_hang(60)
+        with open_page(browser, server.base_url) as joiner:
+            goto_app(joiner, f"/#/s/{sid}")
+            expect(joiner.locator(".msg.live .live-text h2").first).to_have_text("Part 0")
+            expect(joiner.locator(".msg.live .live-text h2").last).to_have_text(re.compile(r"Part \d+"))
+            joiner.evaluate(WATCH_LIVE)
+            llm.release()
+            wait_turn_done(watcher, turn, timeout=60000)
+            wait_turn_done(joiner, 0, timeout=60000)
+            saved = server.get_json(f"/api/session?session_id={sid}")["session"]["messages"][-1]
+            assert saved["content"] == text
+            for tab in (watcher, joiner):
+                body = tab.locator(".msg-assistant .msg-body").last
+                assert tab.evaluate("window.__liveFinal") == body.inner_html()
+                expect(body.locator("h2")).to_have_count(900)
+
+
+def test_an_answer_too_long_for_markdown_streams_as_appended_plain_text_and_ends_as_saved(page, server, llm):
+    """Past the Markdown size cap a segment is one preformatted text: the page appends what arrives
+    instead of receiving the whole text again, and ends with the saved message's HTML."""
+    word = "x" * 199 + "\n"
+    text = "Start with **bold**.\n\n" + word * 1400  # 280 KB in 1,400 tokens (the agent saves it stripped)
+    llm.script(Reply(text=text, hang_after=1300))
+    new_session(page)
+    page.evaluate(WATCH_LIVE)
+    turn = send(page, "A very long answer")
+    assert llm.wait_for_hang(60)
+    live = page.locator(".msg.live .live-text")
+    expect(live.locator("pre.plain-text code")).to_be_attached()
+    llm.release()
+    wait_turn_done(page, turn, timeout=60000)
+    body = page.locator(".msg-assistant .msg-body").last
+    expect(body.locator("pre.plain-text")).to_have_count(1)
+    assert page.evaluate("window.__liveFinal") == body.inner_html()

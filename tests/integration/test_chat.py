@@ -15,7 +15,8 @@ import time
 
 import pytest
 
-from api import models, session_index
+from api import models, render_patches, session_index
+from api.render import plain_text_html
 from talaria_testing import hermes_webui
 from talaria_testing.chat_client import (
     SSE,
@@ -227,6 +228,58 @@ def test_sse_reconnect_with_last_event_id_receives_exactly_the_missed_events(srv
     assert late == replay[-1:]
     assert read_all(srv, stream_id, last_event_id=len(replay)) == []
     assert roles_and_text(session(srv, sid)["messages"]) == [("user", "tell me a story"), ("assistant", text)]
+
+
+def _page_of(events) -> list[str]:
+    """Each text segment's HTML as a page that applied the ``render`` patches among ``events`` shows it."""
+    states: dict[int, render_patches.SegmentState] = {}
+    for _, name, data in events:
+        if name == "render":
+            render_patches.apply(states.setdefault(data["segment"], render_patches.SegmentState()), data)
+    return [
+        plain_text_html("".join(state.plain)) if state.plain is not None else "".join(state.blocks)
+        for _, state in sorted(states.items())
+    ]
+
+
+def _long_markdown(parts: int) -> str:
+    return "\n\n".join(
+        f"## Part {i}\n\nStep {i} uses `code`, **bold** and a line\nbreak.\n\n- one\n- two\n\n"
+        f"```python\nx = {i}\n```"
+        for i in range(parts)
+    )
+
+
+def test_a_long_answer_streams_as_patches_and_every_reader_ends_with_the_saved_render(srv, fake):
+    """A long answer's render events each carried the whole answer so far, and the journal kept them all:
+    every reader downloaded (and the server held) hundreds of copies. Readers from the start, resuming
+    mid-turn with Last-Event-ID, and joining after the end must still show the same final page."""
+    sid = new_session(srv)
+    text = _long_markdown(1500)  # about 140 KB: past the journal's folding threshold several times
+    fake.script(Reply(text=text))
+    stream_id = start(srv, sid, "a long answer please")
+    early: list = []
+    with SSE(srv, stream_id) as sse:
+        for event in sse:
+            early.append(event)
+            if len(early) == 3000:
+                break  # drop the connection mid-turn
+    resumed = read_all(srv, stream_id, last_event_id=early[-1][0])
+    live = early + resumed
+    late = read_all(srv, stream_id)
+    for events in (live, late):  # numbers increase; folded patches leave gaps
+        assert [i for i, _, _ in events] == sorted({i for i, _, _ in events}) and names(events)[-1] == "done"
+    saved = [m for m in named(late, "done")[0]["session"]["messages"] if m["role"] == "assistant"][-1]
+    assert saved["content"] == text and roles_and_text(session(srv, sid)["messages"])[-1] == (
+        "assistant",
+        text,
+    )
+    assert _page_of(live) == _page_of(late) == [saved["html"]]
+    assert text_of(live) == text_of(late) == text
+    carried = sum(render_patches.size(d) for _, n, d in live if n == "render")
+    kept = sum(render_patches.size(d) for _, n, d in late if n == "render")
+    assert carried < 3 * len(saved["html"])
+    assert kept < 2 * len(saved["html"]) + 130_000
 
 
 def test_a_server_killed_mid_turn_restarts_with_the_checkpoint_and_an_interrupted_marker(fake, tmp_path):
