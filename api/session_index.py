@@ -2,7 +2,7 @@
 
 The index lives in memory per session folder, its rows kept in sidebar order (``api.sidebar_order``). A save
 moves one row (O(log n)) and schedules a flush, so ``_index.json`` is current within ``index_flush_delay``
-seconds and at shutdown. Each row in the file carries ``_stat`` = [size, mtime_ns, ROW_FORMAT] of its file, so
+seconds (or ten times the last flush's duration, when that is longer) and at shutdown. Each row in the file carries ``_stat`` = [size, mtime_ns, ROW_FORMAT] of its file, so
 loading validates the index with one ``stat`` per file and re-reads only the files that changed behind it.
 In memory the stamps are kept beside the rows, which are handed out as they are: readers never change them.
 """
@@ -29,6 +29,10 @@ _STALE_TMP_AGE_S = 3600.0
 # Bumped when a row's figures are computed differently: rows built by an older version are rebuilt once.
 ROW_FORMAT = 2
 _SYNC_REBUILD_FILES = 16  # a first build that had to read more files than this is written at once
+# While rows keep changing, a flush waits at least this many times as long as the last one took: writing the
+# whole file for each turn's checkpoint would keep the disk and the interpreter busy with many sessions, and a
+# row the file lacks after a crash is read again from its session file (its stamp differs).
+_FLUSH_SPACING = 10
 
 
 class _IndexState:
@@ -43,6 +47,7 @@ class _IndexState:
         self.timer: threading.Timer | None = None
         self.dirty = False
         self.flush_lock = threading.Lock()
+        self.flush_seconds = 0.0  # how long the last flush took
 
 
 _STATES: dict[Path, _IndexState] = {}
@@ -204,7 +209,7 @@ def note_removed(session_dir: Path, index_file: Path, sid: str) -> None:
 def _schedule(state: _IndexState) -> None:
     state.dirty = True
     if state.timer is None:
-        delay = float(_config.setting("index_flush_delay"))
+        delay = max(float(_config.setting("index_flush_delay")), _FLUSH_SPACING * state.flush_seconds)
         state.timer = threading.Timer(delay, _flush_state, args=(state,))
         state.timer.daemon = True
         state.timer.start()
@@ -289,8 +294,10 @@ def _flush_state(state: _IndexState) -> None:
             stamps, encoded = dict(state.stamps), dict(state.encoded)
         if not state.session_dir.is_dir():
             return  # the folder is gone (a test's tmp dir): nothing to keep current
+        started = time.monotonic()
         try:
             atomic.write_bytes_durable(state.index_file, _file_bytes(state, rows, stamps, encoded))
+            state.flush_seconds = time.monotonic() - started
         except (OSError, TypeError, ValueError) as exc:
             log.warning("could not write %s: %s", state.index_file, exc)
             with _LOCK:
