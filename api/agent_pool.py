@@ -118,10 +118,12 @@ def idle_count() -> int:
 
 
 def _most_recent_session() -> models.Session | None:
-    rows = [row for row in models.all_sessions() if row.get("session_id") and not row.get("read_only")]
-    if not rows:
+    rows = (
+        row for row in models.sessions_newest_first() if row.get("session_id") and not row.get("read_only")
+    )
+    newest = next(rows, None)
+    if newest is None:
         return None
-    newest = max(rows, key=lambda row: float(row.get("updated_at") or 0))
     try:
         return models.get_session(newest["session_id"])
     except (KeyError, OSError, ValueError):

@@ -121,7 +121,8 @@ SETTINGS: tuple[Setting, ...] = (
         float,
         0.25,
         "TALARIA_INDEX_FLUSH_DELAY",
-        "Seconds a sidebar index update may wait before _index.json is rewritten.",
+        "Seconds a sidebar index update may wait before _index.json is rewritten (with many sessions, "
+        "at least ten times as long as the last rewrite took).",
         minimum=0,
     ),
     Setting(

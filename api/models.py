@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Iterator
 from itertools import repeat
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ from api.session_files import (  # noqa: F401 - read_session_file and read_metad
     read_metadata_prefix,
     read_session_file,
 )
+from api.sidebar_order import Page
 
 log = logging.getLogger("talaria.models")
 
@@ -600,6 +602,10 @@ def cache_session(session: Session) -> None:
     session_cache.put(session, SESSIONS, LOCK)
 
 
+def _index_paths() -> tuple[Path, Path]:
+    return Path(SESSION_DIR), Path(SESSION_INDEX_FILE)
+
+
 def reindex_after_turn(sid: str) -> None:
     """A turn of this process ended: its sidebar row stops saying "streaming" even when the file still
     names the turn (its final save failed, so no save updated the row)."""
@@ -613,8 +619,26 @@ def reindex_after_turn(sid: str) -> None:
 
 
 def all_sessions() -> list[dict]:
-    """Sidebar rows, newest first, from the in-memory index (validated against the files once)."""
-    return session_index.all_rows(Path(SESSION_DIR), Path(SESSION_INDEX_FILE))
+    """A copy of every sidebar row, newest first, from the in-memory index (validated against the files
+    once). O(sessions): requests use the four below, which cost what they return."""
+    return session_index.all_rows(*_index_paths())
+
+
+def sessions_newest_first() -> Iterator[dict]:
+    """The index's rows newest first, for a walk that stops early (read them, never change them)."""
+    return session_index.newest_first(*_index_paths())
+
+
+def sidebar_page(before: tuple[float, str] | None, limit: int | None) -> Page:
+    return session_index.page(*_index_paths(), before, limit)
+
+
+def session_count() -> int:
+    return session_index.count(*_index_paths())
+
+
+def has_session_row(sid: str) -> bool:
+    return session_index.has_row(*_index_paths(), sid)
 
 
 # ---------------------------------------------------------------------- reconciliation names

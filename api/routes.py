@@ -114,7 +114,7 @@ def _handle_health(handler, query: dict) -> None:
         {
             "ok": True,
             "version": _version(),
-            "sessions": len(models.all_sessions()),
+            "sessions": models.session_count(),
             # Public even with login on: counts only (details, with file names, are behind the login).
             "recovery": {
                 k: len(v) if isinstance(v, list) else v for k, v in startup_recovery().items() if k != "error"

@@ -289,7 +289,7 @@ def search_sessions(query: Any, content: bool = False) -> dict:
     if not needle:
         return {"sessions": []}
     out: list[dict] = []
-    for row in models.all_sessions():
+    for row in models.sessions_newest_first():
         title = row.get("title")
         if isinstance(title, str) and needle in title.lower():
             out.append(row)

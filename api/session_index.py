@@ -1,9 +1,10 @@
 """``_index.json``: the sidebar index, a cache that can always be rebuilt from the session files.
 
-The index lives in memory per session folder. A save updates one row (O(1)) and schedules a flush, so
-``_index.json`` is current within ``index_flush_delay`` seconds and at shutdown. Each row carries
-``_stat`` = [size, mtime_ns, ROW_FORMAT] of its file, so loading validates the index with one ``stat`` per file
-and re-reads only the files that changed behind it.
+The index lives in memory per session folder, its rows kept in sidebar order (``api.sidebar_order``). A save
+moves one row (O(log n)) and schedules a flush, so ``_index.json`` is current within ``index_flush_delay``
+seconds (or ten times the last flush's duration, when that is longer) and at shutdown. Each row in the file carries ``_stat`` = [size, mtime_ns, ROW_FORMAT] of its file, so
+loading validates the index with one ``stat`` per file and re-reads only the files that changed behind it.
+In memory the stamps are kept beside the rows, which are handed out as they are: readers never change them.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from api import atomic, jsonio
 from api import config as _config
 from api.safe_read import read_regular_file
 from api.session_fields import is_safe_session_id
+from api.sidebar_order import Key, Page, SidebarOrder
 
 log = logging.getLogger("talaria.index")
 
@@ -28,32 +30,29 @@ _STALE_TMP_AGE_S = 3600.0
 # Bumped when a row's figures are computed differently: rows built by an older version are rebuilt once.
 ROW_FORMAT = 2
 _SYNC_REBUILD_FILES = 16  # a first build that had to read more files than this is written at once
+# While rows keep changing, a flush waits at least this many times as long as the last one took: writing the
+# whole file for each turn's checkpoint would keep the disk and the interpreter busy with many sessions, and a
+# row the file lacks after a crash is read again from its session file (its stamp differs).
+_FLUSH_SPACING = 10
 
 
 class _IndexState:
     def __init__(self, session_dir: Path, index_file: Path):
         self.session_dir = session_dir
         self.index_file = index_file
-        self.rows: dict[str, dict] = {}
-        self.sorted_rows: list[dict] | None = None
+        self.order = SidebarOrder()
+        self.stamps: dict[str, list[int]] = {}
+        self.encoded: dict[str, tuple[dict, bytes]] = {}  # each row's JSON in the file, while it is current
+        self.version = 0  # counts changes to the rows
+        self.listing: tuple[int, list[dict]] | None = None  # ``all_rows``'s copies and the version they show
         self.timer: threading.Timer | None = None
         self.dirty = False
         self.flush_lock = threading.Lock()
+        self.flush_seconds = 0.0  # how long the last flush took
 
 
 _STATES: dict[Path, _IndexState] = {}
 _LOCK = threading.RLock()
-
-
-def _sort_key(row: dict) -> float:
-    try:
-        return float(row.get("updated_at") or 0)
-    except (TypeError, ValueError, OverflowError):
-        return 0.0
-
-
-def _public(row: dict) -> dict:
-    return {k: v for k, v in row.items() if k != "_stat"} if "_stat" in row else row
 
 
 def _scan_session_files(session_dir: Path) -> dict[str, os.stat_result]:
@@ -97,7 +96,7 @@ def use_session_readers(read_stub: Callable[[Path], Any], read_session: Callable
     _read_stub, _read_session = read_stub, read_session
 
 
-def _row_from_file(path: Path, st: os.stat_result) -> dict | None:
+def _row_from_file(path: Path) -> dict | None:
     if _read_stub is None or _read_session is None:
         raise RuntimeError("api.models registers the session readers when it is imported")
     stub = _read_stub(path)
@@ -105,9 +104,7 @@ def _row_from_file(path: Path, st: os.stat_result) -> dict | None:
     session = stub if stub is not None and stub.has_sidebar_figures() else _read_session(path)
     if session is None:
         return None
-    row = session.compact()
-    row["_stat"] = _stamp(st.st_size, st.st_mtime_ns)
-    return row
+    return session.compact()
 
 
 def _read_index_file(index_file: Path) -> list:
@@ -121,8 +118,9 @@ def _read_index_file(index_file: Path) -> list:
 
 def _build_rows(
     session_dir: Path, index_file: Path, *, trust_index: bool
-) -> tuple[dict[str, dict], bool, int]:
-    """Rows for every session file: reuse index rows whose ``_stat`` still matches, re-read the rest."""
+) -> tuple[dict[str, dict], dict[str, list[int]], bool, int]:
+    """Rows and stamps for every session file: reuse index rows whose ``_stat`` still matches, re-read the
+    rest."""
     existing = {}
     if trust_index:
         for row in _read_index_file(index_file):
@@ -130,19 +128,22 @@ def _build_rows(
                 existing[row["session_id"]] = row
     files = _scan_session_files(session_dir)
     rows: dict[str, dict] = {}
+    stamps: dict[str, list[int]] = {}
     changed = len(existing) != len(files)
     files_read = 0
     for sid, st in files.items():
+        stamp = _stamp(st.st_size, st.st_mtime_ns)
         row = existing.get(sid)
-        if row is not None and row.get("_stat") == _stamp(st.st_size, st.st_mtime_ns):
-            rows[sid] = row
+        if row is not None and row.get("_stat") == stamp:
+            del row["_stat"]
+            rows[sid], stamps[sid] = row, stamp
             continue
-        fresh = _row_from_file(session_dir / f"{sid}.json", st)
+        fresh = _row_from_file(session_dir / f"{sid}.json")
         changed = True
         files_read += 1
         if fresh is not None:
-            rows[sid] = fresh
-    return rows, changed, files_read
+            rows[sid], stamps[sid] = fresh, stamp
+    return rows, stamps, changed, files_read
 
 
 def _state(session_dir: Path, index_file: Path) -> _IndexState:
@@ -152,7 +153,8 @@ def _state(session_dir: Path, index_file: Path) -> _IndexState:
         if state is not None and state.session_dir == Path(session_dir):
             return state
         state = _IndexState(Path(session_dir), key)
-        state.rows, changed, files_read = _build_rows(state.session_dir, key, trust_index=True)
+        rows, state.stamps, changed, files_read = _build_rows(state.session_dir, key, trust_index=True)
+        state.order = SidebarOrder(rows)
         _STATES[key] = state
         if files_read > _SYNC_REBUILD_FILES:
             state.dirty = True
@@ -182,20 +184,25 @@ def _tell(sid: str | None, row: dict | None) -> None:
 def note_saved(session_dir: Path, index_file: Path, row: dict, stat: tuple[int, int]) -> None:
     """Record a just-saved session's row; ``_index.json`` follows within ``index_flush_delay``."""
     state = _state(session_dir, index_file)
-    row = dict(row, _stat=_stamp(stat[0], stat[1]))
+    row = dict(row)  # the index's own: the caller may go on changing its dict
+    sid = row["session_id"]
     with _LOCK:
-        state.rows[row["session_id"]] = row
-        state.sorted_rows = None
+        state.order.put(sid, row)
+        state.stamps[sid] = _stamp(stat[0], stat[1])
+        state.version += 1
         _schedule(state)
-    _tell(row["session_id"], row)
+    _tell(sid, row)
 
 
 def note_removed(session_dir: Path, index_file: Path, sid: str) -> None:
     state = _state(session_dir, index_file)
     with _LOCK:
-        removed = state.rows.pop(sid, None) is not None
+        removed = sid in state.order
         if removed:
-            state.sorted_rows = None
+            state.order.remove(sid)
+            state.stamps.pop(sid, None)
+            state.encoded.pop(sid, None)
+            state.version += 1
             _schedule(state)
     if removed:
         _tell(sid, None)
@@ -204,20 +211,76 @@ def note_removed(session_dir: Path, index_file: Path, sid: str) -> None:
 def _schedule(state: _IndexState) -> None:
     state.dirty = True
     if state.timer is None:
-        delay = float(_config.setting("index_flush_delay"))
+        delay = max(float(_config.setting("index_flush_delay")), _FLUSH_SPACING * state.flush_seconds)
         state.timer = threading.Timer(delay, _flush_state, args=(state,))
         state.timer.daemon = True
         state.timer.start()
 
 
 def all_rows(session_dir: Path, index_file: Path) -> list[dict]:
-    """Sidebar rows sorted newest first (without the private ``_stat``)."""
+    """Copies of every row, newest first (pinned or not); made again after a change, in O(sessions), so
+    never on a request's path."""
     state = _state(session_dir, index_file)
     with _LOCK:
-        if state.sorted_rows is None:
-            ordered = sorted(state.rows.values(), key=_sort_key, reverse=True)
-            state.sorted_rows = [_public(r) for r in ordered]
-        return list(state.sorted_rows)
+        version, listing = state.version, state.listing
+        if listing is not None and listing[0] == version:
+            return list(listing[1])
+        rows = state.order.newest_first()
+    copies = [dict(row) for row in rows]
+    with _LOCK:
+        if state.version == version:
+            state.listing = (version, copies)
+    return list(copies)
+
+
+def newest_first(session_dir: Path, index_file: Path) -> Iterator[dict]:
+    """The rows newest first, pinned or not, read as the walk reaches them (for a walk that may stop early);
+    the rows are the index's own: read them, never change them."""
+    state = _state(session_dir, index_file)
+    with _LOCK:
+        return state.order.newest_first()
+
+
+def page(session_dir: Path, index_file: Path, before: Key | None, limit: int | None) -> Page:
+    """A page of the sidebar order (``api.sidebar_order.SidebarOrder.page``): O(page size + log n)."""
+    state = _state(session_dir, index_file)
+    with _LOCK:
+        return state.order.page(before, limit)
+
+
+def count(session_dir: Path, index_file: Path) -> int:
+    state = _state(session_dir, index_file)
+    with _LOCK:
+        return len(state.order)
+
+
+def has_row(session_dir: Path, index_file: Path, sid: str) -> bool:
+    state = _state(session_dir, index_file)
+    with _LOCK:
+        return sid in state.order
+
+
+def _file_bytes(
+    state: _IndexState,
+    rows: Iterator[dict],
+    stamps: dict[str, list[int]],
+    encoded: dict[str, tuple[dict, bytes]],
+) -> bytes:
+    """``_index.json``: every row with its ``_stat``, newest first. Each row's JSON is kept until the row
+    changes, so a flush while turns stream encodes only the rows that changed."""
+    parts, fresh = [], []
+    for row in rows:
+        sid = row["session_id"]
+        hit = encoded.get(sid)
+        if hit is None or hit[0] is not row:
+            hit = (row, jsonio.dumps(dict(row, _stat=stamps.get(sid))))
+            fresh.append(hit)
+        parts.append(hit[1])
+    with _LOCK:
+        for row, data in fresh:
+            if state.order.get(row["session_id"]) is row:
+                state.encoded[row["session_id"]] = (row, data)
+    return b"[" + b",".join(parts) + b"]"
 
 
 def _flush_state(state: _IndexState) -> None:
@@ -229,11 +292,14 @@ def _flush_state(state: _IndexState) -> None:
             if not state.dirty:
                 return
             state.dirty = False
-            rows = sorted(state.rows.values(), key=_sort_key, reverse=True)
+            rows = state.order.newest_first()
+            stamps, encoded = dict(state.stamps), dict(state.encoded)
         if not state.session_dir.is_dir():
             return  # the folder is gone (a test's tmp dir): nothing to keep current
+        started = time.monotonic()
         try:
-            atomic.write_bytes_durable(state.index_file, jsonio.dumps(rows))
+            atomic.write_bytes_durable(state.index_file, _file_bytes(state, rows, stamps, encoded))
+            state.flush_seconds = time.monotonic() - started
         except (OSError, TypeError, ValueError) as exc:
             log.warning("could not write %s: %s", state.index_file, exc)
             with _LOCK:
@@ -271,9 +337,9 @@ def rebuild_index_file(session_dir: Path, index_file: Path | None = None) -> int
     session_dir = Path(session_dir)
     index_file = Path(index_file) if index_file else session_dir / "_index.json"
     forget(session_dir)
-    rows, _, _ = _build_rows(session_dir, index_file, trust_index=False)
+    rows, stamps, _, _ = _build_rows(session_dir, index_file, trust_index=False)
     state = _IndexState(session_dir, index_file)
-    state.rows = rows
+    state.order, state.stamps = SidebarOrder(rows), stamps
     state.dirty = True
     with _LOCK:
         _STATES[index_file] = state

@@ -9,13 +9,12 @@ change; the page follows changes through ``api.session_feed`` rather than fetchi
 from __future__ import annotations
 
 import base64
-import operator
-import threading
-from dataclasses import dataclass
+import math
 from typing import Any
 
 from api import jsonio, models
 from api.errors import BadRequest
+from api.sidebar_order import Entry, order_key
 
 SIDEBAR_FIELDS: tuple[str, ...] = (
     "session_id", "title", "model", "model_provider", "workspace", "message_count", "visible_message_count",
@@ -35,18 +34,6 @@ def sidebar_row(row: dict) -> dict:
     return out
 
 
-def _number(value: Any) -> float:
-    try:
-        return float(value or 0)
-    except (TypeError, ValueError, OverflowError):
-        return 0.0
-
-
-def order_key(row: dict) -> tuple[float, str]:
-    """Newest first by ``updated_at``; the id breaks ties so the order (and a cursor) is total."""
-    return _number(row.get("updated_at")), str(row.get("session_id") or "")
-
-
 def encode_cursor(row: dict) -> str:
     updated, sid = order_key(row)
     return base64.urlsafe_b64encode(f"{updated!r}|{sid}".encode()).decode("ascii").rstrip("=")
@@ -56,98 +43,36 @@ def decode_cursor(cursor: str) -> tuple[float, str]:
     try:
         text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("utf-8")
         updated, sid = text.split("|", 1)
-        return float(updated), sid
+        key = float(updated), sid
     except (ValueError, UnicodeDecodeError):
         raise BadRequest("Invalid cursor") from None
+    if math.isnan(key[0]):  # no row has that place in the order
+        raise BadRequest("Invalid cursor")
+    return key
 
 
-@dataclass(frozen=True)
-class _Snapshot:
-    """The index rows (by identity), sorted, each with its sidebar JSON."""
-
-    source: list[dict]
-    pinned: list[bytes]
-    others: list[tuple[tuple[float, str], bytes]]  # (order key, JSON), newest first
-    by_content: dict[tuple, bytes]  # sidebar fields → their JSON, reused by the next snapshot
-
-
-_SNAPSHOT: dict[str, _Snapshot | None] = {"snapshot": None}
-# One rebuild at a time: while turns stream, saves change the index often, and fifty requests arriving
-# together must not all sort and serialize the same rows.
-_SNAPSHOT_LOCK = threading.Lock()
-_FIELDS = SIDEBAR_FIELDS + OPTIONAL_FIELDS
-
-
-def _row_json(row: dict, previous: dict[tuple, bytes], current: dict[tuple, bytes]) -> bytes:
-    """A row's sidebar JSON, serialized again only when one of its sidebar fields changed."""
-    try:
-        key = tuple(row.get(name) for name in _FIELDS)
-        hash(key)
-    except TypeError:  # an odd value (a dict as profile...): no reuse for this row
-        return jsonio.dumps(sidebar_row(row))
-    data = previous.get(key)
+def _row_json(entry: Entry) -> bytes:
+    """A row's sidebar JSON, serialized once per version of the row (a changed row is a new entry)."""
+    data = entry.derived
     if data is None:
-        data = jsonio.dumps(sidebar_row(row))
-    current[key] = data
+        data = entry.derived = jsonio.dumps(sidebar_row(entry.row))
     return data
-
-
-def _still_current(rows: list[dict]) -> _Snapshot | None:
-    """The cached snapshot when the index still hands out exactly these row objects."""
-    cached = _SNAPSHOT["snapshot"]
-    if cached is not None and len(cached.source) == len(rows) and all(map(operator.is_, cached.source, rows)):
-        return cached
-    return None
-
-
-def _snapshot() -> _Snapshot:
-    """Sorted, serialized rows; rebuilt only when the index hands out different row objects."""
-    current_snapshot = _still_current(models.all_sessions())
-    if current_snapshot is not None:
-        return current_snapshot
-    with _SNAPSHOT_LOCK:
-        rows = models.all_sessions()
-        current_snapshot = _still_current(rows)
-        if current_snapshot is not None:
-            return current_snapshot  # another request rebuilt it meanwhile
-        cached = _SNAPSHOT["snapshot"]
-        previous = cached.by_content if cached is not None else {}
-        current: dict[tuple, bytes] = {}
-        ordered = sorted(rows, key=order_key, reverse=True)
-        pinned = [_row_json(r, previous, current) for r in ordered if r.get("pinned")]
-        others = [(order_key(r), _row_json(r, previous, current)) for r in ordered if not r.get("pinned")]
-        snapshot = _Snapshot(rows, pinned, others, current)
-        _SNAPSHOT["snapshot"] = snapshot  # holding ``rows`` keeps their ids from being reused
-        return snapshot
-
-
-def _after(others: list[tuple[tuple[float, str], bytes]], cursor: tuple[float, str]) -> int:
-    """Index of the first row older than ``cursor`` (binary search on the newest-first order)."""
-    low, high = 0, len(others)
-    while low < high:
-        middle = (low + high) // 2
-        if others[middle][0] >= cursor:
-            low = middle + 1
-        else:
-            high = middle
-    return low
 
 
 def page(limit: int | None, cursor: str | None) -> tuple[list[bytes], str | None, int]:
     """``(rows as JSON, next cursor or None, total rows)``. The first page (no cursor) starts with every
-    pinned row, then ``limit`` others; later pages hold only unpinned rows. No limit: everything."""
+    pinned row, then ``limit`` others; later pages hold only unpinned rows. No limit: everything.
+    O(page size + log sessions): the index keeps the order as rows change."""
     if limit is not None and not 1 <= limit <= MAX_LIMIT:
         raise BadRequest(f"limit must be between 1 and {MAX_LIMIT}")
-    snapshot = _snapshot()
-    start = 0 if cursor is None else _after(snapshot.others, decode_cursor(cursor))
-    end = len(snapshot.others) if limit is None else min(len(snapshot.others), start + limit)
-    chunk = [data for _, data in snapshot.others[start:end]]
-    rows = (snapshot.pinned + chunk) if cursor is None else chunk
+    before = None if cursor is None else decode_cursor(cursor)
+    found = models.sidebar_page(before, limit)
+    rows = [_row_json(entry) for entry in found.pinned + found.rows]
     next_cursor = None
-    if end < len(snapshot.others) and end > 0:
-        updated, sid = snapshot.others[end - 1][0]
+    if found.next_key is not None:
+        updated, sid = found.next_key
         next_cursor = encode_cursor({"updated_at": updated, "session_id": sid})
-    return rows, next_cursor, len(snapshot.source)
+    return rows, next_cursor, found.total
 
 
 def page_json(limit: int | None, cursor: str | None, extra: dict[str, Any]) -> list[bytes]:

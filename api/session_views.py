@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable
 from typing import Any
 
 from api import config as _config
@@ -136,7 +136,7 @@ def _raw_agent_sessions() -> list:
     return rows if isinstance(rows, list) else []
 
 
-def agent_sessions(talaria_rows: Sequence[dict] = ()) -> list[dict]:
+def agent_sessions(is_talaria: Callable[[str], bool] = models.has_session_row) -> list[dict]:
     """Sessions only the agent knows (CLI, other platforms), minus Talaria's own and deleted ones.
 
     Rows with source ``webui`` are left out too: they are web UI sessions (ours, ids the agent rotated
@@ -145,12 +145,11 @@ def agent_sessions(talaria_rows: Sequence[dict] = ()) -> list[dict]:
     raw = _raw_agent_sessions()
     if not raw:
         return []
-    exclude = {r["session_id"] for r in talaria_rows}
     deleted = tombstones.read_deleted_ids(session_dir())
     out = []
     for item in raw:
         row = _agent_row(item)
-        if row is None or row["source"] == "webui" or row["id"] in exclude or row["id"] in deleted:
+        if row is None or row["source"] == "webui" or is_talaria(row["id"]) or row["id"] in deleted:
             continue
         out.append(row)
     return out
@@ -190,7 +189,8 @@ def agent_session(sid: str) -> dict | None:
 
 def list_sessions() -> dict:
     rows = models.all_sessions()
-    return {"sessions": rows, "agent_sessions": agent_sessions(rows)}
+    talaria = {row["session_id"] for row in rows}
+    return {"sessions": rows, "agent_sessions": agent_sessions(talaria.__contains__)}
 
 
 # The agent writes state.db all through a turn, so its stat-keyed cache misses on nearly every request
@@ -203,7 +203,7 @@ _AGENT_ROWS_LOCK = threading.Lock()
 def _recent_agent_sessions() -> list[dict]:
     with _AGENT_ROWS_LOCK:
         if time.monotonic() - _AGENT_ROWS["at"] >= AGENT_ROWS_MAX_AGE_S:
-            _AGENT_ROWS["rows"] = agent_sessions(models.all_sessions())
+            _AGENT_ROWS["rows"] = agent_sessions()
             _AGENT_ROWS["at"] = time.monotonic()
         return _AGENT_ROWS["rows"]
 

@@ -104,7 +104,7 @@ def for_turn(session: models.Session) -> str:
 def overview() -> dict:
     """The default, the roots, and recently used workspaces (newest session first) for the picker."""
     recent: list[str] = []
-    for row in models.all_sessions():
+    for row in models.sessions_newest_first():
         folder = row.get("workspace")
         if isinstance(folder, str) and folder and folder not in recent and Path(folder).is_dir():
             recent.append(folder)

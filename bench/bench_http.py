@@ -15,6 +15,8 @@ one-request-per-connection protocol, measured with the same clients: what is lef
     .venv/bin/python bench/bench_http.py --idle 60 --trickling 40 --feeds 40 --path /health
     .venv/bin/python bench/bench_http.py --non-readers 100 --export-mb 14 --streams 0
     .venv/bin/python bench/bench_http.py --server-script ../old/server.py   # another checkout, to compare
+    .venv/bin/python bench/bench_http.py --sessions 20000 --messages 4 --streams 32 --corpus /tmp/c20k
+        # 20,000 sessions; the folder --corpus names keeps them between runs (made by the first)
 
 Results are printed and written to ``bench/results/bench_http-<unix>.json``.
 """
@@ -61,8 +63,9 @@ WORDS = [
 ]
 
 
-def populate(session_dir: Path, count: int, messages: int) -> None:
-    """``count`` sessions of ``messages`` messages each, saved without the index, then one index rebuild."""
+def populate(session_dir: Path, count: int, messages: int, *, durable: bool = True) -> None:
+    """``count`` sessions of ``messages`` messages each, saved without the index, then one index rebuild.
+    Not ``durable``: the same bytes written without the store's fsyncs (a corpus kept for many runs)."""
     import api.models as models
     from api import session_index
 
@@ -87,7 +90,10 @@ def populate(session_dir: Path, count: int, messages: int) -> None:
             created_at=base + i * 60,
             updated_at=base + i * 60 + messages,
         )
-        session.save(touch_updated_at=False, skip_index=True)
+        if durable:
+            session.save(touch_updated_at=False, skip_index=True)
+        else:
+            session.path.write_bytes(models.dumps_session_json(session.to_payload()))
     session_index.rebuild_index_file(session_dir)
 
 
@@ -110,6 +116,20 @@ def populate_large(session_dir: Path, megabytes: float) -> str:
     session = models.Session(title="Large export", messages=rows)
     session.save(skip_index=True)
     return session.session_id
+
+
+def populate_from_corpus(session_dir: Path, corpus: Path, count: int, messages: int) -> None:
+    """The sessions of ``populate`` copied from ``corpus`` (made there on first use), so runs that compare
+    checkouts start from the same files without writing thousands of them durably each time."""
+    import shutil
+
+    ready = corpus / f"{count}x{messages}"
+    if not (ready / "_index.json").exists():
+        populate(ready, count, messages, durable=False)
+    session_dir.mkdir(parents=True, exist_ok=True)
+    for entry in os.scandir(ready):
+        if entry.name.endswith(".json"):
+            shutil.copy2(entry.path, session_dir / entry.name)  # same mtimes: the index stays valid
 
 
 def run_loadgen(host: str, port: int, path: str, clients: int, total: int, timeout: float = 30.0) -> dict:
@@ -398,6 +418,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--server-script", type=Path, help="another checkout's server.py, to compare with")
     parser.add_argument("--no-floor", action="store_true", help="skip the bare-server floor")
     parser.add_argument("--keep", action="store_true", help="keep the temp state folder")
+    parser.add_argument("--corpus", type=Path, help="a folder keeping the populated sessions between runs")
     args = parser.parse_args(argv)
     paths = args.path or ["/api/sessions?limit=100", "/api/sessions", "/health"]
 
@@ -406,7 +427,10 @@ def main(argv: list[str] | None = None) -> int:
     srv = ScriptServer(root, args.server_script, env=env) if args.server_script else ServerProc(root, env=env)
     t0 = time.perf_counter()
     large = populate_large(srv.session_dir, args.export_mb) if args.non_readers else None
-    populate(srv.session_dir, args.sessions, args.messages)
+    if args.corpus:
+        populate_from_corpus(srv.session_dir, args.corpus, args.sessions, args.messages)
+    else:
+        populate(srv.session_dir, args.sessions, args.messages)
     populate_s = time.perf_counter() - t0
     llm = start_fake_llm(root, srv.hermes_home, args.token_delay) if args.streams else None
     result: dict = {

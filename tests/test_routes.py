@@ -13,6 +13,7 @@ from api import compression, routes
 from api.auth import AuthManager
 from api.errors import Conflict
 from api.models import Session
+from talaria_testing.sidebar_cost import bytes_allocated, index_many_sessions, touch_row
 
 HTTP_API = Path(__file__).resolve().parents[1] / "docs" / "http-api.md"
 DOCUMENTED_ROW = re.compile(r"^\| (GET|POST) (/[^ |]*) \|", re.MULTILINE)
@@ -223,3 +224,19 @@ def test_startup_summary_is_served(no_auth):
     )
     assert _call("GET", "/api/recovery/startup").payload()["scanned"] == 3
     assert _call("GET", "/health").payload()["recovery"]["restored"] == 1
+
+
+def test_health_costs_the_same_however_many_sessions_are_stored(state_dir, no_auth):
+    """/health counted the sessions by copying every sidebar row (re-sorted after each save of a streaming
+    turn): a liveness probe cost O(sessions). It reads the index's count."""
+    sids = index_many_sessions(state_dir, 3000)
+    _call("GET", "/health")
+    touch_row(state_dir, sids[0])
+    handler = None
+
+    def health() -> None:
+        nonlocal handler
+        handler = _call("GET", "/health")
+
+    assert bytes_allocated(health) < 50_000  # copying the 3,000 rows alone takes megabytes
+    assert handler is not None and handler.payload()["sessions"] == 3000

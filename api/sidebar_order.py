@@ -1,0 +1,122 @@
+"""The sidebar's order, kept up to date one row at a time: pinned rows, then the others, each newest first.
+
+A row's place is its key ``(updated_at, session_id)`` (the id breaks ties, so the order and a cursor made
+of a key are total). The keys are held in two ascending lists, one for pinned rows and one for the rest:
+a change moves one key (binary search, then one list insert or delete), and a page is a slice found by
+binary search, so neither costs more with more sessions. Each row carries a slot for what a reader derives
+from it (the sidebar's JSON); a changed row is a new entry, so the slot never outlives the row it was
+derived from.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+Key = tuple[float, str]
+
+
+def _number(value: Any) -> float:
+    try:
+        number = float(value or 0)
+    except (TypeError, ValueError, OverflowError):
+        return 0.0
+    return 0.0 if math.isnan(number) else number  # NaN has no place in an order
+
+
+def order_key(row: dict) -> Key:
+    """Newest first by ``updated_at``; the id breaks ties so the order (and a cursor) is total."""
+    return _number(row.get("updated_at")), str(row.get("session_id") or "")
+
+
+class Entry:
+    """One row in the order; ``derived`` is the reader's cache of something computed from ``row``."""
+
+    __slots__ = ("derived", "key", "pinned", "row")
+
+    def __init__(self, sid: str, row: dict):
+        self.row = row
+        self.key = (_number(row.get("updated_at")), sid)
+        self.pinned = bool(row.get("pinned"))
+        self.derived: Any = None
+
+
+@dataclass(frozen=True)
+class Page:
+    """``pinned`` (first page only) and ``rows`` are newest first; ``next_key`` is the last row's key when
+    older rows follow; ``total`` counts every row."""
+
+    pinned: list[Entry]
+    rows: list[Entry]
+    next_key: Key | None
+    total: int
+
+
+class SidebarOrder:
+    """Rows by session id, in sidebar order. Not thread-safe: the owner serialises calls."""
+
+    def __init__(self, rows: dict[str, dict] | None = None):
+        self._entries: dict[str, Entry] = {}
+        self._pinned: list[Key] = []
+        self._others: list[Key] = []
+        for sid, row in (rows or {}).items():
+            entry = Entry(sid, row)
+            self._entries[sid] = entry
+            (self._pinned if entry.pinned else self._others).append(entry.key)
+        self._pinned.sort()
+        self._others.sort()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, sid: object) -> bool:
+        return sid in self._entries
+
+    def get(self, sid: str) -> dict | None:
+        entry = self._entries.get(sid)
+        return None if entry is None else entry.row
+
+    def put(self, sid: str, row: dict) -> None:
+        """Add ``row`` or replace the row held for ``sid``: its key moves to its new place."""
+        self.remove(sid)
+        entry = Entry(sid, row)
+        self._entries[sid] = entry
+        bisect.insort(self._pinned if entry.pinned else self._others, entry.key)
+
+    def remove(self, sid: str) -> None:
+        entry = self._entries.pop(sid, None)
+        if entry is None:
+            return
+        keys = self._pinned if entry.pinned else self._others
+        at = bisect.bisect_left(keys, entry.key)
+        if at < len(keys) and keys[at] == entry.key:
+            del keys[at]
+
+    def page(self, before: Key | None, limit: int | None) -> Page:
+        """The first page (``before`` None: every pinned row, then ``limit`` others) or the ``limit``
+        unpinned rows older than ``before``; no limit: all of them."""
+        end = len(self._others) if before is None else bisect.bisect_left(self._others, before)
+        start = 0 if limit is None else max(0, end - limit)
+        rows = [self._entry(key) for key in reversed(self._others[start:end])]
+        pinned = [self._entry(key) for key in reversed(self._pinned)] if before is None else []
+        next_key = self._others[start] if 0 < start < end else None
+        return Page(pinned, rows, next_key, len(self._entries))
+
+    def newest_first(self) -> Iterator[dict]:
+        """Every row, pinned or not, newest first. The keys are copied at the call, so the caller may walk
+        the rows while others change them: a row removed since is skipped, a changed one is read as it is."""
+        keys = self._pinned + self._others
+        return self._rows_of(keys)
+
+    def _rows_of(self, keys: list[Key]) -> Iterator[dict]:
+        keys.sort(reverse=True)  # two sorted runs: merged in one linear pass
+        for _, sid in keys:
+            entry = self._entries.get(sid)
+            if entry is not None:
+                yield entry.row
+
+    def _entry(self, key: Key) -> Entry:
+        return self._entries[key[1]]
