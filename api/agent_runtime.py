@@ -184,8 +184,9 @@ def build_agent(
     model = (model or "").strip() or configured_default_model()
     if not model:
         raise ProviderNotConfigured("No model is configured for the Hermes agent.")
-    extra.setdefault("reasoning_config", reasoning_config_for(reasoning_effort, model))
-    extra.update(checkpoint_kwargs())
+    if state_db_path is not None:  # a session's own agent (a side call's throwaway one needs neither)
+        extra.setdefault("reasoning_config", reasoning_config_for(reasoning_effort, model))
+        extra.update(checkpoint_kwargs())
     runtime = runtime if runtime is not None else resolve_runtime(model, provider)
     run_agent = _import("run_agent")
     callbacks = callbacks or AgentCallbacks()
