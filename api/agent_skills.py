@@ -23,9 +23,8 @@ def _module(name: str) -> Any:
 
 
 def _sources() -> tuple[dict[str, dict], set[str]]:
-    hub = _module("tools.skills_hub")
-    hub.ensure_hub_dirs()
-    installed = {entry["name"]: entry for entry in hub.HubLockFile().list_installed()}
+    # Read only: the hub's lock file names the skills it installed (a missing file, none).
+    installed = {entry["name"]: entry for entry in _module("tools.skills_hub").HubLockFile().list_installed()}
     return installed, set(_module("tools.skills_sync")._read_manifest())
 
 
@@ -118,6 +117,8 @@ def set_enabled(name: Any, enabled: Any) -> dict[str, Any]:
     else:
         disabled.add(row["name"])
     skills_config.save_disabled_skills(agent_config, disabled)
+    atomic.fsync_dir(Path(_module("hermes_constants").get_hermes_home()))  # the writer fsyncs the file only
+    _module("agent.skill_commands").reload_skills()  # the agent's slash commands follow at once
     return {**row, "enabled": enabled}
 
 
@@ -148,6 +149,7 @@ def save_skill(name: Any, content: Any, base_version: Any) -> dict[str, Any]:
             yours=content,
         )
     atomic.write_bytes_durable(path, data)
+    _module("agent.skill_commands").reload_skills()  # a changed description shows in the command list
     return {**row, "content": content, "version": agent_memory.version_of(data)}
 
 

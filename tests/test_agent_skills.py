@@ -2,26 +2,34 @@
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
-from api import agent_commands, agent_skills
+from api import agent_commands, agent_skills, config
 from api.errors import BadRequest, Conflict, NotFound
 
 SKILL = "---\nname: greet\ndescription: Greet someone warmly\n---\n# Greet\nSay hello by name.\n"
 
 
 @pytest.fixture(autouse=True)
-def home(tmp_path, monkeypatch) -> Path:
-    """An empty agent home with one skill of the person's own (the agent resolves HERMES_HOME per call)."""
-    root = tmp_path / "hermes_home"
-    monkeypatch.setenv("HERMES_HOME", str(root))
+def home() -> Iterator[Path]:
+    """The test home's agent folder with one skill of the person's own, removed afterwards (the agent fixes
+    its skills folder when first imported, so every test of a process uses the one home)."""
+    root = Path(config.HERMES_HOME)
     folder = root / "skills" / "social" / "greet"
     folder.mkdir(parents=True)
     (folder / "SKILL.md").write_text(SKILL, encoding="utf-8")
-    return root
+    agent_commands.reload_skills()  # the agent keeps its skill commands from its last scan
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root / "skills" / "social")
+        (root / "config.yaml").unlink(missing_ok=True)
+        agent_commands.reload_skills()
 
 
 def _row(name: str = "greet") -> dict:

@@ -29,8 +29,14 @@ class NewUser(ServerProc):
 
     def environment(self) -> dict[str, str]:
         env = super().environment()
-        for name in ("HERMES_HOME", "HERMES_WEBUI_STATE_DIR", "HERMES_WEBUI_DEFAULT_WORKSPACE"):
-            env.pop(name)
+        # A new user has set none of these: the defaults (under HOME) apply.
+        for name in (
+            "HERMES_HOME",
+            "HERMES_WEBUI_STATE_DIR",
+            "HERMES_WEBUI_DEFAULT_WORKSPACE",
+            "TALARIA_WORKSPACE_ROOTS",
+        ):
+            env.pop(name, None)
         env["HOME"] = str(self.home)
         return env
 
