@@ -1,4 +1,5 @@
-"""The in-memory session cache: a cached object is fresh while its file is the one it read or wrote.
+"""The in-memory session cache: a cached object is fresh while its file is the one it read or wrote, and
+over the cap the oldest entries that are provably safe to drop go (never a live turn or unsaved rows).
 
 ``api.models.get_session`` and ``cache_session`` call these with the cache and lock they read at call time
 (tests patch ``api.models``), and with ``Session`` for loading; this module keeps no session state of its
@@ -8,8 +9,10 @@ own beyond one lock per session while a load runs, so two requests never parse t
 from __future__ import annotations
 
 import threading
+import time
 import weakref
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from api import config as _config
@@ -18,6 +21,7 @@ from api.session_files import disk_sig
 
 _LOAD_LOCKS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # sid -> lock while a load runs
 _LOAD_LOCKS_GUARD = threading.Lock()
+_NEW_SESSION_GRACE_S = 1800.0  # a never-saved empty session is kept this long
 
 
 def is_stale(session: Any) -> bool:
@@ -76,4 +80,39 @@ def put(session: Any, cache: OrderedDict, lock: Any) -> None:
     with lock:
         cache[session.session_id] = session
         cache.move_to_end(session.session_id)
-        _config.evict_sessions_over_cap()
+        evict_sessions_over_cap(cache)
+
+
+def _evictable(session: Any, now: float) -> bool:
+    if getattr(session, "active_stream_id", None) or getattr(session, "pending_user_message", None):
+        return False
+    if getattr(session, "pending_started_at", None):
+        return False
+    if getattr(session, "metadata_only", False):
+        return True
+    saved = getattr(session, "saved_message_count", None)
+    if saved is None:  # never saved: protect a fresh shell for a while, and always while drafting
+        if getattr(session, "composer_draft", None):
+            return False
+        created = getattr(session, "created_at", None) or 0
+        return bool(not getattr(session, "messages", None) and now - float(created) > _NEW_SESSION_GRACE_S)
+    return saved >= len(getattr(session, "messages", []) or [])
+
+
+def evict_sessions_over_cap(
+    cache: OrderedDict, cap: int | None = None, clock: Callable[[], float] = time.time
+) -> int:
+    """Drop the oldest provably safe entries until ``cache`` fits. Caller holds the cache's lock."""
+    cap = _config.setting("sessions_cache_max") if cap is None else cap
+    over = len(cache) - cap
+    if over <= 0:
+        return 0
+    now = clock()
+    dropped = 0
+    for sid in list(cache.keys()):
+        if dropped >= over:
+            break
+        if _evictable(cache[sid], now):
+            del cache[sid]
+            dropped += 1
+    return dropped

@@ -6,13 +6,11 @@ import json
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
 
 from api import config
-from api.models import Session
 
 
 def test_settings_table_has_help_for_every_setting():
@@ -39,35 +37,6 @@ def test_state_dir_comes_from_hermes_webui_state_dir(tmp_path):
 
 def test_tests_never_point_at_the_real_hermes_home():
     assert Path("~/.hermes").expanduser().resolve() != config.HERMES_HOME
-
-
-def _cached(sid, **kw):
-    s = Session(session_id=sid, **kw)
-    config.SESSIONS[sid] = s
-    return s
-
-
-def test_eviction_never_drops_live_turns_or_unsaved_messages(state_dir):
-    live = _cached("live", active_stream_id="x")
-    unsaved = _cached("unsaved", messages=[{"role": "user", "content": "hi"}])
-    pending = _cached("pending", pending_user_message="hello")
-    saved = _cached("saved", messages=[{"role": "user", "content": "hi"}])
-    saved.save()
-    with config.LOCK:
-        config.evict_sessions_over_cap(cap=0)
-    assert "saved" not in config.SESSIONS
-    assert {"live", "unsaved", "pending"} <= set(config.SESSIONS)
-    assert live and unsaved and pending
-
-
-def test_fresh_empty_shell_is_protected_for_a_while(state_dir):
-    _cached("fresh")
-    old = _cached("old-shell", created_at=time.time() - 7200)
-    with config.LOCK:
-        config.evict_sessions_over_cap(cap=0)
-    assert "fresh" in config.SESSIONS
-    assert "old-shell" not in config.SESSIONS
-    assert old
 
 
 def test_session_agent_lock_is_shared_per_id():
