@@ -22,12 +22,12 @@ from api import (
     session_cache,
     session_index,
     session_merge,
+    session_rows,
     tombstones,
-    turn_journal,
 )
 from api import config as _config
 from api.errors import Conflict
-from api.messages import message_time, visible_message_count
+from api.messages import message_time
 from api.session_fields import (
     BULK_FIELDS,
     DERIVED_KEYS,
@@ -94,13 +94,6 @@ def _require_safe(sid: Any) -> str:
     if not is_safe_session_id(sid):
         raise UnsafeSessionId("invalid session id")
     return sid
-
-
-def dumps_session_json(payload: dict) -> bytes:
-    return jsonio.dumps_document(payload)
-
-
-loads_json = jsonio.loads
 
 
 class Session(SessionFields):
@@ -252,7 +245,7 @@ class Session(SessionFields):
             return -2, None
         data = found[1]
         try:
-            parsed = loads_json(data)
+            parsed = jsonio.loads(data)
         except (ValueError, UnicodeDecodeError):
             return -1, data
         msgs = parsed.get("messages") if isinstance(parsed, dict) else None
@@ -337,7 +330,7 @@ class Session(SessionFields):
             self._saved_message_count = incoming
 
         payload = self.to_payload()
-        st = atomic.write_bytes_durable(path, dumps_session_json(payload), before_replace=remember)
+        st = atomic.write_bytes_durable(path, jsonio.dumps_document(payload), before_replace=remember)
         self._base = session_merge.snapshot(payload)
         return st
 
@@ -428,7 +421,7 @@ class Session(SessionFields):
         if found is None:
             return None
         st, raw = found
-        data = loads_json(raw)
+        data = jsonio.loads(raw)
         if not isinstance(data, dict):
             raise ValueError(f"session file {path.name} does not hold a JSON object")
         bind_to_file_name(data, sid)
@@ -489,64 +482,8 @@ class Session(SessionFields):
         return self.updated_at
 
     def compact(self) -> dict:
-        reads = self.cache_read_tokens or 0
-        prompt_total = (self.input_tokens or 0) + reads
-        row = {
-            "session_id": self.session_id,
-            "title": self.title,
-            "workspace": self.workspace,
-            "model": self.model,
-            "model_provider": self.model_provider,
-            "message_count": self.message_count(),
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "last_message_at": self.last_message_at(),
-            "pinned": self.pinned,
-            "archived": self.archived,
-            "project_id": self.project_id,
-            "profile": self.profile,
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "estimated_cost": self.estimated_cost,
-            "cache_read_tokens": self.cache_read_tokens,
-            "cache_write_tokens": self.cache_write_tokens,
-            "cache_hit_percent": round(100.0 * reads / prompt_total, 1) if prompt_total else 0,
-            "personality": self.personality,
-        }
-        for name in (
-            "compression_anchor_visible_idx", "compression_anchor_message_key", "compression_anchor_summary",
-            "pre_compression_snapshot", "context_engine", "compression_anchor_engine", "compression_anchor_mode",
-            "compression_anchor_details", "context_engine_state", "context_length", "threshold_tokens",
-            "last_prompt_tokens", "post_compression_context_tokens_estimate", "compression_recovery",
-            "recommended_recovery_action", "gateway_routing", "gateway_routing_history", "manual_title",
-        ):  # fmt: skip
-            row[name] = getattr(self, name)
-        if self.parent_session_id:
-            row["parent_session_id"] = self.parent_session_id
-        row["created_workspace"] = self.created_workspace
-        if self.compression_recovery_source_session_id or self.compression_recovery_action:
-            row["compression_recovery_source_session_id"] = self.compression_recovery_source_session_id
-            row["compression_recovery_action"] = self.compression_recovery_action
-        if self.worktree_path:
-            for name in ("worktree_path", "worktree_branch", "worktree_repo_root", "worktree_created_at"):
-                row[name] = getattr(self, name)
-        row["user_message_count"] = self.user_message_count()
-        # What the sidebar counts; a metadata-only stub has no messages to count (None: the page falls back).
-        row["visible_message_count"] = None if self.metadata_only else visible_message_count(self.messages)
-        for name in ("active_stream_id", "pending_user_message"):
-            row[name] = getattr(self, name)
-        row["has_pending_user_message"] = bool(self.pending_user_message)
-        for name in (
-            "is_cli_session", "source_tag", "raw_source", "session_source", "source_label", "read_only",
-            "enabled_toolsets", "composer_draft", "process_wakeup_pause", "share_token", "share_created_at",
-        ):  # fmt: skip
-            row[name] = getattr(self, name)
-        # A file can name a turn no turn of this process runs (its final save failed, or the process is
-        # gone): the sidebar says "streaming" only while one does.
-        row["is_streaming"] = (
-            bool(self.active_stream_id) and turn_journal.live_turn_for(self.session_id) is not None
-        )
-        return row
+        """The session's index row (``api.session_rows``)."""
+        return session_rows.index_row(self)
 
     def __repr__(self) -> str:
         return f"<Session {self.session_id} {len(self.messages)} msgs>"
@@ -570,7 +507,7 @@ def _load_session_from_path(path: Path) -> Session | None:
         if found is None:
             return None
         st, raw = found
-        data = loads_json(raw)
+        data = jsonio.loads(raw)
         if not isinstance(data, dict):
             return None
         bind_to_file_name(data, Path(path).name[: -len(".json")])
@@ -615,7 +552,7 @@ def reindex_after_turn(sid: str) -> None:
     if session is None or not session.active_stream_id or signature is None:
         return
     _ino, size, mtime_ns = signature
-    session_index.note_saved(Path(SESSION_DIR), Path(SESSION_INDEX_FILE), session.compact(), (size, mtime_ns))
+    session_index.note_saved(*_index_paths(), session.compact(), (size, mtime_ns))
 
 
 def all_sessions() -> list[dict]:

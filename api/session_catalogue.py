@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from api import atomic, models, session_index, tombstones, turn_journal
+from api import atomic, jsonio, models, session_index, tombstones, turn_journal
 from api import config as _config
 from api import workspace as _workspace
 from api.errors import BadRequest, Conflict, NotFound
@@ -271,7 +271,7 @@ def _content_match(sid: str, needle: str) -> dict | None:
     if not _raw_may_contain(raw, needle):
         return None
     try:
-        data = models.loads_json(raw)
+        data = jsonio.loads(raw)
     except Exception:  # noqa: BLE001 - a damaged file is simply not a match
         return None
     messages = data.get("messages") if isinstance(data, dict) else None

@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from api import config as _config
-from api import models
+from api import jsonio, models
 from api import workspace as _workspace
 from api.errors import BadRequest, NotFound, PayloadTooLarge
 from api.messages import message_time
@@ -233,7 +233,7 @@ def export_session(sid: str, fmt: Any) -> tuple[bytes, str, str]:
         raise BadRequest("format must be json, md or html")
     payload = _export_source(sid)
     if fmt == "json":
-        body = models.dumps_session_json(payload)
+        body = jsonio.dumps_document(payload)
     elif fmt == "md":
         body = to_markdown(payload).encode("utf-8", "replace")
     else:

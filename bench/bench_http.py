@@ -67,7 +67,7 @@ def populate(session_dir: Path, count: int, messages: int, *, durable: bool = Tr
     """``count`` sessions of ``messages`` messages each, saved without the index, then one index rebuild.
     Not ``durable``: the same bytes written without the store's fsyncs (a corpus kept for many runs)."""
     import api.models as models
-    from api import session_index
+    from api import jsonio, session_index
 
     session_dir.mkdir(parents=True, exist_ok=True)
     models.SESSION_DIR = session_dir
@@ -93,7 +93,7 @@ def populate(session_dir: Path, count: int, messages: int, *, durable: bool = Tr
         if durable:
             session.save(touch_updated_at=False, skip_index=True)
         else:
-            session.path.write_bytes(models.dumps_session_json(session.to_payload()))
+            session.path.write_bytes(jsonio.dumps_document(session.to_payload()))
     session_index.rebuild_index_file(session_dir)
 
 

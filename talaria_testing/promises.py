@@ -213,7 +213,7 @@ def check(
 def index_violations(sessions: Path) -> list[str]:
     """The sidebar index (validated, then written) lists exactly the session files, with their counts."""
     from api import session_index
-    from api.models import loads_json
+    from api.jsonio import loads as loads_json
 
     sessions = Path(sessions)
     index_file = sessions / "_index.json"

@@ -374,11 +374,11 @@ SCENARIOS: tuple[Scenario, ...] = (
 
 def run_in_place_write(sessions: Path, info: dict) -> None:
     """Mutant, not a Talaria path: rewrite the live file in place, as a naive store would (the suite must catch it)."""
-    from api import atomic, models
+    from api import atomic, jsonio
 
     s = _get()
     s.messages.extend(messages(2, start=900))
-    data = models.dumps_session_json(s.to_payload())
+    data = jsonio.dumps_document(s.to_payload())
     path = sessions / f"{SID}.json"
     with open(path, "r+b") as fh:
         fh.truncate(0)

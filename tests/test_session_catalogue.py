@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from api import config, models, session_catalogue, session_views, tombstones
+from api import config, jsonio, models, session_catalogue, session_views, tombstones
 from api.errors import BadRequest, Conflict, NotFound
 from api.models import Session
 from talaria_testing import failed_saves, scripted_turns
@@ -225,7 +225,7 @@ def test_raw_precheck_never_hides_a_real_match(text, start, length):
     needle = text[start : start + length].lower()
     if not needle or needle not in text.lower():
         return
-    raw = models.dumps_session_json({"messages": [{"role": "user", "content": text}]})
+    raw = jsonio.dumps_document({"messages": [{"role": "user", "content": text}]})
     assert session_catalogue._raw_may_contain(raw, needle)
     assert session_catalogue.find_in_messages([{"role": "user", "content": text}], needle) is not None
 
