@@ -75,3 +75,28 @@ def trickling_endpoint(interval: float = 1.0) -> Iterator[str]:
                 pass
         for worker in threads:
             worker.join(5)
+
+
+@contextmanager
+def posting_at_once(srv, path: str, body: dict, count: int = 8, timeout: float = 25.0) -> Iterator[list]:
+    """``count`` clients POST ``body`` to ``path`` at once; the block runs while they wait, and on leaving
+    it every answer is in the list, ``(status, json)`` or ``(0, None)`` for none within ``timeout``."""
+    import json
+
+    answers: list[tuple[int, object]] = []
+
+    def post() -> None:
+        try:
+            status, _, raw = srv.request("POST", path, body, timeout=timeout)
+            answers.append((status, json.loads(raw)))
+        except TimeoutError:
+            answers.append((0, None))
+
+    clients = [threading.Thread(target=post) for _ in range(count)]
+    for client in clients:
+        client.start()
+    try:
+        yield answers
+    finally:
+        for client in clients:
+            client.join(timeout + 15)

@@ -14,7 +14,7 @@ import pytest
 from api import endpoint_probe
 from api.errors import BadRequest
 from talaria_testing.server_proc import ServerProc
-from talaria_testing.trickle import trickling_endpoint
+from talaria_testing.trickle import posting_at_once, trickling_endpoint
 
 
 @contextmanager
@@ -179,25 +179,12 @@ def test_an_endpoint_that_trickles_its_answer_is_cut_off_at_the_deadline():
 def test_eight_trickled_connection_tests_end_at_their_deadline_and_health_answers(tmp_path):
     """Through the real server: eight connection tests to a trickling endpoint at once each answer within
     the documented 8 s (plus slack for a loaded machine), and /health answers while they run."""
-    answers: list[tuple[int, object]] = []
     with trickling_endpoint(interval=1.0) as url, ServerProc(tmp_path) as srv:
-
-        def probe() -> None:
-            body = {"kind": "custom", "base_url": url}
-            try:
-                status, _, raw = srv.request("POST", "/api/onboarding/probe", body, timeout=25)
-                answers.append((status, json.loads(raw)))
-            except TimeoutError:
-                answers.append((0, "no answer"))
-
         started = time.monotonic()
-        clients = [threading.Thread(target=probe) for _ in range(8)]
-        for client in clients:
-            client.start()
-        time.sleep(1)
-        assert srv.request("GET", "/health", timeout=5)[0] == 200
-        for client in clients:
-            client.join(40)
+        body = {"kind": "custom", "base_url": url}
+        with posting_at_once(srv, "/api/onboarding/probe", body) as answers:
+            time.sleep(1)
+            assert srv.request("GET", "/health", timeout=5)[0] == 200
         elapsed = time.monotonic() - started
     assert [status for status, _ in answers] == [200] * 8, answers
     assert all("No answer within 8 seconds" in data["message"] for _, data in answers)  # type: ignore[index]

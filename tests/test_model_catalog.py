@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import threading
 import time
 
 import pytest
@@ -11,7 +9,7 @@ import pytest
 from api import model_catalog
 from api.errors import BadRequest
 from talaria_testing.fake_llm import agent_server
-from talaria_testing.trickle import trickling_endpoint
+from talaria_testing.trickle import posting_at_once, trickling_endpoint
 
 PAYLOAD = {
     "model": "fake-model",
@@ -97,28 +95,17 @@ def test_model_switches_while_the_configured_endpoint_trickles_answer_within_the
     socket server trickles the endpoint's answer; eight switches at once each answer (an error saying the
     list is still being built, when it is) within the wait plus slack, /health answers meanwhile, and a
     switch back to the default, which needs no list, answers at once."""
-    answers: list[tuple[int, dict]] = []
     with trickling_endpoint(interval=1.0) as url, agent_server(tmp_path, url) as srv:
         sid = srv.post_json("/api/session/new", {})["session"]["session_id"]
-
-        def switch() -> None:
-            body = {"session_id": sid, "model": "fake-model", "model_provider": "custom"}
-            try:
-                status, _, raw = srv.request("POST", "/api/session/model", body, timeout=25)
-                answers.append((status, json.loads(raw)))
-            except TimeoutError:
-                answers.append((0, {}))
-
         started = time.monotonic()
-        clients = [threading.Thread(target=switch) for _ in range(8)]
-        for client in clients:
-            client.start()
-        time.sleep(1)
-        assert srv.request("GET", "/health", timeout=5)[0] == 200
-        back = srv.json("POST", "/api/session/model", {"session_id": sid, "model": "", "model_provider": ""})
-        assert back[0] == 200
-        for client in clients:
-            client.join(40)
+        body = {"session_id": sid, "model": "fake-model", "model_provider": "custom"}
+        with posting_at_once(srv, "/api/session/model", body) as answers:
+            time.sleep(1)
+            assert srv.request("GET", "/health", timeout=5)[0] == 200
+            back = srv.json(
+                "POST", "/api/session/model", {"session_id": sid, "model": "", "model_provider": ""}
+            )
+            assert back[0] == 200
         elapsed = time.monotonic() - started
     assert len(answers) == 8 and all(status in (200, 400, 503) for status, _ in answers), answers
     assert all("error" in data for status, data in answers if status != 200)

@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from talaria_testing.fake_llm import FakeLLM, Reply, agent_server
 
-from .helpers import DESKTOP, PHONE, new_session, open_page, screenshot, send, wait_turn_done
+from .helpers import new_session, open_page, screenshots, send, wait_turn_done
 
 pytestmark = pytest.mark.e2e
 
@@ -41,17 +41,6 @@ def files_server(tmp_path_factory, fake):
         yield server
 
 
-def _screens(page, name: str) -> None:
-    for size, size_name in ((DESKTOP, "desktop"), (PHONE, "phone")):
-        page.set_viewport_size(size)
-        page.wait_for_timeout(250)
-        for scheme in ("light", "dark"):
-            page.emulate_media(color_scheme=scheme)
-            screenshot(page, f"{name}-{size_name}-{scheme}")
-    page.set_viewport_size(DESKTOP)
-    page.emulate_media(color_scheme="light")
-
-
 def _open_panel(page):
     page.locator("#files-toggle").click()
     panel = page.locator("#files-panel")
@@ -72,16 +61,16 @@ def test_the_workspace_is_beside_the_chat_with_a_preview_of_each_kind(browser, f
         panel.locator(".files-row", has_text="src").click()
         panel.locator(".files-row", has_text="main.py").click()
         expect(panel.locator(".files-code .k").first).to_have_text("def")
-        _screens(page, "files-code")
+        screenshots(page, "files-code")
         panel.locator(".files-row", has_text="README.md").click()
         expect(panel.locator(".files-markdown strong")).to_have_text("small")
-        _screens(page, "files-markdown")
+        screenshots(page, "files-markdown")
         panel.locator(".files-row", has_text="people.csv").click()
         expect(panel.locator(".files-csv tr")).to_have_count(3)
-        _screens(page, "files-csv")
+        screenshots(page, "files-csv")
         panel.locator(".files-row", has_text="logo.png").click()
         expect(panel.locator(".files-view-image img")).to_have_js_property("naturalWidth", 1)
-        _screens(page, "files-image")
+        screenshots(page, "files-image")
         panel.locator(".files-row", has_text="data.bin").click()
         expect(panel.locator(".files-view-binary")).to_contain_text("A binary file")
 
@@ -100,7 +89,7 @@ def test_an_edit_meets_the_agents_change_and_a_delete_goes_to_the_trash_and_back
         main.write_text("def answer():\n    return 'the agent'\n")
         panel.get_by_role("button", name="Save").click()
         expect(panel.locator(".toolbox-conflict")).to_contain_text("return 'the agent'")
-        _screens(page, "files-edit-conflict")
+        screenshots(page, "files-edit-conflict")
         panel.get_by_role("button", name="Keep mine (replace theirs)").click()
         expect(page.locator(".toast").last).to_contain_text("Saved main.py")
         assert main.read_text() == "def answer():\n    return 43\n"
@@ -111,7 +100,7 @@ def test_an_edit_meets_the_agents_change_and_a_delete_goes_to_the_trash_and_back
         assert not main.exists()
         panel.get_by_role("button", name="Trash").click()
         expect(panel.locator(".files-trash-row")).to_contain_text("src/main.py")
-        _screens(page, "files-trash")
+        screenshots(page, "files-trash")
         panel.locator(".files-trash-row").get_by_role("button", name="Restore").click()
         expect(page.locator(".toast").last).to_contain_text("is back")
         assert main.read_text() == "def answer():\n    return 43\n"
@@ -146,14 +135,14 @@ def test_the_changes_of_the_agents_turns_are_diffed_restored_and_the_restore_und
         newest.get_by_role("button", name="Diff to now").click()
         expect(panel.locator(".files-diff-body .diff-del")).to_contain_text("-step one")
         expect(panel.locator(".files-diff-body .diff-add")).to_contain_text("+step two")
-        _screens(page, "files-diff")
+        screenshots(page, "files-diff")
         panel.get_by_role("button", name="← Changes").click()
         panel.locator(".files-change").first.get_by_role("button", name="Restore").click()
         page.locator(".modal").get_by_role("button", name="Restore").click()
         toast = page.locator(".toast", has_text="The workspace is restored.")
         expect(toast).to_be_visible()
         assert plan.read_text() == "step one\n"
-        _screens(page, "files-restored")
+        screenshots(page, "files-restored")
         toast.get_by_role("button", name="Undo").click()
         expect(page.locator(".toast").last).to_contain_text("The restore is undone.")
         assert plan.read_text() == "step two\n"

@@ -13,7 +13,14 @@ from talaria_testing import mcp_server
 from talaria_testing.fake_llm import FakeLLM, Reply, agent_server
 from talaria_testing.server_proc import ServerProc
 
-from .helpers import DESKTOP, PHONE, goto_app, new_session, open_page, screenshot, send, wait_turn_done
+from .helpers import (
+    goto_app,
+    new_session,
+    open_page,
+    screenshots,
+    send,
+    wait_turn_done,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -41,18 +48,6 @@ def picker_server(tmp_path_factory, two_models):
     server.stop()
 
 
-def _screens(page, name: str) -> None:
-    """Desktop and phone width, light and dark."""
-    for size, size_name in ((DESKTOP, "desktop"), (PHONE, "phone")):
-        page.set_viewport_size(size)
-        page.wait_for_timeout(300)  # the sidebar slides away when the width crosses the phone breakpoint
-        for scheme in ("light", "dark"):
-            page.emulate_media(color_scheme=scheme)
-            screenshot(page, f"{name}-{size_name}-{scheme}")
-    page.set_viewport_size(DESKTOP)
-    page.emulate_media(color_scheme="light")
-
-
 def test_the_picker_switches_the_model_of_the_next_answer(browser, picker_server, fake):
     with open_page(browser, picker_server.base_url) as page:
         new_session(page)
@@ -76,7 +71,7 @@ def test_the_picker_switches_the_model_of_the_next_answer(browser, picker_server
         page.reload()
         page.wait_for_selector("#app:not([hidden])")
         expect(page.locator("#model-select")).to_have_value(CHOICE_B)
-        _screens(page, "model-picker")
+        screenshots(page, "model-picker")
 
 
 def test_the_tools_menu_switches_toolsets_for_the_session(browser, picker_server, fake):
@@ -96,7 +91,7 @@ def test_the_tools_menu_switches_toolsets_for_the_session(browser, picker_server
         )
         expect(search.locator("input")).to_be_disabled()
         expect(blocked.filter(has_text="Task Planning")).to_have_count(0)
-        _screens(page, "tools-menu")
+        screenshots(page, "tools-menu")
         panel.locator(".toolset-row", has_text="Task Planning").locator("input").uncheck()
         expect(summary).to_have_text("Tools 0")
         assert picker_server.get_json(f"/api/toolsets?session_id={sid}")["enabled_toolsets"] == []
@@ -121,7 +116,7 @@ def test_the_setup_form_gets_an_empty_home_to_a_streamed_answer(browser, two_mod
         goto_app(page)
         dialog = page.locator("#setup-dialog")
         expect(dialog).to_be_visible()
-        _screens(page, "setup-form")
+        screenshots(page, "setup-form")
 
         page.fill("#setup-base-url", "ftp://127.0.0.1/v1")
         page.fill("#setup-model", "fake-b")
@@ -138,7 +133,7 @@ def test_the_setup_form_gets_an_empty_home_to_a_streamed_answer(browser, two_mod
         page.click("#setup-test")
         expect(page.locator("#setup-result")).to_have_text("Connected: 2 models available.")
         expect(page.locator("#setup-model")).to_have_value("fake-model")
-        _screens(page, "setup-form-tested")
+        screenshots(page, "setup-form-tested")
         page.fill("#setup-model", "fake-b")
         page.click("#setup-save")
         expect(dialog).to_be_hidden()
@@ -168,7 +163,7 @@ def test_the_tools_menu_shows_each_mcp_servers_state(browser, two_models, tmp_pa
         expect(demo.locator(".toolset-mcp")).to_have_text(re.compile(r"^connected · \d+ tools$"))
         stuck = panel.locator(".toolset-row", has_text="MCP: stuck")
         expect(stuck.locator(".toolset-mcp-failed")).to_contain_text("not connected:")
-        _screens(page, "tools-menu-mcp")
+        screenshots(page, "tools-menu-mcp")
 
 
 def test_the_reasoning_picker_shows_for_a_model_that_takes_an_effort_and_sets_it(browser, tmp_path):
@@ -186,7 +181,7 @@ def test_the_reasoning_picker_shows_for_a_model_that_takes_an_effort_and_sets_it
             studio.script(Reply(text="after thinking hard"))
             wait_turn_done(page, send(page, "think"))
             assert studio.chat_requests()[-1]["body"]["reasoning_effort"] == "high"
-            _screens(page, "reasoning-picker")
+            screenshots(page, "reasoning-picker")
             page.locator("#composer-input").fill("/reasoning medium")
             page.locator("#composer-input").press("Enter")
             expect(picker).to_have_value("medium")

@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 from talaria_testing import mcp_server
 from talaria_testing.fake_llm import FakeLLM, Reply, agent_server
 
-from .helpers import DESKTOP, PHONE, new_session, open_page, screenshot, send, wait_turn_done
+from .helpers import new_session, open_page, screenshots, send, wait_turn_done
 
 pytestmark = pytest.mark.e2e
 
@@ -44,17 +44,6 @@ def toolbox_server(tmp_path_factory, fake):
         yield server
 
 
-def _screens(page, name: str) -> None:
-    for size, size_name in ((DESKTOP, "desktop"), (PHONE, "phone")):
-        page.set_viewport_size(size)
-        page.wait_for_timeout(250)
-        for scheme in ("light", "dark"):
-            page.emulate_media(color_scheme=scheme)
-            screenshot(page, f"{name}-{size_name}-{scheme}")
-    page.set_viewport_size(DESKTOP)
-    page.emulate_media(color_scheme="light")
-
-
 def _open(page, tab: str):
     page.locator("#open-toolbox").click()
     dialog = page.locator("dialog.toolbox")
@@ -74,7 +63,7 @@ def test_memory_is_edited_and_a_write_by_the_agent_meanwhile_is_shown_not_overwr
         notes = dialog.get_by_label("MEMORY.md")
         expect(notes).to_have_value("The project indents with tabs.")
         expect(dialog.locator(".toolbox-file").first).to_contain_text("30 / 2,200 characters")
-        _screens(page, "toolbox-memory")
+        screenshots(page, "toolbox-memory")
 
         notes.fill("The project indents with tabs.\n§\nTests live in tests/.")
         dialog.locator(".toolbox-file").first.get_by_role("button", name="Save").click()
@@ -87,7 +76,7 @@ def test_memory_is_edited_and_a_write_by_the_agent_meanwhile_is_shown_not_overwr
         conflict = dialog.locator(".toolbox-conflict").first
         expect(conflict).to_contain_text("Written by the agent meanwhile.")
         assert memory.read_text(encoding="utf-8") == "Written by the agent meanwhile."
-        _screens(page, "toolbox-memory-conflict")
+        screenshots(page, "toolbox-memory-conflict")
         conflict.get_by_role("button", name="Use theirs").click()
         expect(notes).to_have_value("Written by the agent meanwhile.")
 
@@ -100,7 +89,7 @@ def test_a_skill_is_switched_off_and_on_edited_and_used_from_the_composer(browse
         row = dialog.locator(".toolbox-row", has_text="greet")
         expect(row).to_contain_text("Greet someone warmly")
         expect(row.locator(".toolbox-badge")).to_have_text("yours")
-        _screens(page, "toolbox-skills")
+        screenshots(page, "toolbox-skills")
         row.get_by_role("checkbox").uncheck()
         expect(page.locator(".toast").last).to_contain_text("greet is off")
         assert yaml.safe_load(config.read_text())["skills"]["disabled"] == ["greet"]
@@ -113,7 +102,7 @@ def test_a_skill_is_switched_off_and_on_edited_and_used_from_the_composer(browse
         editor.fill(SKILL.replace("Say hello by name.", "Say hello by name, then wave."))
         dialog.get_by_role("button", name="Save").click()
         expect(page.locator(".toast").last).to_contain_text("Saved.")
-        _screens(page, "toolbox-skill-edit")
+        screenshots(page, "toolbox-skill-edit")
         dialog.get_by_role("button", name="Close").click()
 
         page.locator("#composer-input").fill("/gr")
@@ -129,14 +118,14 @@ def test_a_skill_is_switched_off_and_on_edited_and_used_from_the_composer(browse
         # The quick title, then the model's (the fake titles "About <the person's words>").
         expect(page.locator("#chat-title")).to_have_text(re.compile(r"^(About )?/greet say hi to"))
         expect(page.locator(".msg-assistant .msg-usage").last).to_have_text(re.compile(r"^↑[\d.]+k? ↓\d+$"))
-        _screens(page, "skill-command")
+        screenshots(page, "skill-command")
 
         page.locator("#composer-input").fill("/usage")
         page.locator("#composer-input").press("Enter")
         report = page.locator(".modal")
         expect(report).to_contain_text("over 1 answer.")
         expect(report.locator(".usage-table tr")).to_have_count(2)
-        _screens(page, "usage")
+        screenshots(page, "usage")
 
 
 def test_the_mcp_tab_shows_each_servers_state_and_tools(browser, toolbox_server):
@@ -148,7 +137,7 @@ def test_the_mcp_tab_shows_each_servers_state_and_tools(browser, toolbox_server)
         expect(demo.locator(".toolbox-tools")).to_contain_text("mcp__demo__add")
         stuck = dialog.locator(".toolbox-server", has_text="stuck")
         expect(stuck).to_contain_text("did not answer within 4 s")
-        _screens(page, "toolbox-mcp")
+        screenshots(page, "toolbox-mcp")
 
 
 def test_an_unknown_command_is_not_sent_unless_the_person_says_so(browser, toolbox_server, fake):
@@ -159,7 +148,7 @@ def test_an_unknown_command_is_not_sent_unless_the_person_says_so(browser, toolb
         page.locator("#composer-input").press("Enter")
         status = page.locator("#composer-status")
         expect(status).to_contain_text("/etc is not a command")
-        _screens(page, "unknown-command")
+        screenshots(page, "unknown-command")
         assert len(fake.chat_requests()) == asked_before
         fake.script(Reply(text="Yes, /etc."))
         before = page.locator("#transcript").get_attribute("data-turns-done") or "0"
@@ -171,7 +160,7 @@ def test_an_unknown_command_is_not_sent_unless_the_person_says_so(browser, toolb
         page.locator("#composer-input").press("Enter")
         expect(page.locator(".modal")).to_contain_text("/greet")
         expect(page.locator(".modal")).to_contain_text("/compress")
-        _screens(page, "help-commands")
+        screenshots(page, "help-commands")
 
 
 def test_settings_are_changed_in_the_page_with_the_command_lines_bounds(browser, toolbox_server):
@@ -189,13 +178,13 @@ def test_settings_are_changed_in_the_page_with_the_command_lines_bounds(browser,
         timeout.fill("0")
         dialog.get_by_role("button", name="Save settings").click()
         expect(dialog.locator(".form-error")).to_contain_text("approval_timeout: must be between 1 and 86400")
-        _screens(page, "toolbox-settings-refused")
+        screenshots(page, "toolbox-settings-refused")
         timeout.fill("90")
         dialog.get_by_role("button", name="Save settings").click()
         expect(page.locator(".toast").last).to_contain_text("Settings saved.")
         assert yaml.safe_load(config.read_text())["webui"]["approval_timeout"] == 90
         expect(dialog.locator("#setting-approval_timeout")).to_have_value("90")
-        _screens(page, "toolbox-settings")
+        screenshots(page, "toolbox-settings")
 
 
 def test_a_turn_in_which_the_agent_changed_its_memory_says_so_in_the_transcript(
@@ -211,5 +200,5 @@ def test_a_turn_in_which_the_agent_changed_its_memory_says_so_in_the_transcript(
         card.locator("summary").first.click()
         expect(card.locator(".memory-note")).to_have_text("Memory changed: added to USER.md")
         expect(card.locator(".memory-entry")).to_have_text(entry)
-        _screens(page, "memory-changed-in-turn")
+        screenshots(page, "memory-changed-in-turn")
     assert entry in (toolbox_server.hermes_home / "memories" / "USER.md").read_text(encoding="utf-8")
