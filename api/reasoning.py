@@ -5,17 +5,34 @@ that ignores it gets no picker)."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from api import agent_pool, agent_runtime, session_catalogue, session_lookup
 from api.errors import BadRequest
+
+# Whether a route takes an effort depends on the model, its provider and the agent's config, not on the
+# session: it is asked of one session's agent once per (model, provider, config stamp).
+_SUPPORTED: dict[tuple[str, str, str], bool] = {}
+_SUPPORTED_LOCK = threading.Lock()
+
+
+def _supported(session: Any, model: str) -> bool:
+    key = (model, session.model_provider or "", agent_runtime.config_stamp())
+    with _SUPPORTED_LOCK:
+        known = _SUPPORTED.get(key)
+    if known is None:
+        known = bool(agent_pool.probe(session, agent_runtime.reasoning_supported))
+        with _SUPPORTED_LOCK:
+            _SUPPORTED[key] = known
+    return known
 
 
 def session_reasoning(sid: str) -> dict[str, Any]:
     """``{effort, default, levels, supported}`` for the session's next turn."""
     session = session_lookup.load_session(sid)
     model = session.model or agent_runtime.configured_default_model()
-    supported = bool(model) and bool(agent_pool.probe(session, agent_runtime.reasoning_supported))
+    supported = bool(model) and _supported(session, model)
     return {
         "session_id": sid,
         "effort": session.reasoning_effort,

@@ -28,8 +28,21 @@ def reason_for(env_vars: list[Any]) -> str:
     return f"Not available: it needs a key. Set {which}{shown} in the agent's .env."
 
 
+# The agent's check runs every tool's own check (about 0.2 s); its answer changes with config.yaml and .env.
+_CHECKED: dict[str, dict[str, str]] = {}
+
+
 def unavailable_reasons() -> dict[str, str]:
-    """``{toolset: why it cannot work}`` for each toolset the agent finds unusable ({} if it cannot tell)."""
+    """``{toolset: why it cannot work}`` for each toolset the agent finds unusable ({} if it cannot tell),
+    asked again when the agent's config.yaml or .env changed."""
+    stamp = agent_runtime.config_stamp()
+    if stamp not in _CHECKED:
+        _CHECKED.clear()
+        _CHECKED[stamp] = _ask_the_agent()
+    return _CHECKED[stamp]
+
+
+def _ask_the_agent() -> dict[str, str]:
     try:
         model_tools = agent_runtime.agent_module("model_tools")
         _available, unavailable = model_tools.check_tool_availability(quiet=True)
