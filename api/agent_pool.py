@@ -15,7 +15,6 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
 from typing import Any
 
 from api import agent_runtime, models, provider_errors, toolsets
@@ -69,16 +68,6 @@ def _build(session: models.Session):
         enabled_toolsets=toolsets.session_toolsets(session),
         reasoning_effort=session.reasoning_effort,
     )
-
-
-def probe(session: models.Session, check: Callable[[Any], Any]) -> Any:
-    """``check(agent)`` on the agent the session's next turn gets (built now if none is idle), which then
-    goes back to the pool for that turn."""
-    key, agent = take(session)
-    try:
-        return check(agent)
-    finally:
-        give_back(key, agent)
 
 
 def take(session: models.Session) -> tuple[str, Any]:

@@ -109,6 +109,8 @@ def _uploads_folder(workspace: Path) -> int:
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):
             raise Forbidden("the workspace's uploads folder is not a plain folder") from None
+        if exc.errno == errno.ENOENT:  # something keeps moving it away while we open it
+            raise Forbidden("the workspace's uploads folder keeps changing; nothing was stored") from None
         raise
 
 

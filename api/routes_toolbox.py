@@ -76,7 +76,11 @@ def _handle_session_usage(handler, query: dict) -> None:
 
 
 def _handle_reasoning(handler, query: dict) -> None:
-    j(handler, reasoning.session_reasoning(require_session_id(query.get("session_id"))))
+    sid = query.get("session_id")
+    if sid is None:
+        j(handler, reasoning.model_reasoning(query.get("model", ""), query.get("model_provider", "")))
+    else:
+        j(handler, reasoning.session_reasoning(require_session_id(sid)))
 
 
 def _handle_set_reasoning(handler, body: dict) -> None:

@@ -26,7 +26,13 @@ log = logging.getLogger("talaria.admin")
 
 DISPLAY_ROLES = frozenset({"user", "assistant"})
 # Extra keys of a "full session" beyond the sidebar row (docs/http-api.md).
-_FULL_FIELDS = ("tool_calls", "context_length", "last_prompt_tokens", "compression_generation")
+_FULL_FIELDS = (
+    "tool_calls",
+    "context_length",
+    "last_prompt_tokens",
+    "compression_generation",
+    "reasoning_effort",
+)
 
 
 # ---------------------------------------------------------------------- one session

@@ -19,16 +19,30 @@ export class ReasoningPicker {
     select.addEventListener("change", () => this.pick());
   }
 
-  // Asked once per opened session: whether the route takes an effort needs the session's agent.
+  // What the session's model takes is asked per model pick (never of a session, which another tab may
+  // delete meanwhile); the session's own effort comes with the session.
   async update(session) {
     const sid = session && session.session_id && !session.read_only ? session.session_id : null;
-    if (sid === this.sessionId) return;
+    const switched = sid !== this.sessionId;
     this.sessionId = sid;
-    this.root.hidden = true;
-    if (!sid) return;
+    // A sidebar row does not carry the effort: the session's full view does.
+    if (session && "reasoning_effort" in session) this.effort = session.reasoning_effort ?? null;
+    else if (switched) this.effort = null;
+    const pickKey = sid ? `${session.model || ""}\u0000${session.model_provider || ""}` : null;
+    if (!sid) {
+      this.pickKey = null;
+      this.root.hidden = true;
+      return;
+    }
+    if (pickKey === this.pickKey && this.facts) {
+      this.show(this.facts);
+      return;
+    }
+    this.pickKey = pickKey;
     try {
-      const facts = await getJSON("/api/reasoning", { session_id: sid });
-      if (sid !== this.sessionId) return;
+      const facts = await getJSON("/api/reasoning", { model: session.model || "", model_provider: session.model_provider || "" });
+      if (pickKey !== this.pickKey) return;
+      this.facts = facts;
       this.show(facts);
     } catch {
       this.root.hidden = true; // no agent yet (no model set up): nothing to pick
@@ -43,7 +57,7 @@ export class ReasoningPicker {
         return option;
       }),
     );
-    this.select.value = facts.effort || "";
+    this.select.value = this.effort || "";
     this.root.hidden = !facts.supported;
   }
 
@@ -69,6 +83,7 @@ export class ReasoningPicker {
     const effort = this.select.value || null;
     try {
       await postJSON("/api/reasoning", { session_id: sid, effort });
+      this.effort = effort;
       toast(effort ? `Reasoning effort: ${effort === "none" ? "off" : effort}, from the next answer.` : "Reasoning effort: the default.");
     } catch (err) {
       toastError(err);
