@@ -15,6 +15,10 @@ from __future__ import annotations
 import importlib
 import inspect
 import logging
+import random
+import sqlite3
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -190,9 +194,7 @@ def build_agent(
     runtime = runtime if runtime is not None else resolve_runtime(model, provider)
     run_agent = _import("run_agent")
     callbacks = callbacks or AgentCallbacks()
-    session_db = (
-        None if state_db_path is None else _import("hermes_state").SessionDB(db_path=Path(state_db_path))
-    )
+    session_db = None if state_db_path is None else open_session_db(Path(state_db_path))
     kwargs: dict[str, Any] = {
         "model": model,
         "provider": runtime.get("provider"),
@@ -232,6 +234,28 @@ def build_agent(
     agent._end_session_on_close = end_session_on_close
     agent._talaria_callbacks = callbacks
     return agent
+
+
+_SESSION_DB_OPENING = threading.Lock()
+SESSION_DB_OPEN_ATTEMPTS = 4
+
+
+def open_session_db(path: Path):
+    """The agent's ``SessionDB`` on ``path``, opened one at a time in this process.
+
+    Opening one creates or migrates the schema; two at once on a new database fail with "database is
+    locked" or "vtable constructor failed" (the full-text tables), which ended a first turn. Another
+    process (the agent's gateway) can still be opening it too: such an error is tried again.
+    """
+    session_db_class = _import("hermes_state").SessionDB
+    with _SESSION_DB_OPENING:
+        for _ in range(SESSION_DB_OPEN_ATTEMPTS - 1):
+            try:
+                return session_db_class(db_path=path)
+            except sqlite3.OperationalError:
+                log.warning("opening %s failed; trying again", path.name, exc_info=True)
+                time.sleep(random.uniform(0.02, 0.15))
+        return session_db_class(db_path=path)
 
 
 def checkpoint_kwargs() -> dict[str, Any]:

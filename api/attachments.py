@@ -43,6 +43,7 @@ TEXT_EXTENSIONS = frozenset(
 )  # fmt: skip
 IMAGE_EXTENSIONS = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp"})
 _UNSAFE = re.compile(r"[^A-Za-z0-9._ -]+")
+_FOLDER_ATTEMPTS = 3
 _SWEPT: set[Path] = set()
 _SWEPT_LOCK = threading.Lock()
 
@@ -131,6 +132,22 @@ def _sweep_once(folder: Path, folder_fd: int) -> None:
     atomic.sweep_leftover_temps(folder, folder_fd)
 
 
+def _write_into_uploads(workspace: Path, name: str, raw: bytes) -> str:
+    """The name ``raw`` was stored under in the uploads folder. A folder removed while it is written
+    (another process renaming a folder over it) takes no file, so the write is tried again in the
+    folder that name holds now, a few times, and then refused."""
+    for _ in range(_FOLDER_ATTEMPTS):
+        folder_fd = _uploads_folder(workspace)
+        try:
+            _sweep_once(workspace / UPLOADS, folder_fd)
+            return atomic.write_new_durable(folder_fd, candidate_names(name), raw)
+        except FileNotFoundError:
+            continue
+        finally:
+            os.close(folder_fd)
+    raise Forbidden("the workspace's uploads folder keeps changing; nothing was stored")
+
+
 def store_attachment(session_id: str, name: Any, data: Any) -> dict:
     """Write one attachment into the session's workspace; answers its path (relative), kind, size."""
     workspace = media.session_workspace(session_id)
@@ -138,12 +155,7 @@ def store_attachment(session_id: str, name: Any, data: Any) -> dict:
     clean = safe_name(name)
     raw = decode(data, limit)
     kind, content_type = classify(clean, raw)
-    folder_fd = _uploads_folder(workspace)
-    try:
-        _sweep_once(workspace / UPLOADS, folder_fd)
-        target = workspace / UPLOADS / atomic.write_new_durable(folder_fd, candidate_names(clean), raw)
-    finally:
-        os.close(folder_fd)
+    target = workspace / UPLOADS / _write_into_uploads(workspace, clean, raw)
     relative = target.relative_to(workspace).as_posix()
     return {
         "path": relative,

@@ -283,3 +283,74 @@ def test_attached_images_become_image_parts_when_the_agent_routes_them_natively(
     assert parts[0] == {"type": "text", "text": text}
     assert [p["type"] for p in parts] == ["text", "image_url"]
     assert parts[1]["image_url"]["url"].startswith("data:image/png;base64,")
+
+
+def _real_session_db_class(monkeypatch, before_open):
+    """hermes-agent's own SessionDB, with ``before_open(path)`` run as each one opens."""
+    import hermes_state
+
+    real_init = hermes_state.SessionDB.__init__
+
+    def init(self, *args, **kwargs):
+        before_open(kwargs.get("db_path"))
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(hermes_state.SessionDB, "__init__", init)
+
+
+def test_session_databases_open_one_at_a_time(monkeypatch, tmp_path):
+    """Three agents built at once each opened a SessionDB on a new state.db: creating its schema together
+    failed with "vtable constructor failed: messages_fts_trigram" or "database is locked", and the turn
+    failed. Opening is one at a time in the process now."""
+    opening, most = [0], [0]
+    guard = threading.Lock()
+
+    def count(_path):
+        with guard:
+            opening[0] += 1
+            most[0] = max(most[0], opening[0])
+        threading.Event().wait(0.02)  # widens the window two unserialised opens would share
+        with guard:
+            opening[0] -= 1
+
+    _real_session_db_class(monkeypatch, count)
+    opened, errors = [], []
+
+    def open_one():
+        try:
+            opened.append(agent_runtime.open_session_db(tmp_path / "state.db"))
+        except Exception as exc:  # noqa: BLE001 - collected, asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    for db in opened:
+        db.close()
+    assert errors == [] and len(opened) == 6
+    assert most[0] == 1
+
+
+def test_a_session_database_another_process_holds_is_opened_on_a_later_try(monkeypatch, tmp_path):
+    import sqlite3
+
+    tries = []
+
+    def locked_twice(path):
+        tries.append(path)
+        if len(tries) <= 2:
+            raise sqlite3.OperationalError("database is locked")
+
+    _real_session_db_class(monkeypatch, locked_twice)
+    monkeypatch.setattr(agent_runtime.random, "uniform", lambda low, high: 0.0)
+    db = agent_runtime.open_session_db(tmp_path / "state.db")
+    try:
+        assert len(tries) == 3 and (tmp_path / "state.db").exists()
+    finally:
+        db.close()
+    tries.clear()
+    monkeypatch.setattr(agent_runtime, "SESSION_DB_OPEN_ATTEMPTS", 2)
+    with pytest.raises(sqlite3.OperationalError):
+        agent_runtime.open_session_db(tmp_path / "other.db")

@@ -110,6 +110,28 @@ def test_an_uploads_link_out_of_the_workspace_is_refused(workspace, tmp_path):
     assert list(outside.iterdir()) == []
 
 
+def test_an_uploads_folder_replaced_while_written_takes_the_upload_in_the_folder_there_now(
+    workspace, monkeypatch
+):
+    """Another process renamed a folder over the (empty) uploads folder after it was opened: writing into
+    the removed folder failed with FileNotFoundError, a 500. The upload now lands in the folder the
+    name holds, beside what that folder kept."""
+    other = workspace / "other"
+    other.mkdir()
+    (other / "kept.txt").write_text("kept")
+    sweep = attachments._sweep_once
+
+    def replace_then_sweep(folder, folder_fd):
+        if other.exists():
+            os.rename(other, workspace / "uploads")
+        sweep(folder, folder_fd)
+
+    monkeypatch.setattr(attachments, "_sweep_once", replace_then_sweep)
+    stored = attachments.store_attachment("att", "chart.png", b64(PNG))
+    assert (workspace / stored["path"]).read_bytes() == PNG
+    assert (workspace / "uploads" / "kept.txt").read_text() == "kept"
+
+
 def test_a_message_names_its_attachments_by_path(workspace):
     stored = attachments.store_attachment("att", "chart.png", b64(PNG))
     named = attachments.message_attachments("att", [stored["path"]])
