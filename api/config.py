@@ -139,6 +139,10 @@ def _configure(values: Mapping[str, Any]) -> None:
     # hermes-agent finds its home only through the environment (it reads HERMES_HOME when imported,
     # lazily, after this): setting it here keeps the agent on the folder Talaria was given.
     os.environ["HERMES_HOME"] = str(HERMES_HOME)
+    # Checking a tool's availability (opening the tools menu, building an agent) would otherwise start a
+    # pip install from a request; the agent reads this switch each time it would install.
+    if not SETTINGS_VALUES.get("agent_installs"):
+        os.environ["HERMES_DISABLE_LAZY_INSTALLS"] = "1"
     _CONFIGURED.set()
     for follow in _FOLLOWERS:
         follow()

@@ -249,6 +249,14 @@ SETTINGS: tuple[Setting, ...] = (
         "empty means the agent's defaults and no limit, 'none' means no tools at all.",
     ),
     Setting(
+        "agent_installs",
+        bool,
+        False,
+        "TALARIA_AGENT_INSTALLS",
+        "Let the agent pip-install a tool's missing package into Talaria's environment when the tool is "
+        "checked or used (its lazy installs); off, such a tool is unavailable until installed (`hermes tools`).",
+    ),
+    Setting(
         "warm_up",
         bool,
         True,

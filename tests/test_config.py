@@ -178,3 +178,54 @@ def test_configure_points_config_and_models_paths_at_the_given_settings(tmp_path
         str(state / "sessions"),
         str((tmp_path / "home").resolve() / "state.db"),
     ]
+
+
+_LAZY_INSTALL_PROBE = textwrap.dedent(
+    """
+    import json, subprocess, sys
+    from api import config
+    config.configure(config.load_settings(strict=False))
+    from tools import lazy_deps
+    ran = []
+    subprocess.run = lambda *args, **kwargs: ran.append(args) or (_ for _ in ()).throw(AssertionError("pip ran"))
+    missing = [name for name in lazy_deps.LAZY_DEPS if lazy_deps.feature_missing(name)
+               and not lazy_deps._unsupported_feature_reason(name)]
+    allowed, outcome = lazy_deps._allow_lazy_installs(), "not tried"
+    if not allowed:  # (when allowed, ensure would really install)
+        try:
+            lazy_deps.ensure(missing[0], prompt=False)
+            outcome = "installed"
+        except lazy_deps.FeatureUnavailable as exc:
+            outcome = str(exc)
+    print(json.dumps({"allowed": allowed, "outcome": outcome, "pip": len(ran)}))
+    """
+)
+
+
+@pytest.mark.parametrize(("setting", "allowed"), [(None, False), ("1", True)])
+def test_the_agent_installs_a_tools_package_only_when_the_setting_allows_it(tmp_path, setting, allowed):
+    """Building an agent checks each tool's requirements, and the agent's text-to-speech check started
+    `pip install edge-tts` from the server (a request reaching the package index, a process outliving the
+    request). Talaria turns the agent's lazy installs off unless `agent_installs` is set."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HERMES_HOME": str(home),
+        "HERMES_WEBUI_STATE_DIR": str(tmp_path / "state"),
+    }
+    if setting is not None:
+        env["TALARIA_AGENT_INSTALLS"] = setting
+    done = subprocess.run(
+        [sys.executable, "-c", _LAZY_INSTALL_PROBE],
+        cwd=Path(__file__).resolve().parent.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found["allowed"] is allowed
+    if not allowed:
+        assert "disabled" in found["outcome"] and found["pip"] == 0
