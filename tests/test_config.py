@@ -135,8 +135,13 @@ def _probe_fresh_import(tmp_path: Path, then: str) -> dict:
     (home / "config.yaml").write_text("webui: [port: {{\n", encoding="utf-8")
     (home / ".env").write_text("\x00garbage\n", encoding="utf-8")
     env = {"PATH": "/usr/bin:/bin", "HERMES_HOME": str(home), "HERMES_WEBUI_STATE_DIR": str(state)}
+    return _run_probe([_IMPORT_PROBE, str(home), str(state), then], env)
+
+
+def _run_probe(args: list[str], env: dict[str, str]) -> dict:
+    """What a fresh interpreter running ``python -c *args`` in the project folder printed last (JSON)."""
     done = subprocess.run(
-        [sys.executable, "-c", _IMPORT_PROBE, str(home), str(state), then],
+        [sys.executable, "-c", *args],
         cwd=Path(__file__).resolve().parent.parent,
         env=env,
         capture_output=True,
@@ -216,16 +221,7 @@ def test_the_agent_installs_a_tools_package_only_when_the_setting_allows_it(tmp_
     }
     if setting is not None:
         env["TALARIA_AGENT_INSTALLS"] = setting
-    done = subprocess.run(
-        [sys.executable, "-c", _LAZY_INSTALL_PROBE],
-        cwd=Path(__file__).resolve().parent.parent,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    found = json.loads(done.stdout.splitlines()[-1])
+    found = _run_probe([_LAZY_INSTALL_PROBE], env)
     assert found["allowed"] is allowed
     if not allowed:
         assert "disabled" in found["outcome"] and found["pip"] == 0
