@@ -22,14 +22,10 @@ ROW = re.compile(r"^\| `(?P<name>[^`]+)` \| .* \| (?P<imported_by>[^|]*) \|$")
 COUNT = re.compile(r"^(?P<count>\d+) modules$")
 
 
-def table_rows(doc: str) -> dict[str, str]:
-    """The module table's rows: the first column's path → the "imported by" column."""
-    rows: dict[str, str] = {}
-    for line in doc.splitlines():
-        match = ROW.match(line.strip())
-        if match:
-            rows[match["name"]] = match["imported_by"].strip()
-    return rows
+def table_rows(doc: str) -> list[tuple[str, str]]:
+    """The module table's rows: the first column's path and the "imported by" column."""
+    matches = (ROW.match(line.strip()) for line in doc.splitlines())
+    return [(match["name"], match["imported_by"].strip()) for match in matches if match]
 
 
 def table_modules(root: Path) -> dict[str, Path]:
@@ -75,8 +71,14 @@ def disagreements(root: Path) -> list[str]:
     """What docs/modules.md says that the code does not do, one line each; empty when it is true."""
     rows = table_rows((root / "docs" / "modules.md").read_text(encoding="utf-8"))
     real = importers(root)
-    problems = [f"{row_name(name)}: no row in the table" for name in real if row_name(name) not in rows]
-    for listed, imported_by in rows.items():
+    listed_names = [listed for listed, _ in rows]
+    problems = [
+        f"{row_name(name)}: no row in the table" for name in real if row_name(name) not in listed_names
+    ]
+    problems += [
+        f"{name}: two rows" for name in sorted({n for n in listed_names if listed_names.count(n) > 1})
+    ]
+    for listed, imported_by in rows:
         if listed.endswith("/"):
             if not (root / listed).is_dir():
                 problems.append(f"{listed}: listed but no such folder")
@@ -159,8 +161,8 @@ def test_a_table_naming_every_importer_of_every_module_has_nothing_to_report(tmp
         ({"api/rules.py": "`routes`"}, "api/rules.py: imported by ['service'], not named"),
         ({"api/routes.py": "—"}, "api/routes.py: imported by ['server.py'], not named"),
         (
-            {"api/routes.py": "the entry point"},
-            "api/routes.py: imported-by column 'the entry point' names no module",
+            {"server.py": "the command line"},
+            "server.py: imported-by column 'the command line' names no module",
         ),
         ({"api/store.py": "2 modules"}, "api/store.py: says 2 modules; 2 import it, name them"),
     ],
@@ -173,7 +175,12 @@ def test_a_row_the_code_contradicts_is_reported(tmp_path, change, problem):
         else:
             table[name] = imported_by
     write_tree(tmp_path, FILES, list(table.items()))
-    assert problem in disagreements(tmp_path)
+    assert disagreements(tmp_path) == [problem]
+
+
+def test_a_module_with_two_rows_is_reported(tmp_path):
+    write_tree(tmp_path, FILES, [*TRUE_TABLE, ("api/store.py", "`rules`, `service`")])
+    assert disagreements(tmp_path) == ["api/store.py: two rows"]
 
 
 def test_a_module_more_than_ten_modules_import_gives_their_exact_count(tmp_path):
