@@ -16,8 +16,11 @@ if [ ! -x /usr/bin/chromium ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
 fi
 
-# Static checks first (quick; any finding fails the run): types, the import contracts, and the page's
-# lint and unit tests (node is on the machine; ESLint comes from the npm registry, pinned by the lockfile).
+# Static checks first (quick; any finding fails the run): lint and formatting, types, the import contracts,
+# and the page's lint and unit tests (node is on the machine; ESLint comes from the npm registry, pinned by
+# the lockfile).
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
 .venv/bin/mypy
 .venv/bin/lint-imports --no-cache
 if ! command -v node >/dev/null; then

@@ -2,7 +2,8 @@
 // regenerate the last answer, retry a turn that failed, branch a new session from any message. Buttons carry `data-action`;
 // the chat view handles clicks on them in one listener.
 
-import { el, messageText } from "./render.js";
+import { el } from "./dom.js";
+import { messageText } from "./render.js";
 import { toast } from "./toast.js";
 
 // A copy button in each code block; its label is drawn by CSS, so the block's text stays the code.

@@ -3,7 +3,7 @@
 // type and size) and shown as a chip; sending names the uploaded paths.
 
 import { api } from "./api.js";
-import { el } from "./render.js";
+import { el } from "./dom.js";
 import { toastError } from "./toast.js";
 
 function base64Of(file) {

@@ -2,7 +2,7 @@
 // and the "edit your last message" mode.
 
 import { completions, parseSlash } from "./commands.js";
-import { el } from "./render.js";
+import { el } from "./dom.js";
 
 export class Composer {
   constructor({ form, input, sendButton, stopButton, list, editNote, editCancel, status, onSend, onCommand, onStop }) {

@@ -1,6 +1,6 @@
 // A small modal question with a few answers (confirmations, "replace or branch"), on <dialog>.
 
-import { el } from "./render.js";
+import { el } from "./dom.js";
 
 // Resolves to the chosen button's value, or null when dismissed (Escape, Cancel).
 export function ask({ title, message, body, buttons = [], cancelLabel = "Cancel" }) {

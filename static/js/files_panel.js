@@ -6,7 +6,7 @@
 
 import { getJSON, postJSON } from "./api.js";
 import { confirmAction } from "./dialog.js";
-import { el } from "./render.js";
+import { el } from "./dom.js";
 import { toast, toastError } from "./toast.js";
 
 // "12 B", "3.4 KB", "1.2 MB".

@@ -1,6 +1,6 @@
 // Branch lineage under the chat title: "Branch of <parent>" in a branch, "Branches: …" in its parent.
 
-import { el } from "./render.js";
+import { el } from "./dom.js";
 
 function lineageBox() {
   let box = document.getElementById("lineage");

@@ -8,7 +8,8 @@
 
 import { decorateCode } from "./actions.js";
 import { hydrateMedia } from "./media.js";
-import { el, reasoningBlock, setToolResult, toolCard } from "./render.js";
+import { el } from "./dom.js";
+import { reasoningBlock, setToolResult, toolCard } from "./render.js";
 
 export class LiveTurn {
   constructor(container, sessionId) {

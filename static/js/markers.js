@@ -1,6 +1,6 @@
 // What the store guarantees, made visible: the compression marker, the context meter, the recovery banner.
 
-import { el } from "./render.js";
+import { el } from "./dom.js";
 
 function collapse(text) {
   return String(text || "").replace(/\s+/g, " ").trim();

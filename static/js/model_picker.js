@@ -2,7 +2,7 @@
 // with keys. A pick becomes the session's model for its next turn; "Set up a model…" opens the setup form.
 
 import { api } from "./api.js";
-import { el } from "./render.js";
+import { el } from "./dom.js";
 import { toast, toastError } from "./toast.js";
 
 const SETUP = "__setup__";

@@ -4,7 +4,7 @@
 // `*_resolved` event settles the card.
 
 import { ApiError, getJSON, postJSON } from "./api.js";
-import { el } from "./render.js";
+import { el } from "./dom.js";
 
 export const questionApi = {
   respondApproval: (sessionId, approvalId, choice) =>

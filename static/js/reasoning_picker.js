@@ -2,7 +2,7 @@
 // own rule for the route), "Default" follows the agent's config.yaml; a change applies from the next answer.
 
 import { getJSON, postJSON } from "./api.js";
-import { el } from "./render.js";
+import { el } from "./dom.js";
 import { toast, toastError } from "./toast.js";
 
 // The option labels: the default names what it resolves to.

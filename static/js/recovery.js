@@ -3,7 +3,7 @@
 
 import { api } from "./api.js";
 import { ask } from "./dialog.js";
-import { el } from "./render.js";
+import { el } from "./dom.js";
 
 const KIND_LABELS = {
   shrunken_live: "The session file has fewer messages than its backup",

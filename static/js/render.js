@@ -2,18 +2,12 @@
 // sanitized (markdown-it with HTML off, then an nh3 allow-list), so it is inserted as HTML; every other
 // string goes in as text.
 
+import { el } from "./dom.js";
 import { skillInvocation } from "./skill_message.js";
 import { HUMAN_TOOLS, humanView, toolBrief } from "./toolviews.js";
 import { usageLabel, usageTitle } from "./usage_labels.js";
 
 const RESULT_PREVIEW_CHARS = 20000;
-
-export function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined && text !== null) node.textContent = text;
-  return node;
-}
 
 export function messageText(msg) {
   const content = msg && msg.content;

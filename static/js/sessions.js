@@ -5,7 +5,7 @@
 import { api } from "./api.js";
 import { confirmAction } from "./dialog.js";
 import { chooseRow, feedPosition, mergePage, noteFeedPosition, readPosition } from "./freshness.js";
-import { el } from "./render.js";
+import { el } from "./dom.js";
 import { toast, toastError } from "./toast.js";
 
 const DAY = 86400;

@@ -2,7 +2,7 @@
 
 import { COMMANDS } from "./commands.js";
 import { ask } from "./dialog.js";
-import { el } from "./render.js";
+import { el } from "./dom.js";
 
 export const SHORTCUTS = [
   ["Enter", "Send the message"],

@@ -1,7 +1,7 @@
 // Short notices at the top of the conversation (never over the composer), optionally with one action
 // (e.g. Undo). At most MAX_TOASTS show at once: a new one pushes the oldest out.
 
-import { el } from "./render.js";
+import { el } from "./dom.js";
 
 const root = () => document.getElementById("toasts");
 const MAX_TOASTS = 3;

@@ -3,7 +3,7 @@
 // edited), the MCP servers with their state and tools, and the settings a person changes often.
 
 import { getJSON, postJSON } from "./api.js";
-import { el } from "./render.js";
+import { el } from "./dom.js";
 import { toast, toastError } from "./toast.js";
 import { mcpStateText } from "./tools.js";
 

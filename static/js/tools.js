@@ -3,7 +3,7 @@
 // Toolsets the server's TALARIA_AGENT_TOOLSETS ceiling leaves out are shown disabled, with the reason.
 
 import { api } from "./api.js";
-import { el } from "./render.js";
+import { el } from "./dom.js";
 import { toastError } from "./toast.js";
 
 // An MCP server's state under its row: connected with its tool count, still connecting, or why it failed.

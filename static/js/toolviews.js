@@ -3,7 +3,7 @@
 // of the agent's memory as a note saying what it changed. The raw JSON stays one click away. Every card's
 // collapsed line says what the call was about (`toolBrief`).
 
-import { el } from "./render.js";
+import { el } from "./dom.js";
 
 export const HUMAN_TOOLS = new Set(["terminal", "patch", "write_file", "todo", "clarify", "memory"]);
 const MAX_LINES = 400;

@@ -2,7 +2,7 @@
 
 import { getJSON } from "./api.js";
 import { ask } from "./dialog.js";
-import { el } from "./render.js";
+import { el } from "./dom.js";
 import { compactCount, costLabel } from "./usage_labels.js";
 
 export async function showUsage(sessionId) {

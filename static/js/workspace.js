@@ -2,7 +2,7 @@
 // (recently used workspaces, or a typed path). The server decides what may be chosen and says why not.
 
 import { getJSON, postJSON } from "./api.js";
-import { el } from "./render.js";
+import { el } from "./dom.js";
 
 export const workspaceApi = {
   overview: () => getJSON("/api/workspaces"),

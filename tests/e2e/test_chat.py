@@ -111,7 +111,7 @@ def test_tool_calls_and_reasoning_are_collapsible_cards(page, server, llm):
     expect(reasoning.locator(".reasoning-body")).to_be_hidden()
     reasoning.locator("summary").click()
     expect(reasoning.locator(".reasoning-body")).to_have_text("The user wants a plan; the todo tool fits.")
-    screenshot(page, "chat-tool-card")
+    screenshots(page, "chat-tool-card")
 
 
 def test_compress_shows_the_marker_and_a_reload_shows_the_same_state(page, server, llm):
