@@ -5,8 +5,10 @@ top-level files, ``docs/``, ``big/`` with 10,000 files (``--big``) and ``src/pkg
 100 files. Each run loads the session's page afresh in Debian's Chromium (headless, through Playwright),
 then times in the page, from the click to the frame after the rows are in the document:
 
-1. opening the files panel until every entry of the first level is shown;
-2. expanding ``big/`` until its first entry is shown (its 10,000 rows, or as many as the panel renders);
+1. opening the files panel until every entry of the first level is shown, then painted, and the longest
+   main-thread task meanwhile (a 'longtask' of 50 ms or more; 0 when none);
+2. expanding ``big/`` until its first entry is shown (its 10,000 rows, or as many as the panel renders),
+   then painted, and the longest task meanwhile;
 3. collapsing it again until its rows are gone.
 
 Beside them, the floor: the same ``GET /api/list`` requests fetched and parsed in the page, nothing drawn.
@@ -35,9 +37,13 @@ from talaria_testing.server_proc import ServerProc  # noqa: E402
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"]
 
-# Clicks ``click`` and answers the ms until ``done()`` holds (checked on every change to the panel), and
-# until the frame after it (a rAF, then a task: the frame that shows it has been painted).
+# Clicks ``click`` and answers the ms until ``done()`` holds (checked on every change to the panel), until
+# the frame after it (a rAF, then a task: the frame that shows it has been painted), and the longest task
+# the main thread ran meanwhile (the page answers no input during it).
 TIMED_CLICK = """async ([click, wanted, gone]) => {
+  const tasks = [];
+  const watch = new PerformanceObserver((list) => tasks.push(...list.getEntries().map((e) => e.duration)));
+  watch.observe({ type: 'longtask', buffered: false });
   const panel = document.getElementById('files-panel');
   const has = (path) => panel.querySelector(`[data-path="${CSS.escape(path)}"]`) !== null;
   const done = () => wanted.every(has) && !gone.some(has);
@@ -53,7 +59,10 @@ TIMED_CLICK = """async ([click, wanted, gone]) => {
   document.querySelector(click).click();
   const at = await shown;
   await new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
-  return { shown: at - started, painted: performance.now() - started };
+  const painted = performance.now() - started;
+  await new Promise((resolve) => setTimeout(resolve, 0));  // the observer is told of the last task late
+  watch.disconnect();
+  return { shown: at - started, painted, longest: Math.max(0, ...tasks) };
 }"""
 
 FETCH_FLOOR = """async (queries) => {
@@ -130,9 +139,11 @@ def main(argv: list[str] | None = None) -> int:
                         continue
                     note("open the panel: first level shown", opened["shown"])
                     note("  open: and painted", opened["painted"])
+                    note("  open: the longest main-thread task", opened["longest"])
                     note("  floor: fetch + parse of the root's list", root_floor)
                     note(f"expand big/: first entry shown ({rows:,} rows)", expanded["shown"])
                     note("  expand: and painted", expanded["painted"])
+                    note("  expand: the longest main-thread task", expanded["longest"])
                     note("  floor: fetch + parse of the root's and big/'s", big_floor)
                     note("collapse big/: its rows gone", collapsed["shown"])
                     note("  collapse: and painted", collapsed["painted"])
