@@ -163,6 +163,13 @@ def snapshot(project: Project, reason: str) -> str:
     return tip
 
 
+def has_commit(project: Project, commit: str) -> bool:
+    ok, out, _err = _cm()._run_git(
+        ["cat-file", "-t", commit], _store(), str(project.folder), allowed_returncodes={1, 128}
+    )
+    return bool(ok) and str(out) == "commit"
+
+
 def restore_files(project: Project, commit: str, paths: list[str]) -> int:
     """Puts each path back as ``commit`` holds it: checked out when the checkpoint has it, removed when it
     did not exist then. The count of paths put back."""

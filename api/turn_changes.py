@@ -193,6 +193,20 @@ def _refuse_while_running(sid: str) -> None:
         raise Conflict("A turn is running in this session: restore when it has ended")
 
 
+def _put_back(
+    plan: list[tuple[Range, str]], rows: list[tuple[Range, FileChange]], why: str
+) -> dict[str, Any]:
+    """Each folder's files of the turn as ``commit`` holds them, after the agent's snapshot of the state now
+    (a reason starting "pre-rollback", which never starts a turn): ``{restored, undo}``."""
+    undo, restored = [], 0
+    for part, commit in plan:
+        paths = [change.path for owner, change in rows if owner is part]
+        kept = checkpoint_store.snapshot(part.project, f"{_ROLLBACK} snapshot ({why} {commit[:8]})")
+        restored += checkpoint_store.restore_files(part.project, commit, paths)
+        undo.append({"folder": part.project.prefix, "hash": kept})
+    return {"restored": restored, "undo": undo}
+
+
 def restore_turn(sid: str, turn: Any) -> dict[str, Any]:
     """Puts every file the turn changed back as it was before the turn (files it added are removed). The
     agent first checkpoints the state now; ``undo`` names those checkpoints, one per folder."""
@@ -201,17 +215,8 @@ def restore_turn(sid: str, turn: Any) -> dict[str, Any]:
     rows = _files(ranges)
     if not rows:
         raise NotFound("This turn changed no files")
-    undo, restored = [], 0
-    for part in ranges:
-        paths = [change.path for owner, change in rows if owner is part]
-        if not paths:
-            continue
-        kept = checkpoint_store.snapshot(
-            part.project, f"{_ROLLBACK} snapshot (restoring a turn to {part.start[:8]})"
-        )
-        restored += checkpoint_store.restore_files(part.project, part.start, paths)
-        undo.append({"folder": part.project.prefix, "hash": kept})
-    return {"turn": _turn_number(turn), "restored": restored, "undo": undo}
+    plan = [(part, part.start) for part in ranges if any(owner is part for owner, _change in rows)]
+    return {"turn": _turn_number(turn), **_put_back(plan, rows, "restoring a turn to")}
 
 
 def undo_restore(sid: str, turn: Any, undo: Any) -> dict[str, Any]:
@@ -222,7 +227,7 @@ def undo_restore(sid: str, turn: Any, undo: Any) -> dict[str, Any]:
         raise BadRequest("undo must be the list a turn's restore answered")
     _workspace, ranges = _turn_ranges(sid, turn)
     rows = _files(ranges)
-    redo, restored = [], 0
+    plan = []  # every item checked before any file is touched
     for item in undo:
         folder, commit = (item.get("folder"), item.get("hash")) if isinstance(item, dict) else (None, None)
         if not isinstance(commit, str) or not 4 <= len(commit) <= 64 or not set(commit) <= _HEX:
@@ -230,10 +235,7 @@ def undo_restore(sid: str, turn: Any, undo: Any) -> dict[str, Any]:
         part = next((r for r in ranges if r.project.prefix == folder), None)
         if part is None:
             raise NotFound("This turn changed nothing in that folder")
-        paths = [change.path for owner, change in rows if owner is part]
-        kept = checkpoint_store.snapshot(
-            part.project, f"{_ROLLBACK} snapshot (undoing a restore, {commit[:8]})"
-        )
-        restored += checkpoint_store.restore_files(part.project, commit, paths)
-        redo.append({"folder": part.project.prefix, "hash": kept})
-    return {"turn": _turn_number(turn), "restored": restored, "undo": redo}
+        if not checkpoint_store.has_commit(part.project, commit):
+            raise NotFound("No such checkpoint")
+        plan.append((part, commit))
+    return {"turn": _turn_number(turn), **_put_back(plan, rows, "undoing a restore to")}

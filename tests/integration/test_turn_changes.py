@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 import pytest
 
-from talaria_testing.chat_client import chat, new_session, session
+from talaria_testing.chat_client import chat, new_session, read_all, session, start
 from talaria_testing.fake_llm import Reply, agent_server
 
 pytestmark = pytest.mark.integration
@@ -126,3 +126,35 @@ def test_bad_turns_paths_and_undo_lists_are_refused(srv, llm):
         )
         assert status in (400, 404) and answer["error"]
     assert (srv.workspace / "x.txt").read_text() == "x\n"
+
+
+def test_a_long_diff_is_cut_at_its_line_limit_and_says_so(srv, llm):
+    sid = new_session(srv)
+    (srv.workspace / "README.md").write_text("a project\n")
+    (srv.workspace / "long.txt").write_text("")
+    body = "".join(f"line {i}\n" for i in range(5_000))
+    llm.script(Reply(tool_calls=[_call("write_file", path="long.txt", content=body)]), Reply(text="Long."))
+    chat(srv, sid, "make it long")
+    (turn,) = _user_rows(srv, sid)
+    diff = srv.get_json(f"/api/rollback/turn/diff?session_id={sid}&turn={turn}&path=long.txt")
+    assert diff["truncated"] and diff["max_lines"] == 3_000 and diff["lines"] > 5_000
+    assert len(diff["diff"].split("\n")) == 3_000 and "+line 0" in diff["diff"]
+
+
+def test_a_turn_is_not_restored_while_one_runs_in_the_session(srv, llm):
+    sid = new_session(srv)
+    (srv.workspace / "README.md").write_text("a project\n")
+    llm.script(Reply(tool_calls=[_call("write_file", path="y.txt", content="y\n")]), Reply(text="Done."))
+    chat(srv, sid, "write y")
+    (turn,) = _user_rows(srv, sid)
+    _next_second()
+    llm.script(Reply(text="Thinking for a long time.", hang_after=1))
+    stream = start(srv, sid, "think")
+    try:
+        assert llm.wait_for_hang(10)
+        status, answer = srv.json("POST", "/api/rollback/turn/restore", {"session_id": sid, "turn": turn})
+        assert status == 409 and "running" in answer["error"]
+        assert (srv.workspace / "y.txt").read_text() == "y\n"
+    finally:
+        srv.post_json("/api/chat/cancel", {"stream_id": stream})
+        read_all(srv, stream)
