@@ -38,6 +38,18 @@ def _user_rows(srv, sid: str) -> list[int]:
     return [row["_idx"] for row in session(srv, sid)["messages"] if row["role"] == "user"]
 
 
+def _one_write(srv, llm, path: str, content: str) -> tuple[str, int]:
+    """A new session whose one turn writes ``path``; the session and the turn."""
+    sid = new_session(srv)
+    (srv.workspace / "README.md").write_text(
+        "a project\n"
+    )  # the agent takes no checkpoint of an empty folder
+    llm.script(Reply(tool_calls=[_call("write_file", path=path, content=content)]), Reply(text="Done."))
+    chat(srv, sid, f"write {path}")
+    (turn,) = _user_rows(srv, sid)
+    return sid, turn
+
+
 def test_a_turns_files_are_listed_diffed_restored_and_the_restore_undone(srv, llm):
     sid = new_session(srv)
     space = srv.workspace
@@ -99,11 +111,7 @@ def test_a_turns_files_are_listed_diffed_restored_and_the_restore_undone(srv, ll
 
 
 def test_bad_turns_paths_and_undo_lists_are_refused(srv, llm):
-    sid = new_session(srv)
-    (srv.workspace / "README.md").write_text("a project\n")
-    llm.script(Reply(tool_calls=[_call("write_file", path="x.txt", content="x\n")]), Reply(text="Done."))
-    chat(srv, sid, "write x")
-    (turn,) = _user_rows(srv, sid)
+    sid, turn = _one_write(srv, llm, "x.txt", "x\n")
     for bad in ("x", "-1", "1e3", ""):
         status, answer = srv.json("GET", f"/api/rollback/turn?session_id={sid}&turn={quote(bad)}")
         assert status == 400 and answer["error"]
@@ -142,11 +150,7 @@ def test_a_long_diff_is_cut_at_its_line_limit_and_says_so(srv, llm):
 
 
 def test_a_turn_is_not_restored_while_one_runs_in_the_session(srv, llm):
-    sid = new_session(srv)
-    (srv.workspace / "README.md").write_text("a project\n")
-    llm.script(Reply(tool_calls=[_call("write_file", path="y.txt", content="y\n")]), Reply(text="Done."))
-    chat(srv, sid, "write y")
-    (turn,) = _user_rows(srv, sid)
+    sid, turn = _one_write(srv, llm, "y.txt", "y\n")
     _next_second()
     llm.script(Reply(text="Thinking for a long time.", hang_after=1))
     stream = start(srv, sid, "think")
