@@ -80,6 +80,11 @@ def projects_in(workspace: Path) -> list[Project]:
     return sorted(found, key=lambda p: p.prefix)
 
 
+def kept_per_folder() -> int:
+    """How many checkpoints the agent keeps of a folder (its ``checkpoints.max_snapshots``)."""
+    return int(agent_runtime.checkpoint_manager().max_snapshots)
+
+
 def points(project: Project) -> list[Point]:
     """The project's checkpoints, oldest first (the agent keeps its newest ``max_snapshots``)."""
     ref = _cm()._ref_name(project.key)

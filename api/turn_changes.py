@@ -4,7 +4,8 @@ The agent checkpoints a folder before the first file change of each round of too
 changes run from the first checkpoint taken during the turn to the next checkpoint taken after it (a later
 turn's, or the snapshot a restore keeps), or to the workspace now for the latest. A checkpoint belongs to
 the turn whose time span holds its commit time (git keeps whole seconds: the span starts at the user row's
-second and ends before the next user row's). A turn's files are listed with one git call per checkpointed
+second and ends before the next user row's; once the agent rebuilds a folder's history past its limit, only
+the newest checkpoint keeps a true time). A turn's files are listed with one git call per checkpointed
 folder; restoring a turn puts those files back as they were before it, after the agent's snapshot of the
 state now, which the undo restores the same files to."""
 
@@ -94,8 +95,20 @@ def _session_spans(sid: str) -> tuple[Any, list[TurnSpan]]:
     return workspace, spans(list(getattr(session, "messages", None) or []), running)
 
 
+def dated(history: list[Point], kept: int) -> list[Point]:
+    """The checkpoints whose time can be trusted. Past ``kept`` checkpoints the agent rebuilds the folder's
+    history at each new one, and every rebuilt checkpoint carries the time of the rebuild: such a history
+    (full, all within a couple of seconds) keeps only its newest, the one taken then."""
+    rebuilt = len(history) >= max(2, kept) and history[-1].at - history[0].at <= 2
+    return history[-1:] if rebuilt else history
+
+
 def _histories(workspace: Any) -> dict[Project, list[Point]]:
-    return {project: checkpoint_store.points(project) for project in checkpoint_store.projects_in(workspace)}
+    kept = checkpoint_store.kept_per_folder()
+    return {
+        project: dated(checkpoint_store.points(project), kept)
+        for project in checkpoint_store.projects_in(workspace)
+    }
 
 
 def _ranges(histories: dict[Project, list[Point]], span: TurnSpan) -> list[Range]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from api.checkpoint_store import Point
-from api.turn_changes import TurnSpan, spans, turn_range
+from api.turn_changes import TurnSpan, dated, spans, turn_range
 
 
 def test_each_turns_span_runs_from_its_user_row_to_its_last_row_and_the_running_one_has_no_end():
@@ -38,3 +38,12 @@ def test_a_turn_runs_from_its_first_checkpoint_to_the_next_after_it_and_restores
     assert turn_range(latest, history) == ("d", None)
     assert turn_range(TurnSpan(4, 200.0, 210.0, None), history) is None
     assert turn_range(TurnSpan(6, 106.5, 108.0, None), history) is None  # only a person's restore in it
+
+
+def test_a_history_the_agent_rebuilt_past_its_limit_keeps_only_its_newest_checkpoint_dated():
+    rebuilt = [Point(str(i), 500 + (i == 2), "before write_file") for i in range(3)]
+    assert dated(rebuilt, kept=3) == rebuilt[-1:]
+    quick_rounds = [Point("a", 500, "before write_file"), Point("b", 500, "before patch")]
+    assert dated(quick_rounds, kept=20) == quick_rounds  # not full: the times are the agent's own
+    spread = [Point(str(i), 100 * i, "before write_file") for i in range(3)]
+    assert dated(spread, kept=3) == spread

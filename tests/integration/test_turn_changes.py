@@ -162,3 +162,25 @@ def test_a_turn_is_not_restored_while_one_runs_in_the_session(srv, llm):
     finally:
         srv.post_json("/api/chat/cancel", {"stream_id": stream})
         read_all(srv, stream)
+
+
+def test_past_the_agents_checkpoint_limit_no_turn_is_given_another_turns_changes(llm, tmp_path):
+    # Past max_snapshots the agent rebuilds a folder's history, every checkpoint then dated at the rebuild.
+    extra = {"checkpoints": {"max_snapshots": 2}}
+    env = {"TALARIA_WORKSPACE_ROOTS": str(tmp_path)}
+    with agent_server(tmp_path, llm.base_url, toolsets="file", env=env, extra=extra) as small:
+        sid = new_session(small)
+        (small.workspace / "README.md").write_text("a project\n")
+        for version in ("v1", "v2", "v3"):
+            llm.script(
+                Reply(tool_calls=[_call("write_file", path="a.txt", content=f"{version}\n")]),
+                Reply(text="Ok."),
+            )
+            chat(small, sid, f"write {version}")
+            _next_second()
+        *_earlier, last = _user_rows(small, sid)
+        assert [row["turn"] for row in small.get_json(f"/api/rollback/turns?session_id={sid}")["turns"]] == [
+            last
+        ]
+        diff = small.get_json(f"/api/rollback/turn/diff?session_id={sid}&turn={last}&path=a.txt")["diff"]
+        assert "-v2" in diff and "+v3" in diff and "v1" not in diff
