@@ -129,3 +129,21 @@ def test_on_a_phone_the_side_by_side_diff_scrolls_sideways_inside_its_box(browse
         )
         assert widths[0] > widths[1]  # the table scrolls inside its box…
         assert widths[2] <= PHONE["width"]  # …and the page itself does not
+
+
+def test_a_long_diff_is_shown_cut_with_a_note_of_where(browser, changes_server, llm):
+    (changes_server.workspace / "long.txt").write_text("")
+    body = "".join(f"line {i}\n" for i in range(4_000))
+    with open_page(browser, changes_server.base_url) as page:
+        new_session(page)
+        llm.script(
+            Reply(tool_calls=[_call("write_file", path="long.txt", content=body)]), Reply(text="Long.")
+        )
+        wait_turn_done(page, send(page, "make it long"))
+        changes = page.locator(".msg-assistant .turn-changes").last
+        changes.locator("summary").click()
+        changes.locator(".turn-file", has_text="long.txt").locator("button").click()
+        expect(changes.locator(".diff-cut")).to_have_text("The diff is cut at 3,000 lines of 4,005.")
+        expect(changes.locator(".diff-unified .diff-add").last).to_have_text("+line 2994")
+        changes.locator(".diff-cut").scroll_into_view_if_needed()
+        screenshots(page, "turn-changes-cut")
