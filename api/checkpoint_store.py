@@ -127,8 +127,8 @@ def _parse(out: str) -> list[FileChange]:
 
 def _with_now(project: Project, run: Any) -> Any:
     """Runs ``run(index)`` with a scratch index holding the folder as it is now. It starts from a copy of
-    the agent's own index (its file stats spare rehashing what did not change) and leaves that index and
-    the store's refs untouched."""
+    the agent's own index (its file stats spare rehashing what did not change; git replaces that file by a
+    rename, so a copy is never torn) and leaves that index and the store's refs untouched."""
     own = Path(_cm()._index_path(_store(), project.key))
     with tempfile.TemporaryDirectory(prefix="talaria-index-") as scratch:
         index = Path(scratch) / "index"
