@@ -5,8 +5,6 @@ marked until viewed). The real server and agent; the fake LLM."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from playwright.sync_api import expect
 
@@ -63,7 +61,6 @@ def test_a_turns_files_show_under_its_answer_with_a_side_by_side_diff_and_a_rest
         changes.scroll_into_view_if_needed()
         screenshots(page, "turn-changes-split")
 
-        time.sleep(1.1)  # the restore's snapshot in another second than the turn's checkpoint
         changes.get_by_role("button", name="Restore this turn").click()
         page.locator(".modal").get_by_role("button", name="Restore").click()
         toast = page.locator(".toast", has_text="The turn is restored")
