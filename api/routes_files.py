@@ -1,5 +1,5 @@
 """Routes of the files panel, with hermes-webui's names and parameters (``/api/list``, ``/api/file``,
-``/api/file/raw``, ``/api/file/save|create|rename|delete``, ``/api/rollback/list|diff|restore``, ``/api/git/status|diff``) and the trash. Thin handlers as in
+``/api/file/raw``, ``/api/file/save|create|rename|delete``, ``/api/rollback/list|diff|restore``, each turn's changes (``/api/rollback/turns``, ``/api/rollback/turn[/diff|/restore|/undo]``), ``/api/git/status|diff``) and the trash. Thin handlers as in
 ``api.routes`` (parse → one domain call → ``j``); ``api.routes`` merges ``ROUTES``."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
-from api import http_io, workspace_changes, workspace_files, workspace_git
+from api import http_io, turn_changes, workspace_changes, workspace_files, workspace_git
 from api.http_io import j, require_session_id
 
 _TRUE = ("1", "true", "yes", "on")
@@ -82,6 +82,26 @@ def _handle_rollback_restore(handler, body: dict) -> None:
     j(handler, workspace_changes.restore(_sid(body), body.get("hash"), body.get("path")))
 
 
+def _handle_rollback_turns(handler, query: dict) -> None:
+    j(handler, turn_changes.session_turns(_sid(query)))
+
+
+def _handle_rollback_turn(handler, query: dict) -> None:
+    j(handler, turn_changes.turn_files(_sid(query), query.get("turn")))
+
+
+def _handle_rollback_turn_diff(handler, query: dict) -> None:
+    j(handler, turn_changes.turn_diff(_sid(query), query.get("turn"), query.get("path")))
+
+
+def _handle_rollback_turn_restore(handler, body: dict) -> None:
+    j(handler, turn_changes.restore_turn(_sid(body), body.get("turn")))
+
+
+def _handle_rollback_turn_undo(handler, body: dict) -> None:
+    j(handler, turn_changes.undo_restore(_sid(body), body.get("turn"), body.get("undo")))
+
+
 def _handle_git_status(handler, query: dict) -> None:
     j(handler, workspace_git.status(_sid(query)))
 
@@ -104,6 +124,11 @@ ROUTES: dict[tuple[str, str], Callable[[Any, dict], None]] = {
     ("GET", "/api/rollback/list"): _handle_rollback_list,
     ("GET", "/api/rollback/diff"): _handle_rollback_diff,
     ("POST", "/api/rollback/restore"): _handle_rollback_restore,
+    ("GET", "/api/rollback/turns"): _handle_rollback_turns,
+    ("GET", "/api/rollback/turn"): _handle_rollback_turn,
+    ("GET", "/api/rollback/turn/diff"): _handle_rollback_turn_diff,
+    ("POST", "/api/rollback/turn/restore"): _handle_rollback_turn_restore,
+    ("POST", "/api/rollback/turn/undo"): _handle_rollback_turn_undo,
     ("GET", "/api/git/status"): _handle_git_status,
     ("GET", "/api/git/diff"): _handle_git_diff,
 }

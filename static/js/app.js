@@ -16,10 +16,12 @@ import { PendingAction } from "./pending.js";
 import { showRecoveryReport } from "./recovery.js";
 import { showCommands, showShortcuts } from "./shortcuts.js";
 import { FilesPanel } from "./files_panel.js";
+import { LiveFiles } from "./live_files.js";
 import { ReasoningPicker } from "./reasoning_picker.js";
 import { openToolbox } from "./toolbox.js";
 import { messageText } from "./render.js";
 import { SessionList } from "./sessions.js";
+import { TurnChanges } from "./turn_changes.js";
 import { SetupDialog } from "./setup.js";
 import { toast, toastError } from "./toast.js";
 import { WorkspacePicker } from "./workspace.js";
@@ -61,11 +63,24 @@ class App {
       onSession: (session) => this.onSession(session),
       onStreaming: (streaming) => {
         this.composer.setStreaming(streaming);
-        if (!streaming) this.files?.turnEnded();
+        if (streaming) return;
+        this.files?.turnEnded();
+        this.turnChanges.refresh(this.chat.sessionId);
       },
       onAction: (action, msg) => this.messageAction(action, msg),
       onError: toastError,
+      onRendered: () => this.turnChanges?.decorate(),
+      onTool: (name, data) => this.liveFiles.event(name, data, this.files.workspaceRoot || this.chat.session?.workspace),
     });
+    this.turnChanges = new TurnChanges({
+      list: $("messages"),
+      messages: () => this.chat.messages,
+      onRestored: () => {
+        this.files.reload();
+        this.turnChanges.refresh(this.chat.sessionId);
+      },
+    });
+    this.liveFiles = new LiveFiles((path) => this.files.agentWrote(path));
     this.composer = new Composer({
       form: $("composer"),
       input: $("composer-input"),
@@ -243,6 +258,8 @@ class App {
     this.modelPicker.update(session);
     this.reasoning.update(session);
     this.files.update(session);
+    const changesOf = session && !session.read_only ? session.session_id || null : null;
+    if (changesOf !== this.turnChanges.sessionId) this.turnChanges.refresh(changesOf);
     this.tools.update(session);
     const sid = session && (session.session_id || session.id);
     const exportable = Boolean(sid && !session.read_only);

@@ -20,7 +20,7 @@ export function indexMessages(messages, total) {
 }
 
 export class ChatView {
-  constructor({ transcript, list, sentinel, empty, onSession, onStreaming, onAction, onError }) {
+  constructor({ transcript, list, sentinel, empty, onSession, onStreaming, onAction, onError, onRendered, onTool }) {
     this.transcript = transcript;
     this.list = list;
     this.empty = empty;
@@ -28,6 +28,8 @@ export class ChatView {
     this.onStreaming = onStreaming;
     this.onAction = onAction;
     this.onError = onError;
+    this.onRendered = onRendered; // after rows are drawn (what decorates them draws again)
+    this.onTool = onTool; // a live turn's tool events, as they come
     this.session = null;
     this.messages = [];
     this.toolCards = new Map();
@@ -231,6 +233,7 @@ export class ChatView {
 
   markEditable() {
     decorateMessages(this.list, this.messages, { readOnly: this.readOnly, streaming: this.streaming });
+    this.onRendered?.();
   }
 
   async loadOlder() {
@@ -386,9 +389,11 @@ export class ChatView {
         break;
       case "tool":
         live.tool(data);
+        this.onTool?.(name, data);
         break;
       case "tool_complete":
         live.toolComplete(data);
+        this.onTool?.(name, data);
         break;
       case "status":
         live.setStatus(data.message || "");

@@ -1,11 +1,12 @@
 // The files panel beside the chat (a drawer on phones): the session's workspace as a lazy tree, a preview of
 // the chosen file by kind (highlighted code, Markdown, a CSV table, an image, a PDF to open, a notice for
 // binary or very large files), an editor whose save refuses to overwrite a change made since it opened,
-// and create, rename, delete (into a trash, restorable until emptied). It reloads when a turn ends, so what
-// the agent wrote appears.
+// and create, rename, delete (into a trash, restorable until emptied). It follows the agent live: a file the
+// agent writes or edits appears in the tree as the tool completes, marked until it is viewed.
 
 import { getJSON, postJSON } from "./api.js";
 import { confirmAction } from "./dialog.js";
+import { diffView } from "./diff_view.js";
 import { el } from "./dom.js";
 import { toast, toastError } from "./toast.js";
 
@@ -40,21 +41,6 @@ function rawUrl(sid, path, download = false) {
   return `/api/file/raw?${query}`;
 }
 
-// A unified diff, each line marked as added, removed, a hunk or a file header.
-export function diffKind(line) {
-  if (line.startsWith("+++") || line.startsWith("---") || line.startsWith("diff ") || line.startsWith("index ")) return "meta";
-  if (line.startsWith("+")) return "add";
-  if (line.startsWith("-")) return "del";
-  if (line.startsWith("@@")) return "hunk";
-  return "ctx";
-}
-
-function diffBlock(text) {
-  const pre = el("pre", "diff-body files-diff-body");
-  for (const line of String(text || "").split("\n")) pre.append(el("span", `diff-line diff-${diffKind(line)}`, `${line}\n`));
-  return pre;
-}
-
 export class FilesPanel {
   constructor({ app, panel, toggle }) {
     this.app = app;
@@ -64,6 +50,8 @@ export class FilesPanel {
     this.showHidden = false;
     this.open = new Set([""]); // expanded folders
     this.selected = null;
+    this.changed = new Set(); // paths the agent wrote and the person has not viewed since
+    this.workspaceRoot = null; // the folder as the server names it (the agent may give absolute paths)
     this.panel.hidden = true;
     toggle.addEventListener("click", () => this.setOpen(this.panel.hidden));
     this.build();
@@ -115,6 +103,8 @@ export class FilesPanel {
     this.sessionId = sid;
     this.open = new Set([""]);
     this.selected = null;
+    this.changed = new Set();
+    this.workspaceRoot = null;
     this.preview.replaceChildren();
     if (!sid) this.setOpen(false);
     else if (!this.panel.hidden) this.reload();
@@ -123,6 +113,18 @@ export class FilesPanel {
   // After a turn: what the agent wrote shows up (the tree and an open, unedited preview are read again).
   turnEnded() {
     if (!this.panel.hidden && this.sessionId) this.reload({ keepEditor: true });
+  }
+
+  // The agent wrote `path` (relative to the workspace): its folders open, it is marked until viewed, and the
+  // tree is read again (at most once per short while however many files a turn writes).
+  agentWrote(path) {
+    this.changed.add(path);
+    for (let folder = parentOf(path); folder; folder = parentOf(folder)) this.open.add(folder);
+    if (this.panel.hidden || this.pendingReload) return;
+    this.pendingReload = setTimeout(() => {
+      this.pendingReload = null;
+      this.reload({ keepEditor: true });
+    }, 150);
   }
 
   async reload({ keepEditor = false } = {}) {
@@ -140,6 +142,7 @@ export class FilesPanel {
 
   async folderNodes(sid, path, depth) {
     const data = await getJSON("/api/list", { session_id: sid, path, hidden: this.showHidden ? "1" : "" });
+    if (typeof data.workspace === "string") this.workspaceRoot = data.workspace;
     const nodes = [];
     for (const entry of data.entries) {
       nodes.push(this.row(entry, depth));
@@ -159,6 +162,14 @@ export class FilesPanel {
     const mark = entry.type === "dir" ? (this.open.has(entry.path) ? "▾" : "▸") : entry.type === "link" ? "↗" : "·";
     item.append(el("span", "files-mark", mark), el("span", "files-name", entry.name));
     if (entry.type === "file") item.append(el("span", "files-size", sizeLabel(entry.size)));
+    const prefix = `${entry.path}/`;
+    if (this.changed.has(entry.path) || (entry.type === "dir" && [...this.changed].some((p) => p.startsWith(prefix)))) {
+      item.classList.add("files-changed");
+      const dot = el("span", "files-dot");
+      dot.title = "Changed by the agent since you looked";
+      dot.setAttribute("aria-label", "changed by the agent");
+      item.append(dot);
+    }
     if (entry.link === "outside") item.title = "A link out of the workspace: shown, not followed";
     if (entry.type === "special") item.title = "A FIFO, socket or device: not opened";
     if (entry.path === this.selected) item.classList.add("selected");
@@ -178,6 +189,7 @@ export class FilesPanel {
       return;
     }
     this.selected = entry.path;
+    if (this.changed.delete(entry.path)) await this.reload({ keepEditor: true });
     for (const node of this.tree.querySelectorAll(".files-row.selected")) node.classList.remove("selected");
     this.tree.querySelector(`[data-path="${CSS.escape(entry.path)}"]`)?.classList.add("selected");
     await this.show(entry.path);
@@ -334,9 +346,12 @@ export class FilesPanel {
   // agent keeps the state before it as a checkpoint, so the toast's Undo restores that).
   async showChanges() {
     try {
+      const turns = this.app.turnChanges;
+      await turns.refresh(this.sessionId);
       const data = await getJSON("/api/rollback/list", { session_id: this.sessionId });
       const list = el("div", "files-changes");
-      list.append(el("h3", "files-trash-title", "Changes (the agent's checkpoints)"));
+      list.append(turns.panelList());
+      list.append(el("h3", "files-trash-title", "Checkpoints (the agent's)"));
       if (!data.checkpoints.length) list.append(el("p", "files-note", "No checkpoints yet: the agent takes one before it changes files."));
       for (const point of data.checkpoints) {
         const row = el("div", "files-change");
@@ -363,8 +378,7 @@ export class FilesPanel {
       const data = await getJSON("/api/rollback/diff", { session_id: this.sessionId, hash: point.hash });
       const box = el("div", "files-diff");
       box.append(button("← Changes", () => this.showChanges()), el("pre", "files-stat", data.stat || "No change since this checkpoint."));
-      box.append(diffBlock(data.diff));
-      if (data.truncated) box.append(el("p", "files-note", "The diff is cut here; it is longer."));
+      box.append(diffView(data));
       this.preview.replaceChildren(box);
     } catch (err) {
       toastError(err);

@@ -3,6 +3,7 @@
 // of the agent's memory as a note saying what it changed. The raw JSON stays one click away. Every card's
 // collapsed line says what the call was about (`toolBrief`).
 
+import { diffKind } from "./diff_view.js";
 import { el } from "./dom.js";
 
 export const HUMAN_TOOLS = new Set(["terminal", "patch", "write_file", "todo", "clarify", "memory"]);
@@ -62,9 +63,7 @@ function diffView(args, result) {
   if (typeof args?.path === "string") box.append(el("div", "diff-path", args.path));
   const pre = el("pre", "diff-body");
   for (const line of clip(diffLines(args, result))) {
-    const kind = line.startsWith("+++") || line.startsWith("---") ? "meta"
-      : line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : line.startsWith("@@") ? "hunk" : "ctx";
-    pre.append(el("span", `diff-line diff-${kind}`, `${line}\n`));
+    pre.append(el("span", `diff-line diff-${diffKind(line)}`, `${line}\n`));
   }
   box.append(pre);
   return box;

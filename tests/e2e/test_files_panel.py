@@ -133,8 +133,8 @@ def test_the_changes_of_the_agents_turns_are_diffed_restored_and_the_restore_und
         newest = panel.locator(".files-change").first
         expect(newest).to_contain_text("before write_file")
         newest.get_by_role("button", name="Diff to now").click()
-        expect(panel.locator(".files-diff-body .diff-del")).to_contain_text("-step one")
-        expect(panel.locator(".files-diff-body .diff-add")).to_contain_text("+step two")
+        expect(panel.locator(".diff-unified .diff-del")).to_contain_text("-step one")
+        expect(panel.locator(".diff-unified .diff-add")).to_contain_text("+step two")
         screenshots(page, "files-diff")
         panel.get_by_role("button", name="← Changes").click()
         panel.locator(".files-change").first.get_by_role("button", name="Restore").click()

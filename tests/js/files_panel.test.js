@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { diffKind, joinPath, parentOf, sizeLabel } from "../../static/js/files_panel.js";
+import { joinPath, parentOf, sizeLabel } from "../../static/js/files_panel.js";
 
 test("sizes read as bytes, KB or MB", () => {
   assert.deepEqual([0, 1023, 1536, 5 * 1024 * 1024].map(sizeLabel), ["0 B", "1023 B", "1.5 KB", "5.0 MB"]);
@@ -13,9 +13,4 @@ test("a path's folder and a child's path, the workspace's root being empty", () 
   assert.equal(parentOf("README.md"), "");
   assert.equal(joinPath("", "a.txt"), "a.txt");
   assert.equal(joinPath("src", "a.txt"), "src/a.txt");
-});
-
-test("each line of a unified diff is told apart", () => {
-  const lines = ["diff --git a/x b/x", "--- a/x", "+++ b/x", "@@ -1 +1 @@", "-old", "+new", " same"];
-  assert.deepEqual(lines.map(diffKind), ["meta", "meta", "meta", "hunk", "del", "add", "ctx"]);
 });
