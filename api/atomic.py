@@ -18,6 +18,7 @@ import os
 import re
 import secrets
 import stat
+import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -150,6 +151,22 @@ def open_folder(parent: Path, name: str) -> int:
         os.close(parent_fd)
 
 
+def open_folder_inside(root: Path, parts: Iterable[str]) -> int:
+    """A descriptor of the existing folder ``root/part/part/…``, reached one component at a time without
+    following a link (``ELOOP`` or ``ENOTDIR`` when one is there, ``ENOENT`` when a folder is missing), so
+    what is written through it lands inside ``root`` whatever the names point to meanwhile."""
+    fd = os.open(root, _FOLDER_FLAGS & ~os.O_NOFOLLOW)
+    try:
+        for part in parts:
+            inner = os.open(part, _FOLDER_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def write_new_durable(folder_fd: int, names: Iterable[str], data: bytes, *, mode: int = 0o644) -> str:
     """Durably write ``data`` under the first of ``names`` that is free in the folder; that name.
 
@@ -203,6 +220,35 @@ def is_leftover_temp(name: str, age_s: float, pid_alive: Callable[[int], bool]) 
     if match is None:
         return False
     return age_s > TEMP_GRACE_S or not pid_alive(int(match.group("pid")))
+
+
+def unfinished_write(item: os.DirEntry[str]) -> bool:
+    """Whether a folder's entry is the temp file of a write not finished: one in flight in this process,
+    or one a killed write left (what the sweep removes). A listing hides both; only a name of the temp
+    form is looked at further."""
+    match = _TEMP_NAME.match(item.name)
+    if match is None:
+        return False
+    if int(match.group("pid")) == os.getpid():
+        return True
+    try:
+        age_s = time.time() - item.stat(follow_symlinks=False).st_mtime
+    except OSError:
+        return False
+    return is_leftover_temp(item.name, age_s, _pid_alive)
+
+
+_SWEPT: set[Path] = set()
+_SWEPT_LOCK = threading.Lock()
+
+
+def sweep_once(folder: Path, folder_fd: int | None = None) -> None:
+    """The first write into a folder in this process removes what killed writes left there."""
+    with _SWEPT_LOCK:
+        if folder in _SWEPT:
+            return
+        _SWEPT.add(folder)
+    sweep_leftover_temps(folder, folder_fd)
 
 
 def sweep_leftover_temps(folder: Path, folder_fd: int | None = None) -> list[str]:

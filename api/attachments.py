@@ -22,7 +22,6 @@ import errno
 import itertools
 import os
 import re
-import threading
 import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,8 +43,6 @@ TEXT_EXTENSIONS = frozenset(
 IMAGE_EXTENSIONS = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp"})
 _UNSAFE = re.compile(r"[^A-Za-z0-9._ -]+")
 _FOLDER_ATTEMPTS = 3
-_SWEPT: set[Path] = set()
-_SWEPT_LOCK = threading.Lock()
 
 
 def safe_name(name: Any) -> str:
@@ -87,7 +84,8 @@ def classify(name: str, data: bytes) -> tuple[str, str]:
     )
 
 
-def decode(data: Any, limit: int) -> bytes:
+def decode(data: Any, limit: int, *, allow_empty: bool = False) -> bytes:
+    """The bytes of a base64 upload, at most ``limit`` (413), empty only where ``allow_empty``."""
     if not isinstance(data, str):
         raise BadRequest("data must be a base64 string")
     if len(data) > (limit + 2) * 4 // 3 + 4:
@@ -96,7 +94,7 @@ def decode(data: Any, limit: int) -> bytes:
         raw = base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError):
         raise BadRequest("data is not valid base64") from None
-    if not raw:
+    if not raw and not allow_empty:
         raise BadRequest("the file is empty")
     if len(raw) > limit:
         raise PayloadTooLarge(f"the file is larger than {limit // (1024 * 1024)} MB")
@@ -123,15 +121,6 @@ def candidate_names(name: str) -> Iterator[str]:
         yield f"{stem}-{n}{ext}"
 
 
-def _sweep_once(folder: Path, folder_fd: int) -> None:
-    """The first upload into a folder in this process removes what killed uploads left there."""
-    with _SWEPT_LOCK:
-        if folder in _SWEPT:
-            return
-        _SWEPT.add(folder)
-    atomic.sweep_leftover_temps(folder, folder_fd)
-
-
 def _write_into_uploads(workspace: Path, name: str, raw: bytes) -> str:
     """The name ``raw`` was stored under in the uploads folder. A folder removed while it is written
     (another process renaming a folder over it) takes no file, so the write is tried again in the
@@ -139,7 +128,7 @@ def _write_into_uploads(workspace: Path, name: str, raw: bytes) -> str:
     for _ in range(_FOLDER_ATTEMPTS):
         folder_fd = _uploads_folder(workspace)
         try:
-            _sweep_once(workspace / UPLOADS, folder_fd)
+            atomic.sweep_once(workspace / UPLOADS, folder_fd)
             return atomic.write_new_durable(folder_fd, candidate_names(name), raw)
         except FileNotFoundError:
             continue

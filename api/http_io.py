@@ -11,7 +11,7 @@ import json
 import logging
 import select
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -131,6 +131,47 @@ def send_bytes(
     if getattr(handler, "command", None) != "HEAD":
         for chunk in chunks:
             handler.wfile.write(chunk)
+
+
+class _ProducedBody:
+    """The body a producer writes into: the handler's ``wfile``, stopped (``BrokenPipeError``) once the
+    serving loop refused the response (its spool budget is spent), so no work is done for nothing."""
+
+    def __init__(self, wfile) -> None:
+        self._wfile = wfile
+
+    def write(self, data: bytes) -> int:
+        written = self._wfile.write(data)
+        if getattr(self._wfile, "refused", False):
+            raise BrokenPipeError(errno.EPIPE, "the response was refused")
+        return int(written if written is not None else len(data))
+
+    def flush(self) -> None:
+        self._wfile.flush()
+
+
+def send_produced(
+    handler,
+    produce: Callable[[Any], None],
+    content_type: str,
+    headers: Mapping[str, str] | None = None,
+) -> None:
+    """Send a response whose body ``produce(out)`` writes as it makes it (a zip of a folder): no length
+    (the connection's end ends the body, as every response here closes its connection), the security
+    headers, and the body written through to the buffer, which keeps at most a megabyte in memory and
+    spools the rest, so a slow client holds no request worker."""
+    _mark_started(handler)
+    handler.send_response(200)
+    handler.send_header("Content-Type", content_type)
+    handler.send_header("Cache-Control", "no-store")
+    for key, value in SECURITY_HEADERS:
+        handler.send_header(key, value)
+    handler.send_header("Content-Security-Policy", DATA_CSP)
+    for key, value in (headers or {}).items():
+        handler.send_header(key, value)
+    handler.end_headers()
+    if getattr(handler, "command", None) != "HEAD":
+        produce(_ProducedBody(handler.wfile))
 
 
 def j(

@@ -1,5 +1,5 @@
 """Routes of the files panel, with hermes-webui's names and parameters (``/api/list``, ``/api/file``,
-``/api/file/raw``, ``/api/file/save|create|rename|delete``, ``/api/rollback/list|diff|restore``, each turn's changes (``/api/rollback/turns``, ``/api/rollback/turn[/diff|/restore|/undo]``), ``/api/git/status|diff``) and the trash. Thin handlers as in
+``/api/file/raw``, ``/api/file/save|create|rename|delete``, ``/api/folder/download``, ``/api/file/upload``, ``/api/rollback/list|diff|restore``, each turn's changes (``/api/rollback/turns``, ``/api/rollback/turn[/diff|/restore|/undo]``), ``/api/git/status|diff``) and the trash. Thin handlers as in
 ``api.routes`` (parse → one domain call → ``j``); ``api.routes`` merges ``ROUTES``."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
-from api import http_io, turn_changes, workspace_changes, workspace_files, workspace_git
+from api import http_io, turn_changes, workspace_changes, workspace_files, workspace_git, workspace_transfer
 from api.http_io import j, require_session_id
 
 _TRUE = ("1", "true", "yes", "on")
@@ -29,12 +29,32 @@ def _handle_file(handler, query: dict) -> None:
     j(handler, workspace_files.read_file(_sid(query), query.get("path")))
 
 
+def _disposition(kind: str, name: str) -> dict[str, str]:
+    return {"Content-Disposition": f"{kind}; filename*=UTF-8''{quote(name, safe='')}"}
+
+
 def _handle_file_raw(handler, query: dict) -> None:
     data, content_type, name = workspace_files.raw_file(_sid(query), query.get("path"))
     inline = query.get("download", "") not in _TRUE and not content_type.startswith("text/")
-    disposition = "inline" if inline else "attachment"
-    header = f"{disposition}; filename*=UTF-8''{quote(name, safe='')}"
-    http_io.send_bytes(handler, data, content_type, headers={"Content-Disposition": header})
+    headers = _disposition("inline" if inline else "attachment", name)
+    http_io.send_bytes(handler, data, content_type, headers=headers)
+
+
+def _handle_folder_download(handler, query: dict) -> None:
+    planned = workspace_transfer.folder_zip(
+        _sid(query), query.get("path", ""), query.get("hidden", "") in _TRUE
+    )
+    headers = _disposition("attachment", f"{planned.name}.zip")
+    http_io.send_produced(handler, planned.write, "application/zip", headers)
+
+
+def _handle_file_upload(handler, body: dict) -> None:
+    j(
+        handler,
+        workspace_transfer.upload(
+            _sid(body), body.get("path", ""), body.get("name"), body.get("data"), body.get("keep_both", False)
+        ),
+    )
 
 
 def _handle_file_save(handler, body: dict) -> None:
@@ -115,6 +135,8 @@ ROUTES: dict[tuple[str, str], Callable[[Any, dict], None]] = {
     ("GET", "/api/file"): _handle_file,
     ("GET", "/api/file/raw"): _handle_file_raw,
     ("POST", "/api/file/save"): _handle_file_save,
+    ("POST", "/api/file/upload"): _handle_file_upload,
+    ("GET", "/api/folder/download"): _handle_folder_download,
     ("POST", "/api/file/create"): _handle_file_create,
     ("POST", "/api/file/rename"): _handle_file_rename,
     ("POST", "/api/file/delete"): _handle_file_delete,

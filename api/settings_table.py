@@ -227,6 +227,23 @@ SETTINGS: tuple[Setting, ...] = (
         "Largest attachment stored in a session's workspace, and largest workspace image shown.",
     ),
     Setting(
+        "upload_max_bytes",
+        int,
+        10 * 1024 * 1024,
+        "TALARIA_UPLOAD_MAX_BYTES",
+        "Largest file uploaded into a workspace folder from the files panel (its base64 body must also "
+        "fit max_body_bytes).",
+        minimum=0,
+    ),
+    Setting(
+        "folder_download_max_bytes",
+        int,
+        1024 * 1024 * 1024,
+        "TALARIA_FOLDER_DOWNLOAD_MAX_BYTES",
+        "Most bytes of files a folder downloaded as a zip may hold (413 above).",
+        minimum=0,
+    ),
+    Setting(
         "remote_images",
         bool,
         False,

@@ -102,6 +102,8 @@ def list_folder(sid: str, relative: Any = "", show_hidden: bool = False) -> dict
     prefix = f"{prefix}/" if prefix else ""
     with os.scandir(folder) as found:
         for item in found:
+            if atomic.unfinished_write(item):
+                continue  # a write's temp file, never a file of the workspace (a killed one's is swept)
             if not show_hidden and _hidden(item.name):
                 hidden += 1
                 continue
@@ -240,6 +242,7 @@ def save_file(sid: str, relative: Any, content: Any, base_version: Any) -> dict[
             },
             yours=content,
         )
+    atomic.sweep_once(path.parent)
     atomic.write_bytes_durable(path, data)
     return {"path": _relative(workspace, path), "version": agent_memory.version_of(data), "size": len(data)}
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from api import attachments, config
+from api import atomic, attachments, config
 from api.errors import BadRequest, Forbidden, PayloadTooLarge, UnsupportedMediaType
 from api.models import Session
 from talaria_testing.racers import racing
@@ -119,14 +119,14 @@ def test_an_uploads_folder_replaced_while_written_takes_the_upload_in_the_folder
     other = workspace / "other"
     other.mkdir()
     (other / "kept.txt").write_text("kept")
-    sweep = attachments._sweep_once
+    sweep = atomic.sweep_once
 
     def replace_then_sweep(folder, folder_fd):
         if other.exists():
             os.rename(other, workspace / "uploads")
         sweep(folder, folder_fd)
 
-    monkeypatch.setattr(attachments, "_sweep_once", replace_then_sweep)
+    monkeypatch.setattr(atomic, "sweep_once", replace_then_sweep)
     stored = attachments.store_attachment("att", "chart.png", b64(PNG))
     assert (workspace / stored["path"]).read_bytes() == PNG
     assert (workspace / "uploads" / "kept.txt").read_text() == "kept"

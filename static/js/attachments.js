@@ -4,16 +4,8 @@
 
 import { api } from "./api.js";
 import { el } from "./dom.js";
+import { acceptFileDrops, base64Of } from "./file_drops.js";
 import { toastError } from "./toast.js";
-
-function base64Of(file) {
-  return new Promise((resolve, reject) => {
-    const reader = new FileReader();
-    reader.onload = () => resolve(String(reader.result).replace(/^data:[^,]*,/, ""));
-    reader.onerror = () => reject(reader.error || new Error("The file cannot be read."));
-    reader.readAsDataURL(file);
-  });
-}
 
 function paperclip() {
   const ns = "http://www.w3.org/2000/svg";
@@ -64,21 +56,7 @@ export class AttachmentTray {
         this.addFiles(files);
       }
     });
-    dropZone.addEventListener("dragover", (event) => {
-      if (![...(event.dataTransfer?.types || [])].includes("Files")) return;
-      event.preventDefault();
-      dropZone.classList.add("drop-target");
-    });
-    dropZone.addEventListener("dragleave", (event) => {
-      if (!dropZone.contains(event.relatedTarget)) dropZone.classList.remove("drop-target");
-    });
-    dropZone.addEventListener("drop", (event) => {
-      const files = [...(event.dataTransfer?.files || [])];
-      dropZone.classList.remove("drop-target");
-      if (!files.length) return;
-      event.preventDefault();
-      this.addFiles(files);
-    });
+    acceptFileDrops(dropZone, (files) => this.addFiles(files));
   }
 
   get busy() {

@@ -1,13 +1,16 @@
 // The files panel beside the chat (a drawer on phones): the session's workspace as a lazy tree, a preview of
 // the chosen file by kind (highlighted code, Markdown, a CSV table, an image, a PDF to open, a notice for
 // binary or very large files), an editor whose save refuses to overwrite a change made since it opened,
-// and create, rename, delete (into a trash, restorable until emptied). It follows the agent live: a file the
-// agent writes or edits appears in the tree as the tool completes, marked until it is viewed.
+// and create, rename, delete (into a trash, restorable until emptied); a folder downloads as a zip and
+// files upload into a folder by a button or a drop (files_transfer.js). It follows the agent live: a file
+// the agent writes or edits appears in the tree as the tool completes, marked until it is viewed.
 
 import { getJSON, postJSON } from "./api.js";
 import { confirmAction } from "./dialog.js";
 import { diffView } from "./diff_view.js";
 import { el } from "./dom.js";
+import { acceptFileDrops } from "./file_drops.js";
+import { folderDownloadLink, folderLabel, uploadButton, uploadFiles } from "./files_transfer.js";
 import { toast, toastError } from "./toast.js";
 
 // "12 B", "3.4 KB", "1.2 MB".
@@ -52,6 +55,7 @@ export class FilesPanel {
     this.selected = null;
     this.changed = new Set(); // paths the agent wrote and the person has not viewed since
     this.workspaceRoot = null; // the folder as the server names it (the agent may give absolute paths)
+    this.folder = ""; // where an upload by the button goes: the folder last opened or chosen in
     this.panel.hidden = true;
     toggle.addEventListener("click", () => this.setOpen(this.panel.hidden));
     this.build();
@@ -76,15 +80,24 @@ export class FilesPanel {
     const actions = el("div", "files-actions");
     const again = button("↻", () => this.reload());
     again.setAttribute("aria-label", "Reload the files");
+    const [upload, picker] = uploadButton((files) => this.upload(this.folder, files));
+    this.uploadButton = upload;
+    this.setFolder(this.folder);
     actions.append(
       button("New file", () => this.create("file")),
       button("New folder", () => this.create("dir")),
+      upload,
+      picker,
       again,
       button("Changes", () => this.showChanges()),
       button("Trash", () => this.showTrash()),
     );
     this.tree = el("div", "files-tree");
     this.tree.setAttribute("role", "tree");
+    acceptFileDrops(this.tree, (files, event) => this.upload(this.dropFolder(event.target), files), {
+      onOver: (event) => this.markDrop(this.dropFolder(event.target)),
+      onLeave: () => this.markDrop(null),
+    });
     this.preview = el("div", "files-preview");
     this.panel.replaceChildren(head, actions, this.tree, this.preview);
   }
@@ -105,6 +118,7 @@ export class FilesPanel {
     this.selected = null;
     this.changed = new Set();
     this.workspaceRoot = null;
+    this.setFolder("");
     this.preview.replaceChildren();
     if (!sid) this.setOpen(false);
     else if (!this.panel.hidden) this.reload();
@@ -174,13 +188,45 @@ export class FilesPanel {
     if (entry.type === "special") item.title = "A FIFO, socket or device: not opened";
     if (entry.path === this.selected) item.classList.add("selected");
     item.addEventListener("click", () => this.choose(entry));
-    return item;
+    if (entry.type !== "dir") return item;
+    const holder = el("div", "files-item");
+    holder.append(item, folderDownloadLink(this.sessionId, entry));
+    return holder;
+  }
+
+  setFolder(path) {
+    this.folder = path;
+    this.uploadButton.title = `Upload files into ${folderLabel(path)} (or drop them on a folder)`;
+  }
+
+  // The folder a drop lands in: the folder under the pointer, a file's own folder, else the workspace.
+  dropFolder(target) {
+    const row = target?.closest?.(".files-row[data-path]");
+    if (!row) return "";
+    return row.classList.contains("files-dir") ? row.dataset.path : parentOf(row.dataset.path);
+  }
+
+  markDrop(folder) {
+    for (const node of this.tree.querySelectorAll(".drop-folder")) node.classList.remove("drop-folder");
+    if (folder) this.tree.querySelector(`.files-dir[data-path="${CSS.escape(folder)}"]`)?.classList.add("drop-folder");
+  }
+
+  async upload(folder, files) {
+    const sid = this.sessionId;
+    if (!sid) return;
+    const stored = await uploadFiles(sid, folder, files);
+    if (!stored.length || sid !== this.sessionId) return;
+    if (folder) this.open.add(folder);
+    this.selected = stored[stored.length - 1];
+    toast(`${stored.length === 1 ? stored[0] : `${stored.length} files`} uploaded to ${folderLabel(folder)}.`);
+    await this.reload();
   }
 
   async choose(entry) {
     if (entry.type === "dir") {
       if (this.open.has(entry.path)) this.open.delete(entry.path);
       else this.open.add(entry.path);
+      this.setFolder(this.open.has(entry.path) ? entry.path : parentOf(entry.path));
       await this.reload({ keepEditor: true });
       return;
     }
@@ -190,6 +236,7 @@ export class FilesPanel {
     }
     this.selected = entry.path;
     if (this.changed.delete(entry.path)) await this.reload({ keepEditor: true });
+    this.setFolder(parentOf(entry.path));
     for (const node of this.tree.querySelectorAll(".files-row.selected")) node.classList.remove("selected");
     this.tree.querySelector(`[data-path="${CSS.escape(entry.path)}"]`)?.classList.add("selected");
     await this.show(entry.path);

@@ -323,6 +323,16 @@ def new_session(page) -> str:
     return page.url.rsplit("/", 1)[1]
 
 
+def open_files_panel(page):
+    """Opens the files panel beside the chat (a drawer on phones) and returns it."""
+    from playwright.sync_api import expect
+
+    page.locator("#files-toggle").click()
+    panel = page.locator("#files-panel")
+    expect(panel).to_be_visible()
+    return panel
+
+
 def qa_history(turns: int, answer_repeat: int = 150) -> list[dict]:
     """``turns`` question/answer pairs with long answers."""
     rows = []

@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from talaria_testing.fake_llm import FakeLLM, Reply, agent_server
 
-from .helpers import new_session, open_page, screenshots, send, wait_turn_done
+from .helpers import new_session, open_files_panel, open_page, screenshots, send, wait_turn_done
 
 pytestmark = pytest.mark.e2e
 
@@ -41,17 +41,10 @@ def files_server(tmp_path_factory, fake):
         yield server
 
 
-def _open_panel(page):
-    page.locator("#files-toggle").click()
-    panel = page.locator("#files-panel")
-    expect(panel).to_be_visible()
-    return panel
-
-
 def test_the_workspace_is_beside_the_chat_with_a_preview_of_each_kind(browser, files_server):
     with open_page(browser, files_server.base_url) as page:
         new_session(page)
-        panel = _open_panel(page)
+        panel = open_files_panel(page)
         rows = panel.locator(".files-row .files-name")
         expect(rows).to_have_text(["src", "data.bin", "logo.png", "people.csv", "README.md"])
         panel.locator(".files-hidden input").check()
@@ -80,7 +73,7 @@ def test_an_edit_meets_the_agents_change_and_a_delete_goes_to_the_trash_and_back
     with open_page(browser, files_server.base_url) as page:
         page.guard.allowed_statuses.add(409)
         new_session(page)
-        panel = _open_panel(page)
+        panel = open_files_panel(page)
         panel.locator(".files-row", has_text="src").click()
         panel.locator(".files-row", has_text="main.py").click()
         panel.get_by_role("button", name="Edit").click()
@@ -109,7 +102,7 @@ def test_an_edit_meets_the_agents_change_and_a_delete_goes_to_the_trash_and_back
 def test_a_file_the_agent_writes_in_a_turn_appears_when_the_turn_ends(browser, files_server, fake):
     with open_page(browser, files_server.base_url) as page:
         new_session(page)
-        panel = _open_panel(page)
+        panel = open_files_panel(page)
         expect(panel.locator(".files-row", has_text="README.md")).to_be_visible()
         args = {"path": "notes/todo.txt", "content": "write the panel\n"}
         fake.script(Reply(tool_calls=[{"name": "write_file", "arguments": args}]), Reply(text="Written."))
@@ -124,7 +117,7 @@ def test_the_changes_of_the_agents_turns_are_diffed_restored_and_the_restore_und
     plan = files_server.workspace / "plan.txt"
     with open_page(browser, files_server.base_url) as page:
         new_session(page)
-        panel = _open_panel(page)
+        panel = open_files_panel(page)
         for content in ("step one\n", "step two\n"):
             args = {"path": "plan.txt", "content": content}
             fake.script(Reply(tool_calls=[{"name": "write_file", "arguments": args}]), Reply(text="Done."))

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import select
 import socket
 import threading
 import time
@@ -16,6 +15,11 @@ from collections.abc import Iterator
 import pytest
 
 from talaria_testing.server_proc import ServerProc
+from talaria_testing.slow_readers import (
+    read_all,
+    request_without_reading,
+    wait_until_answers_began,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -463,57 +467,14 @@ def export_srv(tmp_path_factory):
     assert "Traceback" not in server.log_text(), server.log_text()[-4000:]
 
 
-def _request_without_reading(srv: ServerProc, path: str, window: int = 4096) -> socket.socket:
-    """A socket that sent ``GET path`` (valid Host) and reads nothing yet, through a ``window``-byte
-    receive buffer (small: the response cannot hide in the client's kernel buffers)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, window)
-    sock.settimeout(10)
-    sock.connect((srv.host, srv.port))
-    sock.sendall(f"GET {path} HTTP/1.0\r\nHost: {srv.host}:{srv.port}\r\n\r\n".encode())
-    return sock
-
-
-def _answer_began(sock: socket.socket) -> bool:
-    """True once the first bytes of the response arrived (peeked: nothing is read)."""
-    readable, _, _ = select.select([sock], [], [], 0)
-    return bool(readable) and bool(sock.recv(1, socket.MSG_PEEK))
-
-
-def _wait_until_answers_began(socks: list[socket.socket], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not all(map(_answer_began, socks)):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
-
-
-def _read_all(sock: socket.socket, pause: float = 0.0, give_up_after: float = 60.0) -> tuple[bytes, bool]:
-    """What arrives until the server closes (a reset ends it too), ``pause`` s between reads; and
-    whether the server closed within ``give_up_after`` s."""
-    chunks = []
-    deadline = time.monotonic() + give_up_after
-    try:
-        while chunk := sock.recv(32768):
-            chunks.append(chunk)
-            if time.monotonic() > deadline:
-                return b"".join(chunks), False
-            if pause:
-                time.sleep(pause)
-    except ConnectionResetError:
-        pass
-    return b"".join(chunks), True
-
-
 def test_clients_that_never_read_a_large_export_leave_the_server_answering(export_srv):
     """Issue 19: 40 sockets that asked for a multi-MB export and read nothing each held a request worker
     for the 60 s write timeout; /health and the sidebar waited behind them for a minute."""
     srv, path, _ = export_srv
     socks: list[socket.socket] = []
     try:
-        socks = [_request_without_reading(srv, path) for _ in range(NON_READERS)]
-        assert _wait_until_answers_began(socks, timeout=30), "exports waited for a request worker"
+        socks = [request_without_reading(srv, path) for _ in range(NON_READERS)]
+        assert wait_until_answers_began(socks, timeout=30), "exports waited for a request worker"
         _answers_promptly(srv, "/health", "/api/sessions?limit=100")
     finally:
         for sock in socks:
@@ -525,9 +486,9 @@ def test_trickle_readers_of_a_large_export_each_receive_it_whole(export_srv):
     received: dict[int, bytes] = {}
 
     def trickle(n: int) -> None:
-        with _request_without_reading(srv, path, window=65536) as sock:
+        with request_without_reading(srv, path, window=65536) as sock:
             sock.settimeout(30)
-            received[n], closed = _read_all(sock, pause=0.02)
+            received[n], closed = read_all(sock, pause=0.02)
             assert closed
 
     threads = [threading.Thread(target=trickle, args=(n,), daemon=True) for n in range(8)]
@@ -568,21 +529,21 @@ def tight_srv(tmp_path_factory):
 def test_a_client_that_reads_nothing_is_closed_after_the_idle_write_deadline(tight_srv):
     """Issue 19: a non-reading client held its response (and a worker) for the 60 s write timeout."""
     srv, path, expected = tight_srv
-    with _request_without_reading(srv, path) as sock:
-        assert _wait_until_answers_began([sock], timeout=10)
+    with request_without_reading(srv, path) as sock:
+        assert wait_until_answers_began([sock], timeout=10)
         time.sleep(3 + 2)
         sock.settimeout(10)
-        received, closed = _read_all(sock, give_up_after=10)
+        received, closed = read_all(sock, give_up_after=10)
         assert closed and len(received) < len(expected)  # cut off, not served
 
 
 def test_a_trickle_reader_is_closed_at_the_total_response_deadline(tight_srv):
     srv, path, expected = tight_srv
-    with _request_without_reading(srv, path) as sock:
+    with request_without_reading(srv, path) as sock:
         sock.settimeout(10)
         started = time.monotonic()
         # A few KB every 0.2 s: the whole export would take far longer than the 8 s total deadline.
-        received, closed = _read_all(sock, pause=0.2, give_up_after=8 + 5)
+        received, closed = read_all(sock, pause=0.2, give_up_after=8 + 5)
         elapsed = time.monotonic() - started
     assert closed and len(received) < len(expected)
     assert elapsed > 3 + 1  # a slow reader is not idle: the total deadline ended it
@@ -590,8 +551,8 @@ def test_a_trickle_reader_is_closed_at_the_total_response_deadline(tight_srv):
 
 def test_past_the_spool_limit_a_large_response_is_503_until_room_returns(tight_srv):
     srv, path, expected = tight_srv
-    with _request_without_reading(srv, path) as holder:
-        assert _wait_until_answers_began([holder], timeout=10)
+    with request_without_reading(srv, path) as holder:
+        assert wait_until_answers_began([holder], timeout=10)
         status, headers, body = srv.request("GET", path, timeout=10)
         _assert_json_error(status, headers, body, 503)
         assert "retry" in json.loads(body)["error"].lower()
