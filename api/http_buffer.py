@@ -9,6 +9,11 @@ instead), so clients that read slowly or never cost bounded memory and disk, nev
 the answer to a request that changes nothing can be refused: a POST has done its work by the time it
 answers, and a 503 would invite a second one, so its answer (small: a row, a session) is held in memory,
 counted whatever the budget.
+
+A body made as it is sent (a folder's zip) is sent while it is written: ``send_while_written`` moves the
+buffer to its spool file and hands it to the writer at once (``start_sending``, set by the serving loop);
+each later write lands in the file and wakes the writer if it waits for more; ``end_writing`` says the body
+is whole, or cut (then the client's connection is reset, so a cut body never looks whole).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import os
 import socket
 import tempfile
 import threading
+from collections.abc import Callable
 from typing import IO
 
 MEMORY_PER_RESPONSE = 1 << 20  # larger responses go to a spool file, not the memory budget
@@ -70,6 +76,13 @@ class ResponseBuffer:
         self._sent = 0
         self.refused = False
         self.closed = False
+        # Sent while written: the writer takes what is flushed while the handler still writes.
+        self.start_sending: Callable[[], None] | None = None  # hands the buffer to the writer now
+        self.sending_early = False
+        self._writing = False  # the handler still writes (only while sending early)
+        self.cut = False  # the body ended before it was whole
+        self._wake: Callable[[], None] | None = None  # the writer waits for more: call once there is
+        self._lock = threading.Lock()  # the handler's writes against the writer's close
 
     @classmethod
     def holding(cls, data: bytes) -> ResponseBuffer:
@@ -82,6 +95,16 @@ class ResponseBuffer:
     # ------------------------------------------------------------------ the handler's side
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
+        with self._lock:
+            count = self._write(data)
+            if not self.sending_early:
+                return count
+            wake, self._wake = self._wake, None
+        if wake is not None:
+            wake()
+        return count
+
+    def _write(self, data: bytes | bytearray | memoryview) -> int:
         count = memoryview(data).nbytes
         if self.refused or self.closed or not count:
             return count
@@ -97,8 +120,36 @@ class ResponseBuffer:
         elif not self._spool(data, count):
             self._refuse()
             return count
+        if self._writing:
+            assert self._file is not None  # sending early means spooled
+            self._file.flush()  # the writer sends from the file's descriptor
         self._size += count
         return count
+
+    def send_while_written(self) -> None:
+        """Send the response while the handler still writes it (see the module's note); a response that
+        cannot be refused, or a buffer no serving loop sends early, stays as it is."""
+        with self._lock:
+            if self.start_sending is None or not self._refusable or self.refused or self.closed:
+                return
+            if self._file is None and not self._spool(b"", 0):
+                self._refuse()
+                return
+            assert self._file is not None
+            self._file.flush()
+            self._writing = self.sending_early = True
+        self.start_sending()
+
+    def end_writing(self, whole: bool = True) -> None:
+        """The handler wrote its last byte (``whole``) or stopped short; the writer finishes either way."""
+        with self._lock:
+            if not self._writing:
+                return
+            self._writing = False
+            self.cut = self.cut or not whole
+            wake, self._wake = self._wake, None
+        if wake is not None:
+            wake()
 
     def flush(self) -> None:
         pass
@@ -132,8 +183,12 @@ class ResponseBuffer:
         self._chunks, self._memory = [], 0
 
     def _refuse(self) -> None:
-        self._drop()
         self.refused = True
+        if self._writing:
+            self.cut = True  # the writer is sending from the file: it ends the connection and closes us
+            self._writing = False
+        else:
+            self._drop()
 
     # ------------------------------------------------------------------ the writer's side
 
@@ -147,13 +202,26 @@ class ResponseBuffer:
 
     @property
     def done(self) -> bool:
-        return self._sent >= self.size
+        return self.cut or (not self._writing and self._sent >= self.size)
+
+    def park(self, wake: Callable[[], None]) -> bool:
+        """The writer has sent all there is of a body still being written: ``wake`` is called once more
+        arrives or the body ends; False (nothing kept) when that happened already."""
+        with self._lock:
+            if not self._writing or self._sent < self._size or self.cut:
+                return False
+            self._wake = wake
+            return True
 
     def send_some(self, sock: socket.socket) -> int:
-        """Offer the socket the next bytes; how many it took (``BlockingIOError`` when none fit now)."""
+        """Offer the socket the next bytes; how many it took (``BlockingIOError`` when none fit now; 0 when
+        all there is went out and the body is still being written)."""
         if self._file is not None:
-            self._file.flush()
+            if not self.sending_early:
+                self._file.flush()  # while sending early, each write flushed itself
             count = min(SEND_BYTES, self._size - self._sent)
+            if count <= 0:
+                return 0
             sent = os.sendfile(sock.fileno(), self._file.fileno(), self._sent, count)
         else:
             sent = sock.sendmsg(self._unsent_chunks())
@@ -175,9 +243,11 @@ class ResponseBuffer:
 
     def close(self) -> None:
         """Drop what is held and give its bytes back to the budget (again: nothing happens)."""
-        if not self.closed:
-            self.closed = True
-            self._drop()
+        with self._lock:
+            if not self.closed:
+                self.closed = True
+                self._writing = False
+                self._drop()
 
     def _drop(self) -> None:
         if self._file is not None:

@@ -135,15 +135,16 @@ def send_bytes(
 
 class _ProducedBody:
     """The body a producer writes into: the handler's ``wfile``, stopped (``BrokenPipeError``) once the
-    serving loop refused the response (its spool budget is spent), so no work is done for nothing."""
+    response was refused (the spool budget is spent) or its client is gone, so no work is done for
+    nothing."""
 
     def __init__(self, wfile) -> None:
         self._wfile = wfile
 
     def write(self, data: bytes) -> int:
         written = self._wfile.write(data)
-        if getattr(self._wfile, "refused", False):
-            raise BrokenPipeError(errno.EPIPE, "the response was refused")
+        if getattr(self._wfile, "refused", False) or getattr(self._wfile, "closed", False) is True:
+            raise BrokenPipeError(errno.EPIPE, "the response was refused or its client is gone")
         return int(written if written is not None else len(data))
 
     def flush(self) -> None:
@@ -158,8 +159,9 @@ def send_produced(
 ) -> None:
     """Send a response whose body ``produce(out)`` writes as it makes it (a zip of a folder): no length
     (the connection's end ends the body, as every response here closes its connection), the security
-    headers, and the body written through to the buffer, which keeps at most a megabyte in memory and
-    spools the rest, so a slow client holds no request worker."""
+    headers, and the body sent while it is written (``ResponseBuffer.send_while_written``: spooled, so
+    nothing waits on the client and a slow one holds no request worker). A body that fails midway is cut:
+    the client's connection is reset, so it never looks whole."""
     _mark_started(handler)
     handler.send_response(200)
     handler.send_header("Content-Type", content_type)
@@ -170,8 +172,20 @@ def send_produced(
     for key, value in (headers or {}).items():
         handler.send_header(key, value)
     handler.end_headers()
-    if getattr(handler, "command", None) != "HEAD":
-        produce(_ProducedBody(handler.wfile))
+    if getattr(handler, "command", None) == "HEAD":
+        return
+    wfile = handler.wfile
+    begin = getattr(wfile, "send_while_written", None)
+    if begin is not None:
+        begin()
+    try:
+        produce(_ProducedBody(wfile))
+    except BaseException:
+        if begin is not None:
+            wfile.end_writing(whole=False)
+        raise
+    if begin is not None:
+        wfile.end_writing()
 
 
 def j(

@@ -421,14 +421,18 @@ class TalariaServer:
 
         def answer() -> None:
             response = ResponseBuffer(self.response_budget, refusable=head.method in ("GET", "HEAD"))
+            response.start_sending = lambda: self.responses.deliver(sock, response)
             try:
                 self._handler_factory(sock, pending.address, self, raw, received_at, response)
             finally:
-                if response.refused:
-                    response = ResponseBuffer.holding(
-                        error_response(503, SPOOL_FULL, (("Retry-After", "5"),))
-                    )
-                self.responses.deliver(sock, response)
+                if response.sending_early:
+                    response.end_writing()  # already with the writer; whole unless the handler cut it
+                else:
+                    if response.refused:
+                        response = ResponseBuffer.holding(
+                            error_response(503, SPOOL_FULL, (("Retry-After", "5"),))
+                        )
+                    self.responses.deliver(sock, response)
 
         if self._stopping.is_set():
             self._refuse(sock, "The server is shutting down")

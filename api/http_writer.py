@@ -5,7 +5,9 @@ free at once. The response goes out right there while the socket takes it (most 
 what is left, one writer thread sends as each socket drains, waiting on all of them with a selector. A
 client that takes no byte for ``idle_timeout`` s, or has not taken its whole response ``total_timeout`` s
 after it was handed over, is cut off with a reset (so the kernel drops what it still held for it), and the
-response's bytes go back to the budget. A client counts as taking bytes when the kernel
+response's bytes go back to the budget. A response still being written (``ResponseBuffer.send_while_written``)
+that has sent all it holds waits outside the selector until its handler writes more; the total deadline
+still runs for it, the idle one only once it has bytes again. A client counts as taking bytes when the kernel
 sees them acknowledged, not only when the socket has room again. After a whole response the connection is closed, as every
 response of this server closes its connection.
 
@@ -52,13 +54,14 @@ class SocketWriter:
 ResponseFile = ResponseBuffer | SocketWriter  # a handler's wfile: buffered (requests) or direct (streams)
 
 
-@dataclass
+@dataclass(eq=False)  # one per response: compared and hashed by identity
 class _Outgoing:
     sock: socket.socket
     buffer: ResponseBuffer
     idle_deadline: float
     deadline: float
     taken: int = 0  # bytes the client has taken (acknowledged) at the last look
+    finished: bool = False
 
 
 def bytes_taken(sock: socket.socket, sent: int) -> int:
@@ -103,7 +106,8 @@ class ResponseWriter:
         self._selector.register(self._wake_r, selectors.EVENT_READ, _WAKER)
         self._lock = threading.Condition()
         self._incoming: list[_Outgoing] = []
-        self._outstanding = 0  # handed over and not yet finished (incoming or in the selector)
+        self._outstanding = 0  # handed over and not yet finished (incoming, in the selector or parked)
+        self._parked: set[_Outgoing] = set()  # waiting for their handler to write more
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name="talaria-writer", daemon=True)
         self._thread.start()
@@ -116,8 +120,8 @@ class ResponseWriter:
         """Send ``buffer`` on the non-blocking ``sock``, then close both; returns without waiting for the
         client (what the socket does not take now, the writer thread sends later)."""
         try:
-            while not buffer.done:
-                buffer.send_some(sock)
+            while not buffer.done and buffer.send_some(sock):
+                pass
         except (BlockingIOError, InterruptedError):
             pass
         except OSError:
@@ -126,7 +130,10 @@ class ResponseWriter:
             return
         if buffer.done:
             buffer.close()
-            close_after_response(sock)
+            if buffer.cut:
+                cut_off(sock)
+            else:
+                close_after_response(sock)
             return
         now = time.monotonic()
         with self._lock:
@@ -194,6 +201,10 @@ class ResponseWriter:
             for key in list(self._selector.get_map().values()):
                 if key.data is not _WAKER:
                     self._finish(key.data, complete=False)
+            with self._lock:
+                parked, self._parked = list(self._parked), set()
+            for out in parked:
+                self._finish(out, complete=False)
 
     def _drain_waker(self) -> None:
         try:
@@ -203,18 +214,45 @@ class ResponseWriter:
             pass
 
     def _pump(self, out: _Outgoing) -> None:
+        starved = False
         try:
             while not out.buffer.done:
-                out.buffer.send_some(out.sock)
+                if not out.buffer.send_some(out.sock):
+                    starved = True  # all there is went out; its handler still writes
+                    break
         except (BlockingIOError, InterruptedError):
             pass
         except OSError:  # the client reset or closed its end
             self._finish(out, complete=False)
             return
         if out.buffer.done:
-            self._finish(out, complete=True)
+            self._finish(out, complete=not out.buffer.cut)
+        elif starved:
+            self._park(out)
+
+    def _park(self, out: _Outgoing) -> None:
+        """Wait outside the selector (a socket with room would wake it at once) until the handler writes."""
+        self._selector.unregister(out.sock)
+        with self._lock:
+            self._parked.add(out)
+        if not out.buffer.park(lambda: self._unpark(out)):
+            self._unpark(out)  # more arrived meanwhile
+
+    def _unpark(self, out: _Outgoing) -> None:
+        with self._lock:
+            if out not in self._parked:
+                return
+            self._parked.discard(out)
+            out.idle_deadline = time.monotonic() + self.idle_timeout  # the wait was ours, not the client's
+            self._incoming.append(out)
+        self._wake()
 
     def _expire(self, now: float) -> None:
+        with self._lock:
+            late = [out for out in self._parked if now >= out.deadline]
+            self._parked.difference_update(late)
+        for out in late:
+            self._finish(out, complete=False)
         for key in list(self._selector.get_map().values()):
             out = key.data
             if out is _WAKER:
@@ -226,6 +264,9 @@ class ResponseWriter:
                 self._finish(out, complete=False)
 
     def _finish(self, out: _Outgoing, *, complete: bool) -> None:
+        if out.finished:
+            return
+        out.finished = True
         try:
             self._selector.unregister(out.sock)
         except (KeyError, ValueError):
