@@ -151,3 +151,32 @@ def test_the_sweep_removes_only_temp_files_of_gone_processes_or_long_abandoned(t
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         name for name, stays in names.items() if stays
     )
+
+
+def test_a_folder_reached_inside_a_root_never_passes_through_a_link(tmp_path):
+    root = tmp_path / "root"
+    (root / "a" / "b").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.symlink(outside, root / "a" / "door")
+    (root / "a" / "file").write_text("x")
+    fd = atomic.open_folder_inside(root, ["a", "b"])
+    try:
+        assert atomic.write_new_durable(fd, ["new.txt"], b"data") == "new.txt"
+    finally:
+        os.close(fd)
+    assert (root / "a" / "b" / "new.txt").read_bytes() == b"data"
+    for parts in (["a", "door"], ["a", "file"], ["a", "missing"]):
+        with pytest.raises(OSError):
+            os.close(atomic.open_folder_inside(root, parts))
+    assert list(outside.iterdir()) == []
+
+
+def test_a_listing_hides_the_temp_files_of_writes_in_flight_here_or_killed(tmp_path):
+    mine = f"report.txt.tmp.{os.getpid()}.{secrets.token_hex(8)}"
+    gone = f"report.txt.tmp.{2**22 + 7}.{secrets.token_hex(8)}"  # above pid_max: no such process
+    for name in (mine, gone, "report.txt", "notes.tmp.txt"):
+        (tmp_path / name).write_text("x")
+    with os.scandir(tmp_path) as found:
+        hidden = sorted(item.name for item in found if atomic.unfinished_write(item))
+    assert hidden == sorted([mine, gone])
