@@ -222,20 +222,20 @@ def is_leftover_temp(name: str, age_s: float, pid_alive: Callable[[int], bool]) 
     return age_s > TEMP_GRACE_S or not pid_alive(int(match.group("pid")))
 
 
-def unfinished_write(item: os.DirEntry[str]) -> bool:
-    """Whether a folder's entry is the temp file of a write not finished: one in flight in this process,
-    or one a killed write left (what the sweep removes). A listing hides both; only a name of the temp
-    form is looked at further."""
-    match = _TEMP_NAME.match(item.name)
+def unfinished_write(name: str, stat_of: Callable[[], os.stat_result]) -> bool:
+    """Whether a folder's entry ``name`` is the temp file of a write not finished: one in flight in this
+    process, or one a killed write left (what the sweep removes). A listing and a folder's zip leave both
+    out; ``stat_of`` (the entry's own stat, no link followed) is asked only for a name of the temp form."""
+    match = _TEMP_NAME.match(name)
     if match is None:
         return False
     if int(match.group("pid")) == os.getpid():
         return True
     try:
-        age_s = time.time() - item.stat(follow_symlinks=False).st_mtime
+        age_s = time.time() - stat_of().st_mtime
     except OSError:
         return False
-    return is_leftover_temp(item.name, age_s, _pid_alive)
+    return is_leftover_temp(name, age_s, _pid_alive)
 
 
 _SWEPT: set[Path] = set()

@@ -12,6 +12,7 @@ refused with both texts when the file changed since (409). Writes go through ``a
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import os
 import shutil
@@ -102,7 +103,7 @@ def list_folder(sid: str, relative: Any = "", show_hidden: bool = False) -> dict
     prefix = f"{prefix}/" if prefix else ""
     with os.scandir(folder) as found:
         for item in found:
-            if atomic.unfinished_write(item):
+            if atomic.unfinished_write(item.name, functools.partial(item.stat, follow_symlinks=False)):
                 continue  # a write's temp file, never a file of the workspace (a killed one's is swept)
             if not show_hidden and _hidden(item.name):
                 hidden += 1

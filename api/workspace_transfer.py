@@ -19,6 +19,7 @@ name is a 409 (or, when the person chose to keep both, the next free ``name-1.ex
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import stat
 import time
@@ -50,6 +51,7 @@ def _zip_time(mtime: float) -> tuple[int, int, int, int, int, int]:
 def _walk(folder: Path, show_hidden: bool) -> Iterator[tuple[str, list[str], list[str], int]]:
     """``os.fwalk`` of ``folder`` without links, hidden and ignored entries left out unless asked for."""
     for top, dirs, files, dir_fd in os.fwalk(folder, follow_symlinks=False):
+        files[:] = [name for name in files if not _unfinished_write(name, dir_fd)]
         if not show_hidden:
             dirs[:] = [name for name in dirs if not workspace_files._hidden(name)]
             files = [name for name in files if not workspace_files._hidden(name)]
@@ -64,6 +66,12 @@ def _folder(sid: str, relative: Any) -> tuple[Path, Path]:
             raise NotFound("No such folder in the workspace")
         raise BadRequest("path is not a folder")
     return workspace, folder
+
+
+def _unfinished_write(name: str, dir_fd: int) -> bool:
+    return atomic.unfinished_write(
+        name, functools.partial(os.stat, name, dir_fd=dir_fd, follow_symlinks=False)
+    )
 
 
 def _regular_size(name: str, dir_fd: int) -> int | None:

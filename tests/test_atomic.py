@@ -178,5 +178,5 @@ def test_a_listing_hides_the_temp_files_of_writes_in_flight_here_or_killed(tmp_p
     for name in (mine, gone, "report.txt", "notes.tmp.txt"):
         (tmp_path / name).write_text("x")
     with os.scandir(tmp_path) as found:
-        hidden = sorted(item.name for item in found if atomic.unfinished_write(item))
+        hidden = sorted(item.name for item in found if atomic.unfinished_write(item.name, item.stat))
     assert hidden == sorted([mine, gone])

@@ -89,7 +89,9 @@ def test_a_folder_downloads_as_a_zip_of_its_files_and_folders_as_an_attachment(s
     assert f"{workspace.name}/src/main.py" in zipfile.ZipFile(io.BytesIO(body)).namelist()
 
 
-def test_links_fifos_and_sockets_in_a_downloaded_folder_are_left_out_never_followed(srv, space, tmp_path):
+def test_links_fifos_and_killed_writes_in_a_downloaded_folder_are_left_out_never_followed(
+    srv, space, tmp_path
+):
     sid, workspace = space
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -101,6 +103,7 @@ def test_links_fifos_and_sockets_in_a_downloaded_folder_are_left_out_never_follo
     os.symlink(outside, folder / "outside-dir")
     os.symlink(folder / "plain.txt", folder / "inside-link.txt")
     os.mkfifo(folder / "pipe")
+    (folder / f"plain.txt.tmp.{2**22 + 7}.0123abcd").write_text("a killed write's half")
     started = time.monotonic()
     status, _, body = _download(srv, sid, "mixed")
     assert status == 200 and time.monotonic() - started < 10  # the FIFO was never waited on
