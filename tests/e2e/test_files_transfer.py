@@ -6,6 +6,7 @@ fake LLM, so the page opens without the first-run dialog); no turn is run."""
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 from pathlib import Path
 
@@ -32,9 +33,9 @@ def transfer_server(tmp_path_factory, llm):
         yield server
 
 
-def _drop(page, target, files: dict[str, str]) -> None:
-    """Drop files (name → text) on ``target`` as a drag from the desktop does: a DataTransfer of Files."""
-    transfer = page.evaluate_handle(
+def _dragged(page, files: dict[str, str]):
+    """What a drag from the desktop carries: a DataTransfer of Files (name → text)."""
+    return page.evaluate_handle(
         """(files) => {
             const transfer = new DataTransfer();
             for (const [name, text] of Object.entries(files)) transfer.items.add(new File([text], name));
@@ -42,6 +43,10 @@ def _drop(page, target, files: dict[str, str]) -> None:
         }""",
         files,
     )
+
+
+def _drop(page, target, files: dict[str, str]) -> None:
+    transfer = _dragged(page, files)
     target.dispatch_event("dragover", {"dataTransfer": transfer})
     target.dispatch_event("drop", {"dataTransfer": transfer})
 
@@ -121,6 +126,10 @@ def test_files_dropped_on_a_folder_or_on_the_tree_are_uploaded_there(browser, tr
         panel.locator(".files-row", has_text="docs").click()
         notes = panel.locator(".files-row", has_text="notes")
         expect(notes).to_be_visible()
+        notes.dispatch_event("dragover", {"dataTransfer": _dragged(page, {"tuesday.txt": "tuesday\n"})})
+        expect(panel.locator(".files-tree")).to_have_class("files-tree drop-target")
+        expect(notes).to_have_class(re.compile(r"\bdrop-folder\b"))  # where the drop will land
+        screenshots(page, "files-drop-target")
         _drop(page, notes, {"tuesday.txt": "tuesday\n"})
         expect(page.locator(".toast").last).to_contain_text("docs/notes/tuesday.txt uploaded to docs/notes")
         assert (workspace / "docs" / "notes" / "tuesday.txt").read_text() == "tuesday\n"
@@ -132,16 +141,6 @@ def test_files_dropped_on_a_folder_or_on_the_tree_are_uploaded_there(browser, tr
         assert (workspace / "docs" / "faq.md").read_text() == "# FAQ\n"
 
         tree = panel.locator(".files-tree")
-        tree.dispatch_event(
-            "dragover",
-            {
-                "dataTransfer": page.evaluate_handle(
-                    "() => { const t = new DataTransfer(); t.items.add(new File(['x'], 'x')); return t; }"
-                )
-            },
-        )
-        expect(tree).to_have_class("files-tree drop-target")
-        screenshots(page, "files-drop-target")
         _drop(page, tree, {"top.txt": "top\n", "second.txt": "second\n"})
         expect(page.locator(".toast").last).to_contain_text("2 files uploaded to the workspace")
         expect(tree).not_to_have_class("files-tree drop-target")
