@@ -54,6 +54,10 @@ class ResponseBudget:
             self.spool_used += count
             return True
 
+    def spool_room(self) -> int:
+        with self._lock:
+            return self.spool_limit - self.spool_used
+
     def give_back(self, memory: int, spool: int) -> None:
         with self._lock:
             self.memory_used -= memory
@@ -126,11 +130,15 @@ class ResponseBuffer:
         self._size += count
         return count
 
-    def send_while_written(self) -> None:
+    def send_while_written(self, expected: int = 0) -> None:
         """Send the response while the handler still writes it (see the module's note); a response that
-        cannot be refused, or a buffer no serving loop sends early, stays as it is."""
+        cannot be refused, or a buffer no serving loop sends early, stays as it is. A body ``expected`` to
+        pass the spool's room now is refused before a byte of it is sent (the serving loop answers 503)."""
         with self._lock:
             if self.start_sending is None or not self._refusable or self.refused or self.closed:
+                return
+            if self._budget is not None and expected > self._budget.spool_room():
+                self._refuse()
                 return
             if self._file is None and not self._spool(b"", 0):
                 self._refuse()

@@ -156,12 +156,14 @@ def send_produced(
     produce: Callable[[Any], None],
     content_type: str,
     headers: Mapping[str, str] | None = None,
+    expected_bytes: int = 0,
 ) -> None:
     """Send a response whose body ``produce(out)`` writes as it makes it (a zip of a folder): no length
     (the connection's end ends the body, as every response here closes its connection), the security
     headers, and the body sent while it is written (``ResponseBuffer.send_while_written``: spooled, so
     nothing waits on the client and a slow one holds no request worker). A body that fails midway is cut:
-    the client's connection is reset, so it never looks whole."""
+    the client's connection is reset, so it never looks whole. A body of about ``expected_bytes`` that the
+    response spool has no room for now is not begun: the serving loop answers 503."""
     _mark_started(handler)
     handler.send_response(200)
     handler.send_header("Content-Type", content_type)
@@ -177,7 +179,9 @@ def send_produced(
     wfile = handler.wfile
     begin = getattr(wfile, "send_while_written", None)
     if begin is not None:
-        begin()
+        begin(expected_bytes)
+        if wfile.refused:
+            return
     try:
         produce(_ProducedBody(wfile))
     except BaseException:

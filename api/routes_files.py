@@ -45,7 +45,7 @@ def _handle_folder_download(handler, query: dict) -> None:
         _sid(query), query.get("path", ""), query.get("hidden", "") in _TRUE
     )
     headers = _disposition("attachment", f"{planned.name}.zip")
-    http_io.send_produced(handler, planned.write, "application/zip", headers)
+    http_io.send_produced(handler, planned.write, "application/zip", headers, planned.total_bytes)
 
 
 def _handle_file_upload(handler, body: dict) -> None:

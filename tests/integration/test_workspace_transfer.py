@@ -147,6 +147,18 @@ def test_a_folder_over_the_size_bound_is_refused_before_any_byte_of_zip_is_sent(
     assert "MB of files" in body.decode()
 
 
+def test_a_zip_the_response_spool_has_no_room_for_is_a_503_before_any_byte_of_it(tmp_path):
+    with ServerProc(tmp_path, env={"TALARIA_RESPONSE_SPOOL_BYTES": str(4 * 1024 * 1024)}) as small_spool:
+        sid = new_session(small_spool)
+        (small_spool.workspace / "big").mkdir()
+        (small_spool.workspace / "big" / "data.bin").write_bytes(os.urandom(6 * 1024 * 1024))
+        (small_spool.workspace / "small").mkdir()
+        (small_spool.workspace / "small" / "a.txt").write_text("a")
+        status, headers, body = _download(small_spool, sid, "big")
+        assert status == 503 and headers["retry-after"] and b'"error"' in body
+        assert _download(small_spool, sid, "small")[0] == 200
+
+
 def _peak_rss_kb(srv) -> int:
     with open(f"/proc/{srv.proc.pid}/status") as status:
         for line in status:
