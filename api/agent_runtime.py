@@ -12,11 +12,13 @@ installs root logging handlers). ``$HERMES_HOME`` must be final before the first
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 import logging
 import random
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -61,10 +63,27 @@ class ProviderNotConfigured(ServiceUnavailable):
         super().__init__(f"{detail.rstrip()}\n\n{provider_help()}")
 
 
+# The agent's modules import others at import time and while its first agent is built; two threads doing
+# that at once (the warm-up, a request) can be handed a module still initialising, or a SystemError. The
+# first imports of a module and the first build run one at a time; once loaded, nothing waits.
+_AGENT_IMPORTS = threading.RLock()
+_AGENT_BUILT = threading.Event()
+
+
+def _loaded(module: str):
+    found = sys.modules.get(module)
+    spec = getattr(found, "__spec__", None)
+    return None if found is None or getattr(spec, "_initializing", False) else found
+
+
 def _import(module: str):
     # At call time, never at import: tests put fakes in sys.modules, and the agent's import has side effects.
+    loaded = _loaded(module)
+    if loaded is not None:
+        return loaded
     try:
-        return importlib.import_module(module)
+        with _AGENT_IMPORTS:
+            return importlib.import_module(module)
     except Exception as exc:  # ImportError, or the agent's own import-time failures
         raise AgentUnavailable(
             f"cannot import {module} ({type(exc).__name__}: {exc}); install hermes-agent==0.19.0"
@@ -158,6 +177,17 @@ def accepted_kwargs(func: Callable, kwargs: dict) -> dict:
     return {k: v for k, v in kwargs.items() if k in params}
 
 
+@contextlib.contextmanager
+def _first_build_alone():
+    """Holds the import lock around the process's first agent build (its lazy imports), not later ones."""
+    if _AGENT_BUILT.is_set():
+        yield
+        return
+    with _AGENT_IMPORTS:
+        yield
+        _AGENT_BUILT.set()
+
+
 def build_agent(
     session_id: str,
     model: str | None,
@@ -192,44 +222,45 @@ def build_agent(
         extra.setdefault("reasoning_config", reasoning_config_for(reasoning_effort, model))
         extra.update(checkpoint_kwargs())
     runtime = runtime if runtime is not None else resolve_runtime(model, provider)
-    run_agent = _import("run_agent")
-    callbacks = callbacks or AgentCallbacks()
-    session_db = None if state_db_path is None else open_session_db(Path(state_db_path))
-    kwargs: dict[str, Any] = {
-        "model": model,
-        "provider": runtime.get("provider"),
-        "base_url": runtime.get("base_url"),
-        "api_key": runtime.get("api_key"),
-        "api_mode": runtime.get("api_mode"),
-        "credential_pool": runtime.get("credential_pool"),
-        "acp_command": runtime.get("command"),
-        "acp_args": runtime.get("args"),
-        "platform": "webui",
-        "quiet_mode": True,
-        "session_id": session_id,
-        "gateway_session_key": session_id,
-        "session_db": session_db,
-        "enabled_toolsets": enabled_toolsets,
-        "disabled_toolsets": disabled_toolsets,
-        "skip_context_files": skip_context_files,
-        "skip_memory": skip_memory,
-        "ephemeral_system_prompt": ephemeral_system_prompt,
-        **callbacks.agent_kwargs(),
-        **extra,
-    }
-    if max_iterations is not None:
-        kwargs["max_iterations"] = max_iterations
-    kwargs = {k: v for k, v in kwargs.items() if v is not None}  # [] (no tools) is kept
-    try:
-        agent = run_agent.AIAgent(**accepted_kwargs(run_agent.AIAgent.__init__, kwargs))
-    except Exception as exc:
-        if session_db is not None:
-            session_db.close()
-        if not isinstance(exc, (RuntimeError, ValueError)):
-            raise
-        if "provider" in str(exc).lower():  # "No LLM provider configured…"
-            raise ProviderNotConfigured(str(exc)) from exc
-        raise AgentUnavailable(str(exc)) from exc  # e.g. a context window below hermes' 64K floor
+    with _first_build_alone():
+        run_agent = _import("run_agent")
+        callbacks = callbacks or AgentCallbacks()
+        session_db = None if state_db_path is None else open_session_db(Path(state_db_path))
+        kwargs: dict[str, Any] = {
+            "model": model,
+            "provider": runtime.get("provider"),
+            "base_url": runtime.get("base_url"),
+            "api_key": runtime.get("api_key"),
+            "api_mode": runtime.get("api_mode"),
+            "credential_pool": runtime.get("credential_pool"),
+            "acp_command": runtime.get("command"),
+            "acp_args": runtime.get("args"),
+            "platform": "webui",
+            "quiet_mode": True,
+            "session_id": session_id,
+            "gateway_session_key": session_id,
+            "session_db": session_db,
+            "enabled_toolsets": enabled_toolsets,
+            "disabled_toolsets": disabled_toolsets,
+            "skip_context_files": skip_context_files,
+            "skip_memory": skip_memory,
+            "ephemeral_system_prompt": ephemeral_system_prompt,
+            **callbacks.agent_kwargs(),
+            **extra,
+        }
+        if max_iterations is not None:
+            kwargs["max_iterations"] = max_iterations
+        kwargs = {k: v for k, v in kwargs.items() if v is not None}  # [] (no tools) is kept
+        try:
+            agent = run_agent.AIAgent(**accepted_kwargs(run_agent.AIAgent.__init__, kwargs))
+        except Exception as exc:
+            if session_db is not None:
+                session_db.close()
+            if not isinstance(exc, (RuntimeError, ValueError)):
+                raise
+            if "provider" in str(exc).lower():  # "No LLM provider configured…"
+                raise ProviderNotConfigured(str(exc)) from exc
+            raise AgentUnavailable(str(exc)) from exc  # e.g. a context window below hermes' 64K floor
     agent.suppress_status_output = True  # lifecycle notices go to status_callback, not our stdout
     agent._end_session_on_close = end_session_on_close
     agent._talaria_callbacks = callbacks

@@ -354,3 +354,45 @@ def test_a_session_database_another_process_holds_is_opened_on_a_later_try(monke
     monkeypatch.setattr(agent_runtime, "SESSION_DB_OPEN_ATTEMPTS", 2)
     with pytest.raises(sqlite3.OperationalError):
         agent_runtime.open_session_db(tmp_path / "other.db")
+
+
+def test_the_first_agent_is_built_alone_and_later_ones_side_by_side(fake_hermes, monkeypatch, tmp_path):
+    """The warm-up's first build and a request's throwaway agent (the reasoning picker) imported the agent's
+    modules at the same time: the request got a SystemError or a module still initialising, a 503. The
+    first build now runs alone; once one agent exists, builds overlap."""
+    monkeypatch.setattr(agent_runtime, "_AGENT_BUILT", threading.Event())
+    inside, most = [0], [0]
+    guard = threading.Lock()
+
+    class CountingAgent(StrictAgent):
+        def __init__(self, **kwargs):
+            with guard:
+                inside[0] += 1
+                most[0] = max(most[0], inside[0])
+            threading.Event().wait(0.05)
+            with guard:
+                inside[0] -= 1
+            super().__init__(**agent_runtime.accepted_kwargs(StrictAgent.__init__, kwargs))
+
+    fake_hermes.run_agent.AIAgent = CountingAgent
+
+    def build_many(count: int) -> None:
+        threads = [
+            threading.Thread(
+                target=agent_runtime.build_agent, args=(f"s{k}", "m1"), kwargs={"state_db_path": None}
+            )
+            for k in range(count)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+
+    agent_runtime.build_agent("first", "m1", state_db_path=None)
+    assert most[0] == 1 and agent_runtime._AGENT_BUILT.is_set()
+    build_many(4)
+    assert most[0] > 1
+    monkeypatch.setattr(agent_runtime, "_AGENT_BUILT", threading.Event())
+    most[0] = 0
+    build_many(4)
+    assert most[0] == 1
