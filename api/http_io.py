@@ -215,6 +215,15 @@ def respond_error(handler, exc: BaseException) -> None:
         return
     if isinstance(exc, ApiError):
         status, payload = exc.status, exc.payload()
+        if status >= 500:  # the server could not serve it: the log says why, with what caused it
+            log.warning(
+                "%s %s answered %d: %s",
+                getattr(handler, "command", "?"),
+                _safe_path(handler),
+                status,
+                exc,
+                exc_info=exc if exc.__cause__ is not None else None,
+            )
     elif isinstance(exc, OSError) and exc.errno in _OS_ERRORS:
         status, message = _OS_ERRORS[exc.errno]
         log.error(

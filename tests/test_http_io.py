@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from api import http_io
+from api.errors import ServiceUnavailable
 from api.http_io import (
     ApiError,
     BadRequest,
@@ -127,6 +128,25 @@ def test_unexpected_error_is_a_logged_500_without_details(caplog):
     assert handler.payload() == {"error": "Internal error"}
     assert "/home/alice" not in handler.wfile.getvalue().decode()
     assert any("unexpected error" in r.message for r in caplog.records)
+
+
+def test_a_service_unavailable_answer_is_logged_with_its_cause(caplog):
+    """A page got a 503 from /api/reasoning and no log said why; a 5xx the domain raises is logged with
+    what caused it, a 4xx is not."""
+    handler = FakeHandler()
+    try:
+        try:
+            raise AttributeError("module 'x' has no attribute 'y'")
+        except AttributeError as cause:
+            raise ServiceUnavailable("No LLM provider") from cause
+    except ServiceUnavailable as exc:
+        with caplog.at_level(logging.WARNING, logger="talaria.http"):
+            respond_error(handler, exc)
+            respond_error(FakeHandler(), NotFound("gone"))
+    assert handler.status == 503
+    logged = [r for r in caplog.records if "answered" in r.message]
+    assert len(logged) == 1 and "503: No LLM provider" in logged[0].getMessage()
+    assert "has no attribute" in caplog.text
 
 
 def test_error_after_response_started_only_closes_the_connection():
