@@ -162,9 +162,55 @@ export class FilesPanel {
       nodes.push(this.row(entry, depth));
       if (entry.type === "dir" && this.open.has(entry.path)) nodes.push(...(await this.folderNodes(sid, entry.path, depth + 1)));
     }
-    if (data.truncated) nodes.push(el("p", "files-note", "Only the first 20,000 entries are listed."));
+    if (data.truncated) {
+      const note = el("p", "files-note", "Only the first 20,000 entries are listed.");
+      note.dataset.under = path;
+      nodes.push(note);
+    }
     if (!data.entries.length && depth === 0) nodes.push(el("p", "files-note", "This workspace is empty."));
     return nodes;
+  }
+
+  // Opening a folder lists that folder alone and puts its rows under it; closing one takes its rows out.
+  // Nothing else is listed or drawn again, so a folder of 10,000 entries costs its own rows only.
+  async toggleFolder(entry) {
+    const sid = this.sessionId;
+    const opening = !this.open.has(entry.path);
+    if (opening) this.open.add(entry.path);
+    else this.open.delete(entry.path);
+    this.setFolder(opening ? entry.path : parentOf(entry.path));
+    const node = this.nodeOf(entry.path);
+    if (!node) return this.reload({ keepEditor: true });
+    const depth = Number(node.dataset.depth || 0);
+    const mark = node.querySelector(".files-mark");
+    if (mark) mark.textContent = opening ? "▾" : "▸";
+    for (const below of this.nodesUnder(node, entry.path)) below.remove();
+    if (opening) {
+      try {
+        const nodes = await this.folderNodes(sid, entry.path, depth + 1);
+        if (sid !== this.sessionId || !this.open.has(entry.path) || !node.isConnected) return;
+        node.after(...nodes);
+      } catch (err) {
+        toastError(err);
+      }
+    }
+  }
+
+  nodeOf(path) {
+    const row = this.tree.querySelector(`.files-row[data-path="${CSS.escape(path)}"]`);
+    return row?.closest(".files-item") || row;
+  }
+
+  // The rows after a folder's own that lie inside it (its listing, and its open folders' listings).
+  nodesUnder(node, path) {
+    const prefix = `${path}/`;
+    const found = [];
+    for (let next = node.nextElementSibling; next; next = next.nextElementSibling) {
+      const inside = next.dataset.under;
+      if (inside !== path && !(inside || "").startsWith(prefix)) break;
+      found.push(next);
+    }
+    return found;
   }
 
   row(entry, depth) {
@@ -188,10 +234,11 @@ export class FilesPanel {
     if (entry.type === "special") item.title = "A FIFO, socket or device: not opened";
     if (entry.path === this.selected) item.classList.add("selected");
     item.addEventListener("click", () => this.choose(entry));
-    if (entry.type !== "dir") return item;
-    const holder = el("div", "files-item");
-    holder.append(item, folderDownloadLink(this.sessionId, entry));
-    return holder;
+    const node = entry.type === "dir" ? el("div", "files-item") : item;
+    if (entry.type === "dir") node.append(item, folderDownloadLink(this.sessionId, entry));
+    node.dataset.depth = String(depth);
+    node.dataset.under = parentOf(entry.path);
+    return node;
   }
 
   setFolder(path) {
@@ -224,10 +271,7 @@ export class FilesPanel {
 
   async choose(entry) {
     if (entry.type === "dir") {
-      if (this.open.has(entry.path)) this.open.delete(entry.path);
-      else this.open.add(entry.path);
-      this.setFolder(this.open.has(entry.path) ? entry.path : parentOf(entry.path));
-      await this.reload({ keepEditor: true });
+      await this.toggleFolder(entry);
       return;
     }
     if (entry.type !== "file") {

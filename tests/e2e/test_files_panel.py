@@ -139,3 +139,34 @@ def test_the_changes_of_the_agents_turns_are_diffed_restored_and_the_restore_und
         toast.get_by_role("button", name="Undo").click()
         expect(page.locator(".toast").last).to_contain_text("The restore is undone.")
         assert plan.read_text() == "step two\n"
+
+
+def test_opening_a_folder_lists_that_folder_alone_and_closing_it_takes_its_rows_out(browser, files_server):
+    """Each open or close re-listed the whole tree (the root and every open folder) and drew every row again:
+    opening a folder of 10,000 entries froze the page for half a second. Now opening asks for that folder
+    alone and puts its rows under it; closing asks for nothing."""
+    nested = files_server.workspace / "nest" / "inner"
+    nested.mkdir(parents=True, exist_ok=True)
+    (nested / "deep.txt").write_text("deep\n")
+    (files_server.workspace / "nest" / "top.txt").write_text("top\n")
+    with open_page(browser, files_server.base_url) as page:
+        new_session(page)
+        panel = open_files_panel(page)
+        expect(panel.locator(".files-row", has_text="nest")).to_be_visible()
+        listed: list[str] = []
+        page.on("request", lambda request: "/api/list" in request.url and listed.append(request.url))
+        panel.locator(".files-row", has_text="nest").click()
+        expect(panel.locator(".files-row", has_text="inner")).to_be_visible()
+        panel.locator(".files-row", has_text="inner").click()
+        expect(panel.locator(".files-row", has_text="deep.txt")).to_be_visible()
+        assert [url.split("path=")[1].split("&")[0] for url in listed] == ["nest", "nest%2Finner"]
+        names = panel.locator(".files-row .files-name")
+        expect(names).to_contain_text(["nest", "inner", "deep.txt", "top.txt", "src"])
+        expect(panel.locator(".files-row", has_text="nest").locator(".files-mark")).to_have_text("▾")
+        panel.locator(".files-row", has_text="nest").click()
+        expect(panel.locator(".files-row", has_text="deep.txt")).to_have_count(0)
+        expect(panel.locator(".files-row", has_text="top.txt")).to_have_count(0)
+        expect(panel.locator(".files-row", has_text="nest").locator(".files-mark")).to_have_text("▸")
+        assert len(listed) == 2
+        panel.locator(".files-row", has_text="nest").click()  # open again: its open subfolder comes back open
+        expect(panel.locator(".files-row", has_text="deep.txt")).to_be_visible()
