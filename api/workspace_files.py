@@ -27,9 +27,9 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import get_lexer_for_filename
 from pygments.util import ClassNotFound
 
-from api import agent_memory, atomic, media, render, safe_read
+from api import agent_memory, atomic, git_run, media, render, safe_read
 from api import config as _config
-from api.errors import BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge
+from api.errors import ApiError, BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge
 
 LIST_MAX = 20_000  # entries of one folder; more are cut, and the answer says so
 PREVIEW_MAX = 1024 * 1024  # bytes of a file shown in the panel
@@ -91,6 +91,23 @@ def _hidden(name: str) -> bool:
     return name.startswith(".") or name in _IGNORED_DIRS
 
 
+def _in_git_work_tree(folder: Path) -> bool:
+    return any((parent / ".git").exists() for parent in (folder, *folder.parents))
+
+
+def _git_ignored(folder: Path, names: list[str]) -> set[str]:
+    """The names in ``folder`` its git repository ignores (``.gitignore``, ``info/exclude``), one git call;
+    none outside a repository or when git cannot say."""
+    if not names or not _in_git_work_tree(folder):
+        return set()
+    listed = "\0".join(names).encode("utf-8", "surrogateescape") + b"\0"
+    try:
+        out = git_run.run_git(folder, "check-ignore", "--stdin", "-z", stdin=listed, ok_codes=(0, 1))
+    except ApiError:
+        return set()
+    return {name.rstrip("/") for name in out.split("\0") if name}
+
+
 def list_folder(sid: str, relative: Any = "", show_hidden: bool = False) -> dict[str, Any]:
     """One folder's entries, folders first, each with its type (a link says whether it points inside)."""
     workspace, folder = _target(sid, relative, allow_root=True)
@@ -112,6 +129,11 @@ def list_folder(sid: str, relative: Any = "", show_hidden: bool = False) -> dict
                 truncated = True
                 break
             entries.append(_entry(workspace, folder, prefix, item))
+    if not show_hidden:
+        ignored = _git_ignored(folder, [row["name"] for row in entries])
+        if ignored:
+            entries = [row for row in entries if row["name"] not in ignored]
+            hidden += len(ignored)
     entries.sort(key=lambda row: (row["type"] != "dir", row["name"].lower()))
     return {
         "workspace": str(workspace),

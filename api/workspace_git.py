@@ -5,14 +5,12 @@ is bounded."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
-from api import media, workspace_files
-from api.errors import BadRequest, NotFound, ServiceUnavailable
+from api import git_run, media, workspace_files
+from api.errors import BadRequest, NotFound
 
-TIMEOUT_S = 10.0
 STATUS_MAX = 5_000  # entries
 DIFF_MAX_CHARS = 400_000
 # Porcelain status letters → words.
@@ -28,32 +26,7 @@ _STATES = {
 
 
 def _git(workspace: Path, *args: str) -> str:
-    command = [
-        "git",
-        "--no-optional-locks",
-        "-c",
-        "core.quotepath=off",
-        "-c",
-        "diff.external=",
-        "-C",
-        str(workspace),
-        *args,
-    ]
-    try:
-        done = subprocess.run(
-            command,
-            capture_output=True,
-            timeout=TIMEOUT_S,
-            check=False,
-            env={"GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "PATH": "/usr/bin:/bin", "LC_ALL": "C"},
-        )
-    except FileNotFoundError:
-        raise ServiceUnavailable("git is not installed on the server") from None
-    except subprocess.TimeoutExpired:
-        raise ServiceUnavailable(f"git did not answer within {TIMEOUT_S:g} s") from None
-    if done.returncode != 0:
-        raise BadRequest(done.stderr.decode("utf-8", "replace").strip()[:300] or "git failed")
-    return done.stdout.decode("utf-8", "replace")
+    return git_run.run_git(workspace, *args)
 
 
 def _repository(sid: str) -> Path:

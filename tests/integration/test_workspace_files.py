@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from urllib.parse import quote
 
 import pytest
@@ -62,6 +63,29 @@ def test_a_folder_of_ten_thousand_entries_is_listed_whole_folders_first_hidden_b
     }
     status, shown = _get(srv, "/api/list", sid, "big", "&hidden=1")
     assert ".secret" in {row["name"] for row in shown["entries"]}
+
+
+def test_in_a_git_repository_what_gitignore_ignores_is_behind_the_hidden_toggle(srv, space):
+    """The toggle hid dotfiles and a fixed list of folders only: a repository's build output and logs,
+    ignored by its .gitignore, filled the tree. What git ignores is hidden now (a file tracked before it
+    was ignored stays shown, as git shows it), counted, and listed with hidden=1."""
+    sid, workspace = space
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    (workspace / ".gitignore").write_text("build/\n*.log\n")
+    (workspace / "build").mkdir()
+    (workspace / "build" / "out.bin").write_bytes(b"x")
+    (workspace / "app.log").write_text("log\n")
+    (workspace / "kept.log").write_text("tracked\n")
+    (workspace / "main.py").write_text("print(1)\n")
+    subprocess.run(["git", "-C", str(workspace), "add", "-f", "kept.log"], check=True)
+    status, listing = _get(srv, "/api/list", sid, "")
+    assert status == 200
+    assert [row["name"] for row in listing["entries"]] == ["kept.log", "main.py"]
+    assert listing["hidden"] == 4  # .git, .gitignore, build, app.log
+    status, shown = _get(srv, "/api/list", sid, "", "&hidden=1")
+    assert {"build", "app.log", ".gitignore"} <= {row["name"] for row in shown["entries"]}
+    status, inside = _get(srv, "/api/list", sid, "build")
+    assert status == 200 and inside["entries"] == [] and inside["hidden"] == 1
 
 
 def test_each_kind_of_file_has_its_preview(srv, space):
