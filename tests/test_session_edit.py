@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from api import atomic, jsonio, models, session_edit
 from api.errors import NotFound
 from api.models import Session
+from talaria_testing import failed_saves
 from talaria_testing.transcripts import conversation, message_row
 
 
@@ -125,6 +126,21 @@ def test_an_edit_whose_save_fails_reverts_once_and_no_later_save_carries_it(stat
     saved = _on_disk("e1")
     assert saved["pinned"] is True and saved["title"] == "T"
     assert [m["content"] for m in saved["messages"]] == ["m0", "m1"]
+
+
+def _rename_and_grow(sid: str) -> None:
+    with session_edit.edit(sid) as session:
+        session.title = "Lost"
+        session.messages.append(message_row("user", "lost", 5.0))
+
+
+@pytest.mark.parametrize("fault", sorted(failed_saves.FAULTS))
+def test_an_edit_the_real_disk_refuses_leaves_memory_and_file_as_they_were(tmp_path, fault):
+    with failed_saves.tmpfs_sessions(tmp_path) as (mnt, _sessions):
+        _saved("disk")
+        failed_saves.fails_and_changes_nothing(
+            mnt, "disk", lambda: _rename_and_grow("disk"), failed_saves.FAULTS[fault]
+        )
 
 
 @pytest.mark.parametrize("sid", ["missing", "../e1", "e1/../../x", ""])
