@@ -6,6 +6,9 @@
    with an increasing sequence number, which ``api.sse`` relays and resumes from.
 3. The partial answer is checkpointed into ``messages`` as a ``_partial`` row every few seconds.
 4. On completion the result replaces the partial row, pending fields clear, and the session is saved once.
+
+Each of these saves is one ``api.session_edit.edit``: the lock is held for the change and its save only,
+never across the agent's work, and a save that fails leaves the session as its file holds it.
 5. After a crash, ``recover_interrupted_turns`` finds pending turns at startup and adds a visible
    "interrupted" marker; it never invents an answer.
 """
@@ -88,9 +91,8 @@ def start_turn(session_id: str, message: Any, model: str | None = None, attachme
         with session_edit.edit(session_id) as session:
             if session.read_only:
                 raise Conflict("This session is read-only.")
-            workspace.for_turn(
-                session
-            )  # a workspace no longer valid refuses the turn before anything is saved
+            # A workspace no longer valid refuses the turn before anything is saved.
+            workspace.for_turn(session)
             # A turn left pending by a process that is gone is closed here and saved with the write-ahead.
             interrupted_turns.close_unless_live(
                 session,
