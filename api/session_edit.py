@@ -3,9 +3,12 @@
 Every writer of a session file goes through here: ``edit`` for a session that exists, ``create`` for a
 new one. ``edit`` holds the per-session lock for the whole change, yields the session fully loaded (the
 object the cache holds, so every holder sees the change), and on a clean exit saves it once. A body that
-finds nothing to change raises ``Unchanged``: the edit ends without a save. When the body raises, the
-session becomes what its file holds again (``Session.revert_to_file``), once; when the save fails,
-``Session.save`` has already done that, once, and the error goes on to the caller.
+finds nothing to change raises ``Unchanged``: the edit ends without a save. The body says so rather than
+the edit comparing before and after, because a row changed in place cannot be told from the row as read
+without copying every row first. When the body raises, the session becomes what its file holds again
+(``Session.revert_to_file``), once; when the save fails, ``Session.save`` has already done that, once,
+and the error goes on to the caller. The one exception to "every writer": ``Session.load`` rewrites a
+file whose adjacent duplicate partial rows it collapsed, inside the load that ``edit`` itself calls.
 
 Writers that save many times (a streaming turn's write-ahead, its checkpoints and its final merge) open
 one edit per save: the lock is never held across agent work, and each save is its own transaction.
