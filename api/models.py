@@ -374,6 +374,10 @@ class Session(SessionFields):
             mine.compression_undo = self.compression_undo  # a compression of ours not yet beside the file
         self._adopt(mine)
 
+    def changed_since_read(self) -> bool:
+        """Whether a field or list differs from what this object last read or wrote (always, when never)."""
+        return self._base is None or session_merge.changed_since(self._base, self.to_payload())
+
     def revert_to_file(self) -> None:
         """Hold what the file holds (every holder of this object sees it); when unreadable, leave the cache.
 

@@ -1,17 +1,23 @@
 """The one way to change a session: ``with edit(session_id) as session:`` locks, loads, saves once.
 
 Every writer of a session file goes through here: ``edit`` for a session that exists, ``create`` for a
-new one. ``edit`` holds the per-session lock for the whole change, yields the session fully loaded (the
-object the cache holds, so every holder sees the change), and on a clean exit saves it once. A body that
-finds nothing to change raises ``Unchanged``: the edit ends without a save. The body says so rather than
-the edit comparing before and after, because a row changed in place cannot be told from the row as read
-without copying every row first. When the body raises, the session becomes what its file holds again
-(``Session.revert_to_file``), once; when the save fails, ``Session.save`` has already done that, once,
-and the error goes on to the caller. The one exception to "every writer": ``Session.load`` rewrites a
-file whose adjacent duplicate partial rows it collapsed, inside the load that ``edit`` itself calls.
+new one. ``edit`` holds the per-session lock for the whole change and yields the session fully loaded (the
+object the cache holds, so every holder sees the change).
+
+- A clean exit saves once, always: a row changed in place cannot be told from the row as read without
+  copying every row first, so the edit does not guess. A body that finds nothing to change raises
+  ``Unchanged`` and the edit ends without a save.
+- A body that raises after changing the session makes it what its file holds again
+  (``Session.revert_to_file``), once. A body that raises before changing any field or list (a refusal)
+  leaves the object as read: the refusal costs no read and does not load again what loading resolves
+  (a workspace path through the very link the refusal is about). So a body changes a row by replacing
+  it, or together with its list or a field.
+- A save that fails has already reverted the session (``Session.save``, once); the error goes on.
 
 Writers that save many times (a streaming turn's write-ahead, its checkpoints and its final merge) open
-one edit per save: the lock is never held across agent work, and each save is its own transaction.
+one edit per save: the lock is never held across agent work, and each save is its own transaction. The
+one save outside this module is ``Session.load`` rewriting a file whose adjacent duplicate partial rows
+it collapsed, inside the load that ``edit`` itself calls.
 
 The lock is ``api.config._get_session_agent_lock`` (reentrant: a body may call code that edits the same
 session). The functions take the session id only, so a store object can wrap them as methods.
@@ -50,7 +56,8 @@ def edit(session_id: str, *, touch_updated_at: bool = True) -> Iterator[models.S
         except Unchanged:
             return
         except BaseException:
-            session.revert_to_file()
+            if session.changed_since_read():  # a refusal before any change keeps the object as it is
+                session.revert_to_file()
             raise
         session.save(touch_updated_at=touch_updated_at)
 

@@ -109,6 +109,16 @@ def test_an_edit_whose_body_raises_writes_nothing_and_reverts_once(state_dir, wr
     assert _as_file(cached) == {k: _on_disk("e1")[k] for k in _as_file(cached)}
 
 
+def test_an_edit_refused_before_any_change_keeps_the_object_as_read_and_reads_nothing(state_dir, reverts):
+    _saved()
+    held = models.get_session("e1")
+    with pytest.raises(ValueError), session_edit.edit("e1") as session:
+        raise ValueError("refused")
+    assert reverts == []
+    assert models.get_session("e1") is held is session
+    assert session.title == "T" and len(session.messages) == 2
+
+
 def test_an_edit_whose_save_fails_reverts_once_and_no_later_save_carries_it(state_dir, monkeypatch, reverts):
     _saved()
     before = (state_dir / "e1.json").read_bytes()
