@@ -14,12 +14,10 @@ import copy
 import time
 from typing import Any
 
-from api import config as _config
-from api import models
+from api import interrupted_turns, models, session_edit
 from api.errors import BadRequest, Conflict
 from api.session_catalogue import TITLE_MAX
 from api.session_fields import new_session_id
-from api.session_ops import editable_session
 from api.session_views import full_session
 
 # Row flags of the live turn machinery that mean nothing in a new session.
@@ -79,8 +77,8 @@ def branch_rows(messages: list, keep_count: Any) -> list[dict]:
 
 def branch_session(sid: str, keep_count: Any) -> dict:
     """A new session with the parent's first ``keep_count`` messages; answers its full payload."""
-    with _config._get_session_agent_lock(sid):
-        parent = editable_session(sid)
+    with session_edit.lock(sid):
+        parent = interrupted_turns.settled_session(sid)
         if parent.read_only:
             raise Conflict("This session is read-only.")
         rows = branch_rows(parent.messages, keep_count)
@@ -97,7 +95,5 @@ def branch_session(sid: str, keep_count: Any) -> dict:
             created_at=now,
             updated_at=now,
         )
-    with _config._get_session_agent_lock(child.session_id):
-        child.save()
-        models.cache_session(child)
+    session_edit.create(child)
     return full_session(child)

@@ -14,14 +14,15 @@ import time
 import uuid
 from typing import Any
 
-from api import agent_runtime, atomic, compression_undo, models, toolsets
+from api import agent_runtime, atomic, compression_undo, interrupted_turns, models, toolsets
 from api import config as _config
 from api.anchor import anchor_message_key, visible_messages_for_anchor
 from api.errors import ApiError, BadRequest, Conflict, redact_paths
 from api.message_keys import collapse, is_context_compression_marker
 from api.messages import timestamp_or_ts
 from api.sanitize import sanitize_messages_for_api
-from api.session_ops import _truncation_watermark_for, editable_session
+from api.session_edit import Unchanged, edit, lock
+from api.session_ops import _truncation_watermark_for
 
 log = logging.getLogger("talaria.compression")
 
@@ -125,13 +126,6 @@ def _validate_compressed(compressed: Any) -> list[dict]:
     return compressed
 
 
-def _current(sid: str) -> models.Session | None:
-    try:
-        return models.get_session(sid)
-    except KeyError:
-        return None
-
-
 def _stream_state(session: models.Session) -> tuple:
     return (
         session.active_stream_id,
@@ -146,7 +140,7 @@ def _stream_state(session: models.Session) -> tuple:
 
 def manual_compress(session_id: str, focus_topic: str | None = None) -> dict:
     """Compress one session's model context; returns the route's answer (docs/session-model.md, "Compression")."""
-    session = editable_session(session_id)
+    session = interrupted_turns.settled_session(session_id)
     focus_topic = normalise_focus(focus_topic)
     try:
         return _compress(session, focus_topic)
@@ -189,16 +183,18 @@ def _compress(session: models.Session, focus_topic: str | None) -> dict:
     after_tokens = _request_tokens(agent, compressed)
     summary = _summary(original, compressed, before_tokens, after_tokens, focus_topic)
 
-    with _config._get_session_agent_lock(sid):
-        if _current(sid) is not session:
-            raise Conflict("Session was modified during compression; please retry.")
-        if _stream_state(session) != stream_before:
-            raise Conflict("Session stream state changed during compression; please retry.")
-        if _rows_changed(rows_before, session.messages):
-            raise Conflict("Session was modified during compression; please retry.")
-        if not unchanged:
+    with lock(sid):  # the older backup is set aside before any later save can write a new one
+        with edit(sid) as current:
+            if current is not session:
+                raise Conflict("Session was modified during compression; please retry.")
+            if _stream_state(session) != stream_before:
+                raise Conflict("Session stream state changed during compression; please retry.")
+            if _rows_changed(rows_before, session.messages):
+                raise Conflict("Session was modified during compression; please retry.")
+            if unchanged:
+                raise Unchanged
             _apply_manual_compression(session, compressed, summary, before_tokens, after_tokens)
-            session.save()
+        if not unchanged:
             _set_older_backup_aside(session)
     return {
         "ok": True,
@@ -281,8 +277,8 @@ def _response_session(session: models.Session) -> dict:
 
 def uncompress(session_id: str) -> dict:
     """Give the model its pre-compression context back (plus every turn since)."""
-    with _config._get_session_agent_lock(session_id):
-        session = editable_session(session_id)
+    with edit(session_id) as session:
+        interrupted_turns.close_unless_live(session, interrupted_turns.STILL_STREAMING)
         undo = session.compression_undo
         if not isinstance(undo, dict) or not isinstance(undo.get("context_messages"), list):
             raise Conflict("Nothing to uncompress: the context is not compressed.")
@@ -305,7 +301,6 @@ def uncompress(session_id: str) -> dict:
         if since and session.truncation_watermark:
             session.truncation_watermark = timestamp_or_ts(since[-1]) or session.truncation_watermark
         session.compression_undo = None
-        session.save()
     return {"ok": True, "session": _response_session(session)}
 
 
@@ -324,7 +319,7 @@ def _expire_jobs(now: float) -> None:
 
 def start_compress_job(session_id: str, focus_topic: str | None = None) -> dict:
     """Run ``manual_compress`` in the background; poll ``compress_job_status``."""
-    editable_session(session_id)
+    interrupted_turns.settled_session(session_id)
     with _JOBS_LOCK:
         _expire_jobs(time.time())
         job = _JOBS.get(session_id)

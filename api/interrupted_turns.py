@@ -12,14 +12,14 @@ import logging
 import time
 from pathlib import Path
 
-from api import config as _config
-from api import models, questions, session_index, turn_journal
-from api.errors import Conflict
+from api import models, questions, session_edit, session_index, turn_journal
+from api.errors import ApiError, Conflict
 from api.session_fields import message_text
 
 log = logging.getLogger("talaria.interrupted_turns")
 
 INTERRUPTED_TEXT = "⚠ This answer was interrupted (the server stopped before it finished)."
+STILL_STREAMING = "Session is still streaming; wait for the current turn to finish."
 
 
 def interrupted_marker() -> dict:
@@ -40,6 +40,15 @@ def close_unless_live(session: models.Session, refusal: str) -> bool:
     if live is not None:
         raise Conflict(refusal, stream_id=live.stream_id)  # so the page can offer to follow that turn
     return close_pending_turn(session)
+
+
+def settled_session(sid: str) -> models.Session:
+    """The session, once a turn its file still calls pending is closed and saved; 409 while one streams
+    here, 404 when missing. For work that reads the session now and changes it later (compression)."""
+    with session_edit.edit(sid, touch_updated_at=False) as session:
+        if not close_unless_live(session, STILL_STREAMING):
+            raise session_edit.Unchanged
+    return session
 
 
 def close_pending_turn(session: models.Session) -> bool:
@@ -74,14 +83,17 @@ def recover_interrupted_turns(session_dir: Path) -> list[str]:
         if not (row.get("active_stream_id") or row.get("pending_user_message")):
             continue
         sid = row["session_id"]
-        with _config._get_session_agent_lock(sid):
-            try:
-                session = models.get_session(sid)
-            except (KeyError, ValueError, OSError):
-                continue
-            if close_pending_turn(session):
-                session.save(touch_updated_at=False)
-                marked.append(sid)
+        closed = False
+        try:
+            with session_edit.edit(sid, touch_updated_at=False) as session:
+                closed = close_pending_turn(session)
+                if not closed:
+                    raise session_edit.Unchanged
+        except ApiError as exc:  # gone, unreadable or changed by another program: the next start tries again
+            log.warning("could not close the interrupted turn of %s: %s", sid, exc.message)
+            continue
+        if closed:
+            marked.append(sid)
     if marked:
         log.warning("marked %d interrupted turn(s): %s", len(marked), ", ".join(marked))
     return marked

@@ -21,7 +21,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
-from api import agent_runtime, endpoint_probe, session_catalogue, session_lookup
+from api import agent_runtime, endpoint_probe, session_edit, session_lookup
 from api import config as _config
 from api.errors import ApiError, BadRequest, ServiceUnavailable
 
@@ -225,8 +225,7 @@ def switch_session_model(sid: str, model: Any, provider: Any) -> dict:
         if not is_choice(choices, model, provider):
             raise BadRequest(f"Unknown model {model!r} for provider {provider!r}")
 
-    def change(session) -> None:
+    with session_edit.edit(sid, touch_updated_at=False) as session:
         session.model = model
         session.model_provider = provider.lower() if model and provider else None
-
-    return session_catalogue.edit_session(sid, change)
+    return session.compact()

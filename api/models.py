@@ -273,10 +273,10 @@ class Session(SessionFields):
                     "This conversation keeps being changed by another program; this change was not saved."
                 )
         except BaseException:
-            self._become_file()
+            self.revert_to_file()
             raise
         if st is None:
-            self._become_file()
+            self.revert_to_file()
             return False
         if self.compression_undo is None or self._undo_stored != self.compression_generation:
             self._undo_stored = None  # undone, cleared or replaced by the agent's own compression
@@ -374,8 +374,15 @@ class Session(SessionFields):
             mine.compression_undo = self.compression_undo  # a compression of ours not yet beside the file
         self._adopt(mine)
 
-    def _become_file(self) -> None:
-        """Hold what the file holds (every holder of this object sees it); when unreadable, leave the cache."""
+    def changed_since_read(self) -> bool:
+        """Whether a field or list differs from what this object last read or wrote (always, when never)."""
+        return self._base is None or session_merge.changed_since(self._base, self.to_payload())
+
+    def revert_to_file(self) -> None:
+        """Hold what the file holds (every holder of this object sees it); when unreadable, leave the cache.
+
+        The one rollback: a failed save calls it, and so does ``api.session_edit.edit`` when its body raises.
+        """
         try:
             fresh = _load_session_from_path(self.path)
         except Exception:  # noqa: BLE001 - whatever happens, the unsaved state must not stay cached

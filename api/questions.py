@@ -19,8 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from api import config as _config
-from api import models
+from api import session_edit
 from api.agent_events import OnEvent
 from api.errors import Conflict, NotFound
 
@@ -186,15 +185,13 @@ class Questions:
 
 def remember(session_id: str, record: dict | None) -> None:
     """Write (or, with None, erase) the session's waiting question, durably."""
-    with _config._get_session_agent_lock(session_id):
-        try:
-            session = models.get_session(session_id)
-        except KeyError:
-            return
-        if session.pending_question == record:
-            return
-        session.pending_question = record
-        session.save(touch_updated_at=False)
+    try:
+        with session_edit.edit(session_id, touch_updated_at=False) as session:
+            if session.pending_question == record:
+                raise session_edit.Unchanged
+            session.pending_question = record
+    except NotFound:
+        return
 
 
 def notes_after_restart(session) -> list[dict]:

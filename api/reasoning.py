@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from api import agent_runtime, session_catalogue, session_lookup
+from api import agent_runtime, session_edit, session_lookup
 from api.errors import BadRequest
 
 # Whether a route takes an effort depends on the model, its provider and the agent's config, not on a
@@ -64,5 +64,6 @@ def set_session_reasoning(sid: str, effort: Any) -> dict[str, Any]:
     session_lookup.load_session(sid)
     if effort is not None and (not isinstance(effort, str) or effort not in agent_runtime.reasoning_levels()):
         raise BadRequest(f"effort must be one of {', '.join(agent_runtime.reasoning_levels())}, or null")
-    row = session_catalogue.edit_session(sid, lambda session: setattr(session, "reasoning_effort", effort))
-    return {"session": row, "effort": effort}
+    with session_edit.edit(sid, touch_updated_at=False) as session:
+        session.reasoning_effort = effort
+    return {"session": session.compact(), "effort": effort}

@@ -2,23 +2,22 @@
 pin, archive, the workspace, delete and its undo, search. How a session looks on the page lives in
 ``api.session_views``; export and import in ``api.session_export``.
 
-Changes hold ``api.config._get_session_agent_lock(sid)`` (looked up at call time) around the
-in-memory change and the save. Errors are ``api.errors`` classes.
+Changes go through ``api.session_edit`` (lock, load, save once); delete and its undo move files under
+the same per-session lock. Errors are ``api.errors`` classes.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from api import atomic, jsonio, models, session_index, tombstones, turn_journal
-from api import config as _config
 from api import workspace as _workspace
 from api.errors import BadRequest, Conflict, NotFound
 from api.render import plain_text
+from api.session_edit import create, edit, lock
 from api.session_fields import is_safe_session_id, message_text, new_session_id
 from api.session_lookup import load_session, session_dir
 from api.session_views import full_session, is_display_role
@@ -36,10 +35,6 @@ def _index_file() -> Path:
 def trash_dir() -> Path:
     """``<state_dir>/trash`` (the session folder's parent, so tests that patch ``models.SESSION_DIR`` follow)."""
     return session_dir().parent / "trash"
-
-
-def _lock(sid: str):
-    return _config._get_session_agent_lock(sid)
 
 
 def clean_title(value: Any, field: str = "title") -> str:
@@ -66,9 +61,7 @@ def create_session(model: Any = None, workspace: Any = None, title: Any = None) 
         kwargs["title"] = clean_title(title)
         kwargs["manual_title"] = True
     session = models.Session(**kwargs)
-    with _lock(session.session_id):
-        session.save()
-        models.cache_session(session)
+    create(session)
     return full_session(session)
 
 
@@ -76,32 +69,21 @@ def set_workspace(sid: str, value: Any) -> dict:
     """Point a session's turns at another folder (``api.workspace.choose`` decides which are allowed)."""
     folder = _workspace.choose(value)
 
-    def change(session: models.Session) -> None:
+    with edit(sid, touch_updated_at=False) as session:
         if session.read_only:
             raise Conflict("This session is read-only.")
         session.workspace = folder
-
-    return edit_session(sid, change)
-
-
-def edit_session(sid: str, change: Callable[[models.Session], object]) -> dict:
-    """Apply ``change(session)`` under the session lock and save; the sidebar row after it."""
-    with _lock(sid):
-        session = load_session(sid)
-        change(session)
-        # Metadata edits keep updated_at, so renaming or pinning does not reorder the sidebar.
-        session.save(touch_updated_at=False)
-        return session.compact()
+    return session.compact()
 
 
 def rename_session(sid: str, title: Any) -> dict:
     title = clean_title(title)
 
-    def change(session: models.Session) -> None:
+    # Metadata edits keep updated_at, so renaming or pinning does not reorder the sidebar.
+    with edit(sid, touch_updated_at=False) as session:
         session.title = title
         session.manual_title = True
-
-    return edit_session(sid, change)
+    return session.compact()
 
 
 def set_flag(sid: str, name: str, value: Any) -> dict:
@@ -110,7 +92,9 @@ def set_flag(sid: str, name: str, value: Any) -> dict:
         raise BadRequest(f"unknown flag {name}")
     if not isinstance(value, bool):
         raise BadRequest(f"{name} must be true or false")
-    return edit_session(sid, lambda session: setattr(session, name, value))
+    with edit(sid, touch_updated_at=False) as session:
+        setattr(session, name, value)
+    return session.compact()
 
 
 # ---------------------------------------------------------------------- delete and undo
@@ -152,7 +136,7 @@ def delete_session(sid: str) -> dict:
         raise NotFound("Session not found")
     folder = session_dir()
     live, bak = folder / f"{sid}.json", folder / f"{sid}.json.bak"
-    with _lock(sid):
+    with lock(sid):
         if not live.exists() and not bak.exists():
             raise NotFound("Session not found")
         if turn_journal.live_turn_for(sid) is not None:  # a turn left pending on disk does not count
@@ -183,7 +167,7 @@ def restore_deleted(token: Any) -> dict:
     sid = match.group(1)
     src = trash_dir() / token
     folder = session_dir()
-    with _lock(sid):
+    with lock(sid):
         if not (src / f"{sid}.json").is_file():
             raise NotFound("Nothing to restore: the undo token is unknown or was used already")
         if (folder / f"{sid}.json").exists():

@@ -21,8 +21,7 @@ from typing import Any
 
 import orjson
 
-from api import config as _config
-from api import jsonio, models
+from api import jsonio, models, session_edit
 from api import workspace as _workspace
 from api.errors import BadRequest, NotFound, PayloadTooLarge
 from api.messages import message_time
@@ -320,7 +319,5 @@ def import_session(data: Any) -> dict:
     fields.setdefault("created_at", now)
     fields.setdefault("updated_at", now)
     session = models.Session(session_id=new_session_id(), workspace=_workspace.default(), **fields)
-    with _config._get_session_agent_lock(session.session_id):
-        session.save(touch_updated_at=False)
-        models.cache_session(session)
-        return session.compact()
+    session_edit.create(session, touch_updated_at=False)
+    return session.compact()

@@ -43,6 +43,15 @@ def snapshot(payload: Mapping[str, Any]) -> dict:
     return out
 
 
+def changed_since(base: Mapping[str, Any], payload: Mapping[str, Any]) -> bool:
+    """Whether ``payload`` differs from the ``snapshot`` ``base``: a field or list changed, added or removed.
+
+    Rows are compared by identity first, so a row changed in place inside an unchanged list is not seen.
+    """
+    now = snapshot(payload)
+    return now.keys() != base.keys() or any(not _same(base[key], value) for key, value in now.items())
+
+
 def _same(a: Any, b: Any) -> bool:
     if a is b:
         return True

@@ -12,9 +12,9 @@ import time
 import uuid
 from typing import Any
 
-from api import config as _config
-from api import interrupted_turns, models, session_lookup
+from api import interrupted_turns, models
 from api.errors import BadRequest
+from api.session_edit import edit
 from api.session_fields import float_or_none, message_text
 
 
@@ -35,21 +35,6 @@ def _truncation_watermark_for(messages: list) -> float:
 def _stamp_intentional_shrink_generation(session: models.Session, old_n: int, new_n: int) -> None:
     if new_n < old_n:
         session.intentional_shrink_generation = uuid.uuid4().hex
-
-
-def editable_session(sid: str) -> models.Session:
-    """The session, unless it is missing (404) or a turn is streaming in it (409).
-
-    A turn the file still calls pending while none runs here (its process is gone, or its final save
-    failed) is closed first and saved, so the edit starts from what is on disk.
-    """
-    with _config._get_session_agent_lock(sid):
-        session = session_lookup.load_session(sid)
-        if interrupted_turns.close_unless_live(
-            session, "Session is still streaming; wait for the current turn to finish."
-        ):
-            session.save(touch_updated_at=False)
-    return session
 
 
 # ---------------------------------------------------------------------- context alignment
@@ -174,19 +159,17 @@ def _cut_to_last_user(session: models.Session, empty_message: str) -> tuple[dict
 
 def retry_last(sid: str) -> dict:
     """Remove the last user turn and what followed, returning its text for the composer to resend."""
-    with _config._get_session_agent_lock(sid):
-        session = editable_session(sid)
+    with edit(sid) as session:
+        interrupted_turns.close_unless_live(session, interrupted_turns.STILL_STREAMING)
         last_user, removed = _cut_to_last_user(session, "No previous message to retry.")
-        session.save()
     return {"last_user_text": message_text(last_user), "removed_count": len(removed)}
 
 
 def undo_last(sid: str) -> dict:
     """Remove the last user turn and its answer."""
-    with _config._get_session_agent_lock(sid):
-        session = editable_session(sid)
+    with edit(sid) as session:
+        interrupted_turns.close_unless_live(session, interrupted_turns.STILL_STREAMING)
         last_user, removed = _cut_to_last_user(session, "Nothing to undo.")
-        session.save()
     preview = message_text(last_user)
     return {
         "removed_count": len(removed),
@@ -198,19 +181,18 @@ def truncate_session(sid: str, keep_count: Any) -> dict:
     """Edit: keep the first ``keep_count`` visible messages."""
     if isinstance(keep_count, bool) or not isinstance(keep_count, int) or keep_count < 0:
         raise BadRequest("keep_count must be a non-negative integer")
-    with _config._get_session_agent_lock(sid):
-        session = editable_session(sid)
+    with edit(sid) as session:
+        interrupted_turns.close_unless_live(session, interrupted_turns.STILL_STREAMING)
         if keep_count > len(session.messages):
             raise BadRequest("keep_count is larger than the conversation")
         old_n, _ = truncate_session_at_keep(session, keep_count)
-        session.save()
     return {"removed_count": old_n - keep_count}
 
 
 def clear_session(sid: str) -> dict:
     """Empty the conversation; the 0.0 watermark and a ``clear_generation`` keep it empty."""
-    with _config._get_session_agent_lock(sid):
-        session = editable_session(sid)
+    with edit(sid) as session:
+        interrupted_turns.close_unless_live(session, interrupted_turns.STILL_STREAMING)
         had_messages = bool(session.messages)
         old_n, _ = truncate_session_at_keep(session, 0)
         session.context_messages = []
@@ -223,7 +205,6 @@ def clear_session(sid: str) -> dict:
             session.clear_generation = uuid.uuid4().hex
         if not session.manual_title:
             session.title = "Untitled"
-        session.save()
     return {"removed_count": old_n}
 
 

@@ -2,7 +2,7 @@
 list and its pages, and the agent's own sessions from ``state.db`` (read-only rows).
 
 Changes to sessions live in ``api.session_catalogue``; this module only reads. A Talaria session is
-snapshotted under ``api.config._get_session_agent_lock(sid)`` (looked up at call time) and rendered
+snapshotted under its lock (``api.session_edit.lock``) and rendered
 outside the lock.
 """
 
@@ -14,8 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from api import config as _config
-from api import models, session_feed, session_list, state_db, tombstones
+from api import models, session_edit, session_feed, session_list, state_db, tombstones
 from api.anchor import anchor_message_index
 from api.errors import NotFound
 from api.render import render_message
@@ -75,7 +74,7 @@ def full_session(
     session: models.Session, msg_limit: int | None = None, msg_before: int | None = None
 ) -> dict:
     """The sidebar row plus a page of messages and the context fields the page shows."""
-    with _config._get_session_agent_lock(session.session_id):  # a consistent snapshot
+    with session_edit.lock(session.session_id):  # a consistent snapshot
         row = session.compact()
         messages = list(session.messages)
         for name in _FULL_FIELDS:

@@ -6,6 +6,9 @@
    with an increasing sequence number, which ``api.sse`` relays and resumes from.
 3. The partial answer is checkpointed into ``messages`` as a ``_partial`` row every few seconds.
 4. On completion the result replaces the partial row, pending fields clear, and the session is saved once.
+
+Each of these saves is one ``api.session_edit.edit``: the lock is held for the change and its save only,
+never across the agent's work, and a save that fails leaves the session as its file holds it.
 5. After a crash, ``recover_interrupted_turns`` finds pending turns at startup and adds a visible
    "interrupted" marker; it never invents an answer.
 """
@@ -28,7 +31,7 @@ from api import (
     interrupted_turns,
     models,
     provider_errors,
-    session_lookup,
+    session_edit,
     session_ops,
     session_views,
     titles,
@@ -83,40 +86,41 @@ def start_turn(session_id: str, message: Any, model: str | None = None, attachme
     stream_id = uuid.uuid4().hex
     turn = Turn(stream_id, session_id, message)
     turn.image_paths = attachments.image_files(session_id, attached)
-    with _config._get_session_agent_lock(session_id):
-        session = session_lookup.load_session(session_id)
-        if session.read_only:
-            raise Conflict("This session is read-only.")
-        workspace.for_turn(session)  # a workspace no longer valid refuses the turn before anything is saved
-        before = _fields_of(session)
-        # A turn left pending by a process that is gone is closed here and saved with the write-ahead.
-        interrupted_turns.close_unless_live(
-            session,
-            "A reply is still streaming in this session (perhaps started in another tab or window); "
-            "follow it there or here, stop it, or wait for it to finish.",
-        )
-        history = _history_for(session)
-        now = time.time()
-        turn.user_ts = now
-        user_msg = {"role": "user", "content": message, "timestamp": now}
-        if attached:
-            user_msg["attachments"] = attached
-        session.messages.append(user_msg)
-        if session.context_messages:
-            session.context_messages.append(dict(user_msg))
-        if model:
-            session.model = model
-        session.active_stream_id = stream_id
-        session.pending_user_message = message
-        session.pending_started_at = now
-        session_ops.advance_watermark_after_turn(session, now)
-        turn_journal.start(turn)  # live before the save, so the row it indexes says "streaming"
-        try:
-            _save_or_undo(session, before)
-        except BaseException:
+    started = False
+    try:
+        with session_edit.edit(session_id) as session:
+            if session.read_only:
+                raise Conflict("This session is read-only.")
+            # A workspace no longer valid refuses the turn before anything is saved.
+            workspace.for_turn(session)
+            # A turn left pending by a process that is gone is closed here and saved with the write-ahead.
+            interrupted_turns.close_unless_live(
+                session,
+                "A reply is still streaming in this session (perhaps started in another tab or window); "
+                "follow it there or here, stop it, or wait for it to finish.",
+            )
+            history = _history_for(session)
+            now = time.time()
+            turn.user_ts = now
+            user_msg = {"role": "user", "content": message, "timestamp": now}
+            if attached:
+                user_msg["attachments"] = attached
+            session.messages.append(user_msg)
+            if session.context_messages:
+                session.context_messages.append(dict(user_msg))
+            if model:
+                session.model = model
+            session.active_stream_id = stream_id
+            session.pending_user_message = message
+            session.pending_started_at = now
+            session_ops.advance_watermark_after_turn(session, now)
+            turn_journal.start(turn)  # live before the save, so the row it indexes says "streaming"
+            started = True
+    except BaseException:
+        if started:
             turn_journal.end(turn)
             turn.finish()
-            raise
+        raise
     turn.history_tokens = compression.estimate_tokens(history + [user_msg])
     threading.Thread(
         target=_run_turn,
@@ -125,21 +129,6 @@ def start_turn(session_id: str, message: Any, model: str | None = None, attachme
         daemon=True,
     ).start()
     return {"stream_id": stream_id, "session_id": session_id}
-
-
-def _fields_of(session: models.Session) -> dict:
-    """The session's fields, its lists copied: what ``_save_or_undo`` puts back."""
-    return {name: list(value) if isinstance(value, list) else value for name, value in vars(session).items()}
-
-
-def _save_or_undo(session: models.Session, before: dict, touch_updated_at: bool = True) -> None:
-    """Save; a save that raises leaves the session in memory as the file still has it (``before``)."""
-    try:
-        session.save(touch_updated_at=touch_updated_at)
-    except BaseException:
-        vars(session).clear()
-        vars(session).update(before)
-        raise
 
 
 # ---------------------------------------------------------------------- the worker
@@ -276,23 +265,19 @@ def _put_checkpoint(session: models.Session, turn: Turn) -> None:
         session.context_messages.append(dict(row))
 
 
-def _own_session(turn: Turn) -> models.Session | None:
-    """The session as the store holds it now (a failed save may have reloaded it), if this turn still owns it."""
-    try:
-        session = models.get_session(turn.session_id)
-    except KeyError:
-        return None
-    return session if session.active_stream_id == turn.stream_id else None
+def _require_owner(session: models.Session, turn: Turn) -> None:
+    """Leave the edit unsaved unless this turn still owns the session (shutdown or a newer turn settled it)."""
+    if session.active_stream_id != turn.stream_id:
+        raise session_edit.Unchanged
 
 
 def _checkpoint(turn: Turn) -> None:
-    with _config._get_session_agent_lock(turn.session_id):
-        session = _own_session(turn)
-        if session is None:
-            return
-        before = _fields_of(session)
-        _put_checkpoint(session, turn)
-        _save_or_undo(session, before, touch_updated_at=False)
+    try:
+        with session_edit.edit(turn.session_id, touch_updated_at=False) as session:
+            _require_owner(session, turn)
+            _put_checkpoint(session, turn)
+    except NotFound:
+        return
 
 
 def _model_of(result, session: models.Session) -> str:
@@ -331,44 +316,17 @@ def _stamp_usage(rows: list[dict], result) -> None:
 
 
 def _finalize(turn: Turn, result, error: tuple[str, str | None] | None, needs_setup: bool = False) -> None:
-    compressed_event = None
-    with _config._get_session_agent_lock(turn.session_id):
-        session = _own_session(turn)
-        if session is None:
-            turn.append("done", {"session": None})  # shutdown or a newer turn already settled this one
-            return
-        before = _fields_of(session)
-        _drop_partial_tail(session)
-        visible_before = turn_rows.rows_before_turn(session, turn)
-        now = time.time()
-        outcome = turn_rows.turn_outcome(turn, result, error, now)
-        _stamp_model(outcome.rows, _model_of(result, session))
-        _stamp_usage(outcome.rows, result)
-        session.messages.extend(outcome.rows)
-        if outcome.error is not None:
-            session.messages.append(
-                {
-                    "role": "assistant",
-                    "content": f"⚠ {outcome.error[0]}",
-                    "timestamp": time.time(),
-                    "_error": True,
-                    **({"_needs_setup": True} if needs_setup else {}),
-                }
-            )
-        if result is not None and result.compressed:
-            new_context = [turn_rows.stored_row(m) for m in result.messages if isinstance(m, dict)]
-            turn_rows.stamp(new_context, now)
-            compressed_event = compression.record_auto_compression(
-                session, new_context, visible_before, tokens_before=turn.history_tokens
-            )
-        elif session.context_messages:
-            session.context_messages.extend(copy.deepcopy(outcome.rows))
-        if outcome.interrupted:
-            session.messages.append(interrupted_turns.interrupted_marker())
-        _apply_usage(session, result)
-        session.clear_pending_turn()
-        title = _auto_title(session)
-        _save_or_undo(session, before)
+    merged = None
+    try:
+        with session_edit.edit(turn.session_id) as session:
+            _require_owner(session, turn)
+            merged = _merge_turn(session, turn, result, error, needs_setup)
+    except NotFound:
+        pass
+    if merged is None:
+        turn.append("done", {"session": None})  # shutdown or a newer turn already settled this one
+        return
+    outcome, compressed_event, title = merged
     if compressed_event is not None:
         turn.append("compressed", compressed_event)
     if title:
@@ -382,6 +340,43 @@ def _finalize(turn: Turn, result, error: tuple[str, str | None] | None, needs_se
     elif outcome.stopped:
         turn.append("cancelled", {})
     turn.append("done", {"session": session_views.full_session(session, msg_limit=100)})
+
+
+def _merge_turn(
+    session: models.Session, turn: Turn, result, error: tuple[str, str | None] | None, needs_setup: bool
+) -> tuple[Any, dict | None, str | None]:
+    """The turn's rows replace its checkpoint; the pending fields clear: (outcome, compressed event, title)."""
+    compressed_event = None
+    _drop_partial_tail(session)
+    visible_before = turn_rows.rows_before_turn(session, turn)
+    now = time.time()
+    outcome = turn_rows.turn_outcome(turn, result, error, now)
+    _stamp_model(outcome.rows, _model_of(result, session))
+    _stamp_usage(outcome.rows, result)
+    session.messages.extend(outcome.rows)
+    if outcome.error is not None:
+        session.messages.append(
+            {
+                "role": "assistant",
+                "content": f"⚠ {outcome.error[0]}",
+                "timestamp": time.time(),
+                "_error": True,
+                **({"_needs_setup": True} if needs_setup else {}),
+            }
+        )
+    if result is not None and result.compressed:
+        new_context = [turn_rows.stored_row(m) for m in result.messages if isinstance(m, dict)]
+        turn_rows.stamp(new_context, now)
+        compressed_event = compression.record_auto_compression(
+            session, new_context, visible_before, tokens_before=turn.history_tokens
+        )
+    elif session.context_messages:
+        session.context_messages.extend(copy.deepcopy(outcome.rows))
+    if outcome.interrupted:
+        session.messages.append(interrupted_turns.interrupted_marker())
+    _apply_usage(session, result)
+    session.clear_pending_turn()
+    return outcome, compressed_event, _auto_title(session)
 
 
 def _apply_usage(session: models.Session, result) -> None:
@@ -449,12 +444,11 @@ def shutdown(timeout: float = 5.0) -> None:
             while not turn.finished and time.time() < deadline:
                 turn.cond.wait(max(0.0, deadline - time.time()))
         if not turn.finished:
-            with _config._get_session_agent_lock(turn.session_id):
-                try:
-                    session = models.get_session(turn.session_id)
-                except KeyError:
-                    continue
-                if session.active_stream_id == turn.stream_id and turn.partial_text:
-                    _put_checkpoint(session, turn)
-                if interrupted_turns.close_pending_turn(session):
-                    session.save(touch_updated_at=False)
+            try:
+                with session_edit.edit(turn.session_id, touch_updated_at=False) as session:
+                    if session.active_stream_id == turn.stream_id and turn.partial_text:
+                        _put_checkpoint(session, turn)
+                    if not interrupted_turns.close_pending_turn(session):
+                        raise session_edit.Unchanged
+            except NotFound:
+                continue

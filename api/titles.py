@@ -12,8 +12,8 @@ from __future__ import annotations
 import logging
 import threading
 
-from api import agent_runtime, models
-from api import config as _config
+from api import agent_runtime, models, session_edit
+from api.errors import NotFound
 from api.session_catalogue import clean_title
 from api.session_fields import message_text
 
@@ -63,17 +63,17 @@ def apply_title(session_id: str, title: str | None) -> bool:
         title = clean_title(title)
     except Exception:  # noqa: BLE001 - an unusable title is dropped; the quick title stays
         return False
-    with _config._get_session_agent_lock(session_id):
-        try:
-            session = models.get_session(session_id)
-        except KeyError:
-            return False
-        if session.manual_title or session.llm_title_generated:
-            return False
-        session.title = title
-        session.llm_title_generated = True
-        session.save(touch_updated_at=False)
-    return True
+    stored = False
+    try:
+        with session_edit.edit(session_id, touch_updated_at=False) as session:
+            if session.manual_title or session.llm_title_generated:
+                raise session_edit.Unchanged
+            session.title = title
+            session.llm_title_generated = True
+            stored = True
+    except NotFound:
+        return False
+    return stored
 
 
 def _generate(session_id: str, user_text: str, answer_text: str, runtime: dict | None) -> None:
@@ -87,7 +87,7 @@ def _generate(session_id: str, user_text: str, answer_text: str, runtime: dict |
 
 def after_turn(session_id: str, agent) -> threading.Thread | None:
     """After a turn: start the title call in the background when this was the first exchange."""
-    with _config._get_session_agent_lock(session_id):
+    with session_edit.lock(session_id):
         try:
             exchange = wants_title(models.get_session(session_id))
         except KeyError:

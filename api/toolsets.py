@@ -15,7 +15,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from api import agent_runtime, mcp_servers, session_catalogue, session_lookup, toolset_availability
+from api import (
+    agent_runtime,
+    mcp_servers,
+    session_edit,
+    session_lookup,
+    toolset_availability,
+)
 from api import config as _config
 from api.errors import BadRequest
 
@@ -141,4 +147,6 @@ def set_session_toolsets(sid: str, value: Any) -> dict:
     for name in choice or []:
         if not allowed(name, ceiling):
             raise BadRequest(f"Toolset {name!r}: {_unavailable_reason()}")
-    return session_catalogue.edit_session(sid, lambda session: setattr(session, "enabled_toolsets", choice))
+    with session_edit.edit(sid, touch_updated_at=False) as session:
+        session.enabled_toolsets = choice
+    return session.compact()

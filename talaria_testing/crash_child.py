@@ -150,26 +150,20 @@ def _plan(op: str, messages: list, rng: random.Random, serial: int) -> tuple[lis
 
 
 def _perform(op: str, sid: str, args: dict) -> None:
-    from api import compression, config, models, session_catalogue, session_ops
+    from api import compression, session_catalogue, session_edit, session_ops
 
     if op == "turn":
-        with config._get_session_agent_lock(sid):
-            s = models.get_session(sid)
+        with session_edit.edit(sid) as s:
             s.messages.extend(args["rows"])
-            s.save()
     elif op == "streamed_turn":
-        with config._get_session_agent_lock(sid):
-            s = models.get_session(sid)
+        with session_edit.edit(sid) as s:
             s.messages.extend([args["user"], args["partial"]])
             s.active_stream_id = "s" + args["user"]["content"]
             s.pending_user_message = args["user"]["content"]
             s.pending_started_at = args["user"]["timestamp"]
-            s.save()
-        with config._get_session_agent_lock(sid):
-            s = models.get_session(sid)
+        with session_edit.edit(sid) as s:
             s.messages[-1] = args["final"]
             s.active_stream_id = s.pending_user_message = s.pending_started_at = None
-            s.save()
     elif op == "undo":
         session_ops.undo_last(sid)
     elif op == "retry":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from api.session_merge import MergeConflict, merge, snapshot
+from api.session_merge import MergeConflict, changed_since, merge, snapshot
 
 U1, A1, U2, T2 = (
     {"role": r, "content": c}
@@ -66,3 +66,22 @@ def test_a_title_a_person_chose_beats_one_made_up_from_the_first_message():
     assert (merged["title"], merged["manual_title"]) == ("Renamed elsewhere", True)
     merged = merge(base, theirs, ours)
     assert (merged["title"], merged["manual_title"]) == ("Renamed elsewhere", True)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda p: p["messages"].append(U2),
+        lambda p: p["context_messages"].clear(),
+        lambda p: p.update(title="Renamed"),
+        lambda p: p.update(pinned=0),
+        lambda p: p.update(extra_key=1),
+        lambda p: p.pop("pinned"),
+    ],
+)
+def test_a_changed_field_list_or_key_is_a_change_since_the_snapshot(change):
+    payload = _base()
+    base = snapshot(payload)
+    assert not changed_since(base, payload)
+    change(payload)
+    assert changed_since(base, payload)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from api import session_ops
+from api import atomic, session_ops
 from api.errors import BadRequest, Conflict, NotFound
 from api.models import Session
 from talaria_testing import failed_saves, scripted_turns
@@ -61,6 +61,37 @@ def test_truncate_rejects_bad_keep_counts_and_changes_nothing(session, bad):
     before = session.path.read_bytes()
     with pytest.raises(BadRequest):
         session_ops.truncate_session("ops", bad)
+    assert session.path.read_bytes() == before
+
+
+def _left_pending(sid: str) -> Session:
+    """A session whose file names a turn no process runs (the server died mid-turn)."""
+    msgs = conversation("u1", "a1", "u2")
+    s = Session(
+        session_id=sid, messages=msgs, title="Kept", active_stream_id="gone", pending_user_message="u2"
+    )
+    s.save()
+    return s
+
+
+def test_an_edit_after_an_interrupted_turn_closes_it_in_the_same_single_save(state_dir, monkeypatch):
+    _left_pending("stale")
+    written = []
+    monkeypatch.setattr(
+        atomic, "STEP_HOOK", lambda step, path: written.append(path.name) if step == "replaced" else None
+    )
+    session_ops.truncate_session("stale", 2)
+    assert written.count("stale.json") == 1
+    loaded = Session.load("stale")
+    assert [m["content"] for m in loaded.messages] == ["u1", "a1"]
+    assert loaded.active_stream_id is None and loaded.pending_user_message is None
+
+
+def test_a_refused_edit_after_an_interrupted_turn_leaves_the_file_as_it_was(state_dir):
+    session = _left_pending("stale")
+    before = session.path.read_bytes()
+    with pytest.raises(BadRequest):
+        session_ops.truncate_session("stale", 99)
     assert session.path.read_bytes() == before
 
 
