@@ -11,7 +11,6 @@ import logging
 import os
 import time
 from collections.abc import Iterator
-from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,6 @@ from api import (
 )
 from api import config as _config
 from api.errors import Conflict
-from api.messages import message_time
 from api.session_fields import (
     BULK_FIELDS,
     DERIVED_KEYS,
@@ -39,7 +37,6 @@ from api.session_fields import (
     count_or_none,
     float_or_none,
     is_safe_session_id,
-    message_text,
     new_session_id,
     non_negative_int_or_none,
     normalise_field,
@@ -450,43 +447,17 @@ class Session(SessionFields):
     # ------------------------------------------------------------------ sidebar row
 
     def message_count(self) -> int:
-        if self._loaded_metadata_only and self._metadata_message_count is not None:
-            return self._metadata_message_count
-        count = len(self.messages)
-        if not count and self.pending_user_message:
-            count = 1
-        return count
+        return session_rows.message_count(self)
 
     def has_sidebar_figures(self) -> bool:
         """A stub whose file carries every figure of its sidebar row (files Talaria wrote do)."""
-        return None not in (
-            self._metadata_message_count,
-            self._metadata_user_message_count,
-            self._metadata_last_message_at,
-        )
+        return session_rows.has_sidebar_figures(self)
 
     def user_message_count(self) -> int:
-        if self._loaded_metadata_only and self._metadata_user_message_count is not None:
-            return self._metadata_user_message_count
-        try:  # at C speed: this runs on every save
-            return list(map(dict.get, self.messages, repeat("role"))).count("user")
-        except TypeError:  # a row that is not a dict
-            return sum(1 for m in self.messages if isinstance(m, dict) and m.get("role") == "user")
+        return session_rows.user_message_count(self)
 
     def last_message_at(self) -> float:
-        if self._loaded_metadata_only and self._metadata_last_message_at is not None:
-            return self._metadata_last_message_at
-        if self.pending_user_message and self.pending_started_at:
-            return self.pending_started_at
-        for msg in reversed(self.messages):
-            if not isinstance(msg, dict) or msg.get("role") == "tool":
-                continue
-            if msg.get("_partial") and not message_text(msg).strip():
-                continue
-            ts = message_time(msg)
-            if ts is not None:
-                return ts
-        return self.updated_at
+        return session_rows.last_message_at(self)
 
     def compact(self) -> dict:
         """The session's index row (``api.session_rows``)."""
