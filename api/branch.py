@@ -17,10 +17,9 @@ from typing import Any
 from api import config as _config
 from api import models
 from api.errors import BadRequest, Conflict
-from api.session_catalogue import TITLE_MAX
+from api.session_catalogue import TITLE_MAX, save_new
 from api.session_fields import new_session_id
 from api.session_ops import editable_session
-from api.session_views import full_session
 
 # Row flags of the live turn machinery that mean nothing in a new session.
 _TURN_FLAGS = ("_partial", "_pending")
@@ -97,7 +96,4 @@ def branch_session(sid: str, keep_count: Any) -> dict:
             created_at=now,
             updated_at=now,
         )
-    with _config._get_session_agent_lock(child.session_id):
-        child.save()
-        models.cache_session(child)
-    return full_session(child)
+    return save_new(child)

@@ -65,7 +65,11 @@ def create_session(model: Any = None, workspace: Any = None, title: Any = None) 
     if title is not None:
         kwargs["title"] = clean_title(title)
         kwargs["manual_title"] = True
-    session = models.Session(**kwargs)
+    return save_new(models.Session(**kwargs))
+
+
+def save_new(session: models.Session) -> dict:
+    """Save a session made here (a new id) and cache it; the full session as the page shows it."""
     with _lock(session.session_id):
         session.save()
         models.cache_session(session)
