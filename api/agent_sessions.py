@@ -50,6 +50,26 @@ def _raw_agent_sessions() -> list:
     return rows if isinstance(rows, list) else []
 
 
+def _by_id(raw: list) -> dict[str, dict]:
+    return {item["id"]: item for item in raw if isinstance(item, dict) and isinstance(item.get("id"), str)}
+
+
+def _lineage_row(row: dict, segments: list[str], raw_by_id: dict[str, dict]) -> dict:
+    """The newest segment's row speaking for its conversation: the newest title any segment has, the
+    messages of all of them."""
+    older = [raw_by_id[sid] for sid in segments[1:] if sid in raw_by_id]
+    own_title = raw_by_id.get(segments[0], {}).get("title")
+    if not (isinstance(own_title, str) and own_title.strip()):
+        titles = [t for r in older if isinstance(t := r.get("title"), str) and t.strip()]
+        if titles:
+            row["title"] = titles[0]
+    counts = [c for r in older if isinstance(c := r.get("message_count"), int) and not isinstance(c, bool)]
+    if row["message_count"] is not None:
+        row["message_count"] += sum(counts)
+    row["segments"] = len(segments)
+    return row
+
+
 def _segments_of(sid: str, parents: dict[str, str]) -> list[str]:
     """``sid`` and the segments it continues, newest first (the parent map of ``state_db.compression_parents``)."""
     chain = [sid]
@@ -80,6 +100,7 @@ def agent_sessions(
     parents = state_db.compression_parents()
     superseded = set(parents.values())  # a segment that a later one continues is not a row of its own
     deleted = tombstones.read_deleted_ids(session_dir())
+    raw_by_id = _by_id(raw)
     out = []
     for item in raw:
         row = _agent_row(item)
@@ -89,7 +110,7 @@ def agent_sessions(
         if is_talaria(row["id"]) or deleted.intersection(segments) or continued.intersection(segments):
             continue
         if len(segments) > 1:
-            row["segments"] = len(segments)
+            row = _lineage_row(row, segments, raw_by_id)
         out.append(row)
     return out
 
@@ -106,16 +127,18 @@ def agent_session(sid: str) -> dict | None:
         return None
     if not isinstance(messages, list) or not messages:
         return None
-    rows = {r["id"]: r for r in map(_agent_row, _raw_agent_sessions()) if r}
-    meta = rows.get(sid) or _agent_row({"id": sid})
+    raw_by_id = _by_id(_raw_agent_sessions())
+    meta = _agent_row(raw_by_id.get(sid) or {"id": sid})
     if meta is None:  # not a session id
         return None
+    if len(segments) > 1:
+        meta = _lineage_row(meta, segments[::-1], raw_by_id)
     return {
         "session_id": sid,
         "title": meta["title"],
         "model": meta["model"],
         "source": meta["source"],
-        "created_at": (rows.get(segments[0]) or meta)["started_at"],
+        "created_at": raw_by_id.get(segments[0], meta).get("started_at"),
         "read_only": True,
         "agent_segments": segments,
         "message_count": len(messages),

@@ -31,12 +31,14 @@ def _agent_rows(srv) -> list[dict]:
 def test_a_compressed_cli_conversation_is_one_row_with_the_history_of_every_segment(srv):
     rows = {row["id"]: row for row in _agent_rows(srv)}
     assert CLI_ROOT not in rows and rows[CLI_TIP]["segments"] == 2
+    assert rows[CLI_TIP]["title"] == "Refactor the parser" and rows[CLI_TIP]["message_count"] == 4
     assert {rows[TELEGRAM]["source"], rows[CRON]["source"]} == {"telegram", "cron"}
     shown = srv.get_json(f"/api/session?session_id={CLI_TIP}")["session"]
     assert [m["content"] for m in shown["messages"]] == [
         "start with the lexer", "lexer done, zebrafish", "now the parser", "parser done",
     ]  # fmt: skip
     assert shown["read_only"] is True and shown["agent_segments"] == [CLI_ROOT, CLI_TIP]
+    assert shown["title"] == "Refactor the parser"
 
 
 @pytest.mark.parametrize("agent_sid", [CLI_TIP, TELEGRAM, CRON])
