@@ -13,12 +13,12 @@ import copy
 import threading
 import time
 
-from api import models
+from api import agent_watch, models
 from api.agent_sessions import agent_session, continued_agent_ids
 from api.errors import NotFound
 from api.session_catalogue import save_new
 from api.session_fields import is_safe_session_id
-from api.session_views import full_session
+from api.session_views import forget_agent_rows, full_session
 
 # One import at a time: two clicks on the same conversation must not make two continuations.
 _IMPORT_LOCK = threading.Lock()
@@ -57,7 +57,7 @@ def import_agent_session(sid: str) -> dict:
         if existing is not None:
             return full_session(existing)
         now = time.time()
-        return save_new(
+        session_payload = save_new(
             models.Session(
                 title=agent["title"],
                 messages=_history(agent["messages"]),
@@ -67,3 +67,6 @@ def import_agent_session(sid: str) -> dict:
                 updated_at=now,
             )
         )
+    forget_agent_rows()
+    agent_watch.WATCH.poke()  # every tab's sidebar drops the agent's row for the continued one
+    return session_payload

@@ -137,6 +137,12 @@ def _recent_agent_sessions() -> list[dict]:
         return _AGENT_ROWS["rows"]
 
 
+def forget_agent_rows() -> None:
+    """The agent's rows changed here (a continuation): the next page lists them again."""
+    with _AGENT_ROWS_LOCK:
+        _AGENT_ROWS["at"] = -AGENT_ROWS_MAX_AGE_S
+
+
 def sessions_page_json(limit: int | None = None, cursor: str | None = None) -> list[bytes]:
     """A page of sidebar rows (``api.session_list``) with ``feed_seq`` and, on the first page, the
     agent's own sessions; as chunks to send in order."""

@@ -90,6 +90,11 @@ def _stat_key(path: Path) -> tuple[tuple[int, int, int] | None, ...]:
     return tuple(out)
 
 
+def files_stamp(db_path: Path | str | None = None) -> tuple:
+    """The stat of ``state.db`` and its ``-wal``: it changes whenever the agent writes (no connection)."""
+    return _stat_key(Path(db_path) if db_path is not None else default_state_db_path())
+
+
 def _connect(path: Path, params: str) -> sqlite3.Connection:
     return sqlite3.connect(_uri(path, params), uri=True, timeout=_TIMEOUT_S, check_same_thread=False)
 

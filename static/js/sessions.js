@@ -171,6 +171,15 @@ export class SessionList {
       noteFeedPosition(seq);
       this.apply(change.upsert || [], change.remove || [], seq);
     });
+    this.feed.addEventListener("agent_sessions", (event) => {
+      try {
+        const rows = JSON.parse(event.data).agent_sessions;
+        if (Array.isArray(rows)) this.agentRows = rows;
+      } catch {
+        return;
+      }
+      this.render();
+    });
     const feed = this.feed;
     feed.addEventListener("error", () => {
       // A dropped connection reconnects by itself; a refused one (a lost login, a server error) is closed

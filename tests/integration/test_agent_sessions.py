@@ -3,12 +3,21 @@ Talaria with the whole history reaching the model, the agent's rows in ``state.d
 
 from __future__ import annotations
 
+import http.client
 import json
 from pathlib import Path
 
 import pytest
 
-from talaria_testing.agent_sessions import CLI_ROOT, CLI_TIP, CRON, TELEGRAM, snapshot, write_agent_sessions
+from talaria_testing.agent_sessions import (
+    CLI_ROOT,
+    CLI_TIP,
+    CRON,
+    TELEGRAM,
+    add_agent_session,
+    snapshot,
+    write_agent_sessions,
+)
 from talaria_testing.chat_client import chat, session, text_of
 from talaria_testing.fake_llm import Reply, agent_server
 from talaria_testing.fake_llm_server import message_text
@@ -92,3 +101,36 @@ def test_continuing_an_unknown_or_hostile_id_is_a_clear_error_that_changes_nothi
     code, _, raw = srv.request("POST", "/api/session/import_cli", body)
     assert code == status and json.loads(raw)["error"]
     assert srv.get_json("/api/sessions")["sessions"] == before["sessions"]
+
+
+def _next_agent_list(srv, after: int, timeout: float = 15.0) -> list[dict]:
+    """The next ``agent_sessions`` event on ``/api/sessions/feed?after=``."""
+    conn = http.client.HTTPConnection(srv.host, srv.port, timeout=timeout)
+    try:
+        conn.request("GET", f"/api/sessions/feed?after={after}", headers={"Accept": "text/event-stream"})
+        resp = conn.getresponse()
+        event = None
+        while line := resp.readline():
+            if line.startswith(b"event:"):
+                event = line[6:].strip()
+            elif line.startswith(b"data:") and event == b"agent_sessions":
+                return json.loads(line[5:])["agent_sessions"]
+        raise AssertionError("the feed ended without an agent_sessions event")
+    finally:
+        conn.close()
+
+
+def test_a_session_the_agent_writes_reaches_the_sidebar_feed_and_the_list(srv):
+    after = srv.get_json("/api/sessions")["feed_seq"]
+    add_agent_session(
+        Path(srv.hermes_home) / "state.db", "discord_new", "discord", "Raid night", "who is in?"
+    )
+    rows = _next_agent_list(srv, after)
+    assert "discord_new" in {row["id"] for row in rows}
+    assert "discord_new" in {row["id"] for row in _agent_rows(srv)}
+
+
+def test_continuing_a_session_takes_its_row_out_of_every_followed_sidebar(srv):
+    after = srv.get_json("/api/sessions")["feed_seq"]
+    srv.post_json("/api/session/import_cli", {"session_id": TELEGRAM})
+    assert TELEGRAM not in {row["id"] for row in _next_agent_list(srv, after)}
