@@ -145,3 +145,29 @@ def agent_session(sid: str) -> dict | None:
         "can_uncompress": False,
         "messages": messages,
     }
+
+
+def sessions_matching(needle: str, limit: int) -> list[dict]:
+    """Agent conversations (their sidebar rows, as ``agent_sessions`` lists them) holding a message that
+    the agent's full-text index matches with ``needle``, each with its ``messages``; at most ``limit``."""
+    hits = state_db.search_session_ids(needle, limit=limit * 4)
+    if not hits:
+        return []
+    rows = {row["id"]: row for row in agent_sessions()}
+    parents = state_db.compression_parents()
+    children = {parent: child for child, parent in parents.items()}
+    out: list[dict] = []
+    seen: set[str] = set()
+    for sid in hits:
+        tip = sid
+        while tip in children and tip not in seen:
+            tip = children[tip]
+        if tip in seen or tip not in rows:
+            continue
+        seen.add(tip)
+        agent = agent_session(tip)
+        if agent is not None:
+            out.append({**rows[tip], "messages": agent["messages"]})
+        if len(out) >= limit:
+            break
+    return out

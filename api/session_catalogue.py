@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from api import atomic, jsonio, models, session_index, tombstones, turn_journal
+from api import agent_sessions, atomic, jsonio, models, session_index, tombstones, turn_journal
 from api import config as _config
 from api import workspace as _workspace
 from api.errors import BadRequest, Conflict, NotFound
@@ -303,4 +303,17 @@ def search_sessions(query: Any, content: bool = False) -> dict:
                 out.append({**row, "match": match})
         if len(out) >= SEARCH_MAX_RESULTS:
             break
+    if content and len(out) < SEARCH_MAX_RESULTS:
+        out.extend(_agent_matches(needle, SEARCH_MAX_RESULTS - len(out)))
     return {"sessions": out}
+
+
+def _agent_matches(needle: str, limit: int) -> list[dict]:
+    """The agent's own conversations whose messages hold ``needle`` (found through its full-text index),
+    as read-only match rows."""
+    out = []
+    for found in agent_sessions.sessions_matching(needle, limit):
+        match = find_in_messages(found.pop("messages"), needle)
+        if match is not None:
+            out.append({**found, "session_id": found["id"], "match": match})
+    return out

@@ -404,3 +404,48 @@ def compression_parents(db_path: Path | str | None = None) -> dict[str, str]:
         return _with_connection(path, _read_compressed_parents)
     except (OSError, sqlite3.Error, ValueError, TypeError):
         return {}
+
+
+# ----------------------------------------------------------------------------------------------
+# Content search through the agent's own full-text index
+# ----------------------------------------------------------------------------------------------
+
+
+def _fts_phrases(needle: str) -> str:
+    # Each word a quoted phrase: the person's text never reaches FTS5 as query syntax.
+    return " ".join('"' + word.replace('"', '""') + '"' for word in needle.split())
+
+
+def _read_matching_sessions(conn: sqlite3.Connection, key: str, needle: str, limit: int) -> list[str]:
+    cols = _columns(conn, key, "messages")
+    active = "AND (m.active = 1 OR m.compacted = 1)" if {"active", "compacted"} <= cols else ""
+    tables = {
+        row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE name LIKE 'messages_fts%'")
+    }
+    # The trigram index matches inside words, as Talaria's own search does; it needs three characters a word.
+    order = ["messages_fts"]
+    if "messages_fts_trigram" in tables and all(len(word) >= 3 for word in needle.split()):
+        order.insert(0, "messages_fts_trigram")
+    for table in (t for t in order if t in tables):
+        try:
+            rows = conn.execute(
+                f"SELECT m.session_id, max(m.timestamp) AS at FROM {table} JOIN messages m ON m.id = {table}.rowid "
+                f"WHERE {table} MATCH ? {active} GROUP BY m.session_id ORDER BY at DESC LIMIT ?",
+                (_fts_phrases(needle), int(limit)),
+            ).fetchall()
+        except sqlite3.OperationalError:
+            continue
+        return [row[0] for row in rows if isinstance(row[0], str)]
+    return []
+
+
+def search_session_ids(needle: str, limit: int = 50, db_path: Path | str | None = None) -> list[str]:
+    """Sessions with a message matching every word of ``needle`` in the agent's full-text index (the
+    trigram one when each word has three characters), most recently matching first; ``[]`` when unreadable."""
+    if not needle.split():
+        return []
+    path = Path(db_path) if db_path is not None else default_state_db_path()
+    try:
+        return _with_connection(path, lambda conn, key: _read_matching_sessions(conn, key, needle, limit))
+    except (OSError, sqlite3.Error, ValueError, TypeError):
+        return []

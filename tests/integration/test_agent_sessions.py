@@ -134,3 +134,16 @@ def test_continuing_a_session_takes_its_row_out_of_every_followed_sidebar(srv):
     after = srv.get_json("/api/sessions")["feed_seq"]
     srv.post_json("/api/session/import_cli", {"session_id": TELEGRAM})
     assert TELEGRAM not in {row["id"] for row in _next_agent_list(srv, after)}
+
+
+def test_content_search_finds_a_word_in_an_agent_conversation_through_its_index(srv):
+    found = srv.get_json("/api/sessions/search?q=zebrafish&content=1")["sessions"]
+    assert [(row["session_id"], row["read_only"]) for row in found] == [(CLI_TIP, True)]
+    assert found[0]["match"]["message_idx"] == 1 and "zebrafish" in found[0]["match"]["snippet"]
+    inside_a_word = srv.get_json("/api/sessions/search?q=EBRAFI&content=1")["sessions"]
+    assert [row["session_id"] for row in inside_a_word] == [CLI_TIP]
+    milk = srv.get_json("/api/sessions/search?q=buy%20milk&content=1")["sessions"]
+    assert [(row["session_id"], row["source"]) for row in milk] == [(TELEGRAM, "telegram")]
+    assert srv.get_json("/api/sessions/search?q=zebrafish")["sessions"] == []  # titles only
+    hostile = srv.get_json('/api/sessions/search?q=%22%20OR%20*%20NEAR(&content=1')["sessions"]
+    assert hostile == []
