@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 from talaria_testing import agent_sessions as agent
 from talaria_testing.fake_llm import Reply
 
-from .helpers import goto_app, open_page, screenshots, send, start_server, wait_turn_done
+from .helpers import PHONE, goto_app, open_page, screenshot, screenshots, send, start_server, wait_turn_done
 
 pytestmark = pytest.mark.e2e
 
@@ -61,6 +61,7 @@ def test_sending_in_a_cli_conversation_continues_it_here_with_its_history(page, 
     agent_row(page, agent.CLI_TIP).click()
     expect(page.locator("#read-only-note")).to_contain_text("continues it here")
     expect(page.locator(".msg-assistant")).to_have_count(2)
+    screenshots(page, "agent-session-before-continuing")
     llm.script(Reply(text="The parser is **next**."))
     done = send(page, "what is left?")
     page.wait_for_url(re.compile(r"#/s/[A-Za-z0-9_-]+$"))
@@ -89,3 +90,32 @@ def test_a_session_the_agent_writes_while_the_page_is_open_appears_without_a_rel
     expect(agent_row(page, "discord_live")).to_contain_text("Raid night", timeout=10000)
     expect(page.locator('.source-chip[data-source="discord"]')).to_have_attribute("aria-pressed", "true")
     assert page.evaluate("window.__sameDocument") is True
+
+
+def test_content_search_finds_a_word_in_an_agent_conversation_and_opens_it_there(page, server):
+    goto_app(page)
+    page.fill("#session-filter", "milk")
+    match = page.locator(".matches .session-row", has_text="Groceries")
+    match.wait_for()
+    assert "milk" in match.locator(".session-snippet").inner_text()
+    match.locator(".session-open").click()
+    page.wait_for_url(re.compile(f"#/s/{agent.TELEGRAM}$"))
+    found = page.locator('.msg[data-idx="0"]')
+    found.wait_for()
+    assert "buy milk" in found.inner_text()
+    expect(page.locator("#read-only-note")).to_be_visible()
+
+
+def test_the_source_filter_fits_the_phone_drawer(browser, server):
+    with open_page(browser, server.base_url, viewport=PHONE, color_scheme="dark") as page:
+        goto_app(page)
+        page.click("#open-sidebar")
+        page.wait_for_function("() => document.getElementById('sidebar').getBoundingClientRect().left >= 0")
+        chips = page.locator(".source-filter")
+        expect(chips.locator(".source-chip")).not_to_have_count(0)
+        box = chips.bounding_box()
+        assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        screenshot(page, "agent-sources-phone-drawer-dark")
+        page.emulate_media(color_scheme="light")
+        screenshot(page, "agent-sources-phone-drawer-light")

@@ -145,5 +145,5 @@ def test_content_search_finds_a_word_in_an_agent_conversation_through_its_index(
     milk = srv.get_json("/api/sessions/search?q=buy%20milk&content=1")["sessions"]
     assert [(row["session_id"], row["source"]) for row in milk] == [(TELEGRAM, "telegram")]
     assert srv.get_json("/api/sessions/search?q=zebrafish")["sessions"] == []  # titles only
-    hostile = srv.get_json('/api/sessions/search?q=%22%20OR%20*%20NEAR(&content=1')["sessions"]
+    hostile = srv.get_json("/api/sessions/search?q=%22%20OR%20*%20NEAR(&content=1")["sessions"]
     assert hostile == []
