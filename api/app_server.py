@@ -13,7 +13,17 @@ import signal
 import socket
 import threading
 
-from api import config, http_handler, mcp_servers, origin, routes, session_feed, session_index, streaming
+from api import (
+    agent_watch,
+    config,
+    http_handler,
+    mcp_servers,
+    origin,
+    routes,
+    session_feed,
+    session_index,
+    streaming,
+)
 from api.http_server import TalariaServer
 from api.http_writer import ResponseFile
 
@@ -78,6 +88,7 @@ def serve(server: TalariaServer, grace_s: float = SHUTDOWN_GRACE_S) -> None:
 def shutdown_sequence(server: TalariaServer, grace_s: float = SHUTDOWN_GRACE_S) -> None:
     """After the loop stopped: end live turns, wait for requests in flight, flush the index."""
     session_feed.CHANGES.close()  # the sidebar feeds end; the tabs reconnect to the next server
+    agent_watch.WATCH.stop()
     try:
         streaming.shutdown()
     except Exception:  # noqa: BLE001

@@ -16,9 +16,8 @@ from typing import Any
 
 from api import interrupted_turns, models, session_edit
 from api.errors import BadRequest, Conflict
-from api.session_catalogue import TITLE_MAX
+from api.session_catalogue import TITLE_MAX, save_new
 from api.session_fields import new_session_id
-from api.session_views import full_session
 
 # Row flags of the live turn machinery that mean nothing in a new session.
 _TURN_FLAGS = ("_partial", "_pending")
@@ -95,5 +94,4 @@ def branch_session(sid: str, keep_count: Any) -> dict:
             created_at=now,
             updated_at=now,
         )
-    session_edit.create(child)
-    return full_session(child)
+    return save_new(child)

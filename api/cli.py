@@ -19,6 +19,7 @@ from pathlib import Path
 from api import (
     agent_pool,
     agent_runtime,
+    agent_watch,
     app_server,
     atomic,
     auth,
@@ -211,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     if values["warm_up"]:
         agent_pool.start_warm_up()
     mcp_servers.start_discovery()
+    agent_watch.WATCH.start()
     app_server.serve(server)
     log.info("stopped")
     return 0

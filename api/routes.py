@@ -14,6 +14,7 @@ from importlib import metadata
 from typing import Any
 
 from api import (
+    agent_import,
     attachments,
     branch,
     compression,
@@ -209,6 +210,10 @@ def _handle_session_branch(handler, body: dict) -> None:
     j(handler, {"session": branch.branch_session(_sid(body), body.get("keep_count"))})
 
 
+def _handle_session_import_cli(handler, body: dict) -> None:
+    j(handler, {"session": agent_import.import_agent_session(_sid(body))})
+
+
 def _handle_session_attach(handler, body: dict) -> None:
     j(handler, {"attachment": attachments.store_attachment(_sid(body), body.get("name"), body.get("data"))})
 
@@ -361,6 +366,7 @@ ROUTES: dict[tuple[str, str], Callable[[Any, dict], None]] = {
     ("POST", "/api/session/truncate"): _handle_session_truncate,
     ("POST", "/api/session/clear"): _handle_session_clear,
     ("POST", "/api/session/branch"): _handle_session_branch,
+    ("POST", "/api/session/import_cli"): _handle_session_import_cli,
     ("GET", "/api/media"): _handle_media,
     ("POST", "/api/session/attach"): _handle_session_attach,
     ("POST", "/api/session/compress"): _handle_session_compress,

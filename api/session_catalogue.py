@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from api import atomic, jsonio, models, session_index, tombstones, turn_journal
+from api import agent_sessions, atomic, jsonio, models, session_index, tombstones, turn_journal
 from api import workspace as _workspace
 from api.errors import BadRequest, Conflict, NotFound
 from api.render import plain_text
@@ -60,7 +60,11 @@ def create_session(model: Any = None, workspace: Any = None, title: Any = None) 
     if title is not None:
         kwargs["title"] = clean_title(title)
         kwargs["manual_title"] = True
-    session = models.Session(**kwargs)
+    return save_new(models.Session(**kwargs))
+
+
+def save_new(session: models.Session) -> dict:
+    """Save a session made here (a new id) and cache it; the full session as the page shows it."""
     create(session)
     return full_session(session)
 
@@ -283,4 +287,17 @@ def search_sessions(query: Any, content: bool = False) -> dict:
                 out.append({**row, "match": match})
         if len(out) >= SEARCH_MAX_RESULTS:
             break
+    if content and len(out) < SEARCH_MAX_RESULTS:
+        out.extend(_agent_matches(needle, SEARCH_MAX_RESULTS - len(out)))
     return {"sessions": out}
+
+
+def _agent_matches(needle: str, limit: int) -> list[dict]:
+    """The agent's own conversations whose messages hold ``needle`` (found through its full-text index),
+    as read-only match rows."""
+    out = []
+    for found in agent_sessions.sessions_matching(needle, limit):
+        match = find_in_messages(found.pop("messages"), needle)
+        if match is not None:
+            out.append({**found, "session_id": found["id"], "match": match})
+    return out

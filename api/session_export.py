@@ -23,6 +23,7 @@ import orjson
 
 from api import jsonio, models, session_edit
 from api import workspace as _workspace
+from api.agent_sessions import agent_session
 from api.errors import BadRequest, NotFound, PayloadTooLarge
 from api.messages import message_time
 from api.render import pygments_css, render_markdown
@@ -30,7 +31,6 @@ from api.sanitize import scrub_surrogates
 from api.session_catalogue import TITLE_MAX
 from api.session_fields import message_text, new_session_id
 from api.session_lookup import load_session
-from api.session_views import agent_session
 
 FORMATS = {
     "json": "application/json; charset=utf-8",

@@ -9,6 +9,11 @@ session, numbered, for the last ``HISTORY`` sessions. A tab loads ``GET /api/ses
     data: {"upsert": [sidebar row...], "remove": [session_id...]}
 
 A tab that fell further behind than the history gets ``event: reset`` and loads the list again.
+When the agent's own sessions in ``state.db`` change (``api.agent_watch``), their whole list follows:
+
+    id: 43
+    event: agent_sessions
+    data: {"agent_sessions": [agent row...]}
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ class ChangeLog:
         self.floor = start  # changes numbered at or below this are forgotten
         self.closed = False
         self._changes: collections.OrderedDict[str, tuple[int, dict | None]] = collections.OrderedDict()
+        self._agent: tuple[int, list[dict]] | None = None  # the agent's sessions as last changed
         self._cond = threading.Condition()
 
     def record(self, sid: str, row: dict | None) -> None:
@@ -46,6 +52,18 @@ class ChangeLog:
                 _, (dropped, _) = self._changes.popitem(last=False)
                 self.floor = dropped
             self._cond.notify_all()
+
+    def record_agent_sessions(self, rows: list[dict]) -> None:
+        """The agent's own sessions changed: ``rows`` is their whole sidebar list now."""
+        with self._cond:
+            self.seq += 1
+            self._agent = (self.seq, rows)
+            self._cond.notify_all()
+
+    def agent_sessions_since(self, after: int) -> list[dict] | None:
+        """The agent's sessions if they changed after ``after``, else None."""
+        with self._cond:
+            return self._agent[1] if self._agent is not None and self._agent[0] > after else None
 
     def reset(self) -> None:
         """Forget everything (the index was rebuilt behind the feed): every follower loads the list again."""

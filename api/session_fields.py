@@ -42,7 +42,7 @@ METADATA_FIELDS: tuple[str, ...] = (
     "llm_title_generated", "manual_title", "parent_session_id", "worktree_path", "worktree_branch",
     "worktree_repo_root", "worktree_created_at", "is_cli_session", "source_tag", "raw_source",
     "session_source", "source_label", "read_only", "enabled_toolsets", "composer_draft",
-    "process_wakeup_pause", "share_token", "share_created_at",
+    "process_wakeup_pause", "share_token", "share_created_at", "agent_session_id",
 )  # fmt: skip
 
 BULK_FIELDS: tuple[str, ...] = ("messages", "tool_calls", "anchor_activity_scenes")
@@ -128,6 +128,7 @@ class SessionFields:
     process_wakeup_pause: dict[str, Any]
     share_token: str | None
     share_created_at: Any
+    agent_session_id: Any  # the agent's session (state.db) this one continues, if imported
     messages: list[Any]
     tool_calls: list[Any]
     anchor_activity_scenes: dict[str, Any]
@@ -223,6 +224,8 @@ def normalise_field(name: str, value: Any) -> Any:
         return resolve_path_str(value) if value else None
     if name == "project_id":
         return value or None
+    if name == "agent_session_id":
+        return value if is_safe_session_id(value) else None
     if name == "clear_generation" or name == "intentional_shrink_generation":
         return value if isinstance(value, str) and value else None
     if name == "gateway_routing":

@@ -21,7 +21,7 @@ SIDEBAR_FIELDS: tuple[str, ...] = (
     "created_at", "updated_at",
     "last_message_at", "pinned", "archived", "project_id", "profile", "is_streaming", "active_stream_id",
 )  # fmt: skip
-OPTIONAL_FIELDS: tuple[str, ...] = ("parent_session_id",)  # sent only when set
+OPTIONAL_FIELDS: tuple[str, ...] = ("parent_session_id", "agent_session_id")  # sent only when set
 MAX_LIMIT = 500
 
 

@@ -63,6 +63,7 @@ def index_row(session: Any) -> dict[str, Any]:
     for name in (
         "is_cli_session", "source_tag", "raw_source", "session_source", "source_label", "read_only",
         "enabled_toolsets", "composer_draft", "process_wakeup_pause", "share_token", "share_created_at",
+        "agent_session_id",
     ):  # fmt: skip
         row[name] = getattr(session, name)
     # A file can name a turn no turn of this process runs (its final save failed, or the process is

@@ -11,15 +11,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
-from api import models, session_edit, session_feed, session_list, state_db, tombstones
+from api import models, session_edit, session_feed, session_list
+from api.agent_sessions import agent_session, agent_sessions, continued_agent_ids
 from api.anchor import anchor_message_index
 from api.errors import NotFound
 from api.render import render_message
-from api.session_fields import is_safe_session_id
-from api.session_lookup import load_session, session_dir
+from api.session_lookup import load_session
 
 log = logging.getLogger("talaria.admin")
 
@@ -110,92 +109,16 @@ def get_session_payload(sid: str, msg_limit: int | None = None, msg_before: int 
     return {"session": full_session(session, msg_limit, msg_before)}
 
 
-# ---------------------------------------------------------------------- agent sessions (state.db, read-only)
-
-
-def _agent_row(raw: Any) -> dict | None:
-    if not isinstance(raw, dict):
-        return None
-    sid = raw.get("id") or raw.get("session_id")
-    if not is_safe_session_id(sid):
-        return None
-    title = raw.get("title")
-    count = raw.get("message_count")
-    return {
-        "id": sid,
-        "title": title if isinstance(title, str) and title.strip() else f"Agent session {sid[:12]}",
-        "source": raw.get("source"),
-        "model": raw.get("model"),
-        "started_at": raw.get("started_at"),
-        "message_count": count if isinstance(count, int) and not isinstance(count, bool) else None,
-        "read_only": True,
-    }
-
-
-def _raw_agent_sessions() -> list:
-    try:
-        rows = state_db.list_agent_sessions()
-    except Exception as exc:  # noqa: BLE001 - state.db is optional and read-only: unreadable = absent
-        log.warning("listing agent sessions from state.db failed: %s", exc)
-        return []
-    return rows if isinstance(rows, list) else []
-
-
-def agent_sessions(is_talaria: Callable[[str], bool] = models.has_session_row) -> list[dict]:
-    """Sessions only the agent knows (CLI, other platforms), minus Talaria's own and deleted ones.
-
-    Rows with source ``webui`` are left out too: they are web UI sessions (ours, ids the agent rotated
-    during a compaction, or deleted ones), which the recovery audit reports when a sidecar is missing.
-    """
-    raw = _raw_agent_sessions()
-    if not raw:
-        return []
-    deleted = tombstones.read_deleted_ids(session_dir())
-    out = []
-    for item in raw:
-        row = _agent_row(item)
-        if row is None or row["source"] == "webui" or is_talaria(row["id"]) or row["id"] in deleted:
-            continue
-        out.append(row)
-    return out
-
-
-def agent_session(sid: str) -> dict | None:
-    """A read-only agent session with its messages, or None (no state.db, no such session, deleted here)."""
-    if sid in tombstones.read_deleted_ids(session_dir()):
-        return None
-    try:
-        messages = state_db.get_state_db_session_messages(sid)
-    except Exception as exc:  # noqa: BLE001
-        log.warning("reading agent session %s from state.db failed: %s", sid, exc)
-        return None
-    if not isinstance(messages, list) or not messages:
-        return None
-    meta = next(
-        (r for r in map(_agent_row, _raw_agent_sessions()) if r and r["id"] == sid), None
-    ) or _agent_row({"id": sid})
-    if meta is None:  # not a session id
-        return None
-    return {
-        "session_id": sid,
-        "title": meta["title"],
-        "model": meta["model"],
-        "source": meta["source"],
-        "created_at": meta["started_at"],
-        "read_only": True,
-        "message_count": len(messages),
-        "can_uncompress": False,
-        "messages": messages,
-    }
-
-
 # ---------------------------------------------------------------------- the sidebar
 
 
 def list_sessions() -> dict:
     rows = models.all_sessions()
     talaria = {row["session_id"] for row in rows}
-    return {"sessions": rows, "agent_sessions": agent_sessions(talaria.__contains__)}
+    return {
+        "sessions": rows,
+        "agent_sessions": agent_sessions(talaria.__contains__, continued_agent_ids(rows)),
+    }
 
 
 # The agent writes state.db all through a turn, so its stat-keyed cache misses on nearly every request
@@ -211,6 +134,12 @@ def _recent_agent_sessions() -> list[dict]:
             _AGENT_ROWS["rows"] = agent_sessions()
             _AGENT_ROWS["at"] = time.monotonic()
         return _AGENT_ROWS["rows"]
+
+
+def forget_agent_rows() -> None:
+    """The agent's rows changed here (a continuation): the next page lists them again."""
+    with _AGENT_ROWS_LOCK:
+        _AGENT_ROWS["at"] = -AGENT_ROWS_MAX_AGE_S
 
 
 def sessions_page_json(limit: int | None = None, cursor: str | None = None) -> list[bytes]:

@@ -62,8 +62,12 @@ def serve_session_changes(handler, changes, after: int | None, heartbeat_s: floa
             current, delta = changes.since(seq)
             if delta is None:
                 handler.wfile.write(change_frame(current, "reset", {}))
-            elif delta["upsert"] or delta["remove"]:
-                handler.wfile.write(change_frame(current, "sessions", delta))
+            else:
+                if delta["upsert"] or delta["remove"]:
+                    handler.wfile.write(change_frame(current, "sessions", delta))
+                agent = changes.agent_sessions_since(seq)
+                if agent is not None:
+                    handler.wfile.write(change_frame(current, "agent_sessions", {"agent_sessions": agent}))
             if current != seq or time.monotonic() - quiet_since >= heartbeat_s:
                 if current == seq:
                     handler.wfile.write(b": heartbeat\n\n")

@@ -90,6 +90,11 @@ def _stat_key(path: Path) -> tuple[tuple[int, int, int] | None, ...]:
     return tuple(out)
 
 
+def files_stamp(db_path: Path | str | None = None) -> tuple:
+    """The stat of ``state.db`` and its ``-wal``: it changes whenever the agent writes (no connection)."""
+    return _stat_key(Path(db_path) if db_path is not None else default_state_db_path())
+
+
 def _connect(path: Path, params: str) -> sqlite3.Connection:
     return sqlite3.connect(_uri(path, params), uri=True, timeout=_TIMEOUT_S, check_same_thread=False)
 
@@ -309,3 +314,138 @@ def count_sessions(db_path: Path | str) -> int:
     """How many sessions the agent's database holds; raises ``OSError``/``sqlite3.Error`` when it cannot
     be read (``talaria doctor`` reports why)."""
     return _with_connection(Path(db_path), _read_session_count)
+
+
+# ----------------------------------------------------------------------------------------------
+# Compression lineages (the agent's ``parent_session_id`` chain)
+# ----------------------------------------------------------------------------------------------
+
+# The agent's own continuation edge (hermes_state._COMPRESSION_CHILD_SQL): a child whose parent ended
+# with ``end_reason = 'compression'``; a delegate or a /branch child has another end reason on its parent.
+_LINEAGE_HOPS = 100
+
+
+def _parent_of(conn: sqlite3.Connection, sid: str) -> tuple[str | None, str | None]:
+    row = conn.execute(
+        "SELECT p.id, p.end_reason FROM sessions c JOIN sessions p ON p.id = c.parent_session_id WHERE c.id = ?",
+        (sid,),
+    ).fetchone()
+    return (row[0], row[1]) if row else (None, None)
+
+
+def _compression_child(conn: sqlite3.Connection, sid: str) -> str | None:
+    row = conn.execute(
+        "SELECT c.id FROM sessions c JOIN sessions p ON p.id = c.parent_session_id "
+        "WHERE p.id = ? AND p.end_reason = 'compression' ORDER BY c.started_at, c.id LIMIT 1",
+        (sid,),
+    ).fetchone()
+    return row[0] if row else None
+
+
+def _read_lineage(conn: sqlite3.Connection, key: str, sid: str) -> list[str]:
+    cols = _columns(conn, key, "sessions")
+    if not {"id", "parent_session_id", "end_reason"} <= cols:
+        return [sid]
+    chain = [sid]
+    seen = {sid}
+    current = sid
+    for _ in range(_LINEAGE_HOPS):
+        parent, reason = _parent_of(conn, current)
+        if parent is None or reason != "compression" or parent in seen:
+            break
+        chain.insert(0, parent)
+        seen.add(parent)
+        current = parent
+    current = sid
+    for _ in range(_LINEAGE_HOPS):
+        child = _compression_child(conn, current)
+        if child is None or child in seen:
+            break
+        chain.append(child)
+        seen.add(child)
+        current = child
+    return chain
+
+
+def session_lineage(sid: str, db_path: Path | str | None = None) -> list[str]:
+    """The compression segments of ``sid``'s conversation, oldest first (``[sid]`` when alone or unreadable)."""
+    if not is_safe_session_id(sid):
+        return []
+    path = Path(db_path) if db_path is not None else default_state_db_path()
+    try:
+        return _with_connection(path, lambda conn, key: _read_lineage(conn, key, sid))
+    except (OSError, sqlite3.Error, ValueError, TypeError):
+        return [sid]
+
+
+def lineage_messages(sid: str, db_path: Path | str | None = None) -> tuple[list[str], list[dict]]:
+    """``(segment ids, messages)`` of ``sid``'s whole conversation: every segment's active rows in order."""
+    segments = session_lineage(sid, db_path)
+    messages: list[dict] = []
+    for segment in segments:
+        messages.extend(get_state_db_session_messages(segment, db_path=db_path))
+    return segments, messages
+
+
+def _read_compressed_parents(conn: sqlite3.Connection, key: str) -> dict[str, str]:
+    if not {"id", "parent_session_id", "end_reason"} <= _columns(conn, key, "sessions"):
+        return {}
+    rows = conn.execute(
+        "SELECT c.id, p.id FROM sessions c JOIN sessions p ON p.id = c.parent_session_id "
+        "WHERE p.end_reason = 'compression'"
+    )
+    return {child: parent for child, parent in rows}
+
+
+def compression_parents(db_path: Path | str | None = None) -> dict[str, str]:
+    """``{segment id: the segment it continues}`` for every compression continuation; ``{}`` when unreadable."""
+    path = Path(db_path) if db_path is not None else default_state_db_path()
+    try:
+        return _with_connection(path, _read_compressed_parents)
+    except (OSError, sqlite3.Error, ValueError, TypeError):
+        return {}
+
+
+# ----------------------------------------------------------------------------------------------
+# Content search through the agent's own full-text index
+# ----------------------------------------------------------------------------------------------
+
+
+def _fts_phrases(needle: str) -> str:
+    # Each word a quoted phrase: the person's text never reaches FTS5 as query syntax.
+    return " ".join('"' + word.replace('"', '""') + '"' for word in needle.split())
+
+
+def _read_matching_sessions(conn: sqlite3.Connection, key: str, needle: str, limit: int) -> list[str]:
+    cols = _columns(conn, key, "messages")
+    active = "AND (m.active = 1 OR m.compacted = 1)" if {"active", "compacted"} <= cols else ""
+    tables = {
+        row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE name LIKE 'messages_fts%'")
+    }
+    # The trigram index matches inside words, as Talaria's own search does; it needs three characters a word.
+    order = ["messages_fts"]
+    if "messages_fts_trigram" in tables and all(len(word) >= 3 for word in needle.split()):
+        order.insert(0, "messages_fts_trigram")
+    for table in (t for t in order if t in tables):
+        try:
+            rows = conn.execute(
+                f"SELECT m.session_id, max(m.timestamp) AS at FROM {table} JOIN messages m ON m.id = {table}.rowid "
+                f"WHERE {table} MATCH ? {active} GROUP BY m.session_id ORDER BY at DESC LIMIT ?",
+                (_fts_phrases(needle), int(limit)),
+            ).fetchall()
+        except sqlite3.OperationalError:
+            continue
+        return [row[0] for row in rows if isinstance(row[0], str)]
+    return []
+
+
+def search_session_ids(needle: str, limit: int = 50, db_path: Path | str | None = None) -> list[str]:
+    """Sessions with a message matching every word of ``needle`` in the agent's full-text index (the
+    trigram one when each word has three characters), most recently matching first; ``[]`` when unreadable."""
+    if not needle.split():
+        return []
+    path = Path(db_path) if db_path is not None else default_state_db_path()
+    try:
+        return _with_connection(path, lambda conn, key: _read_matching_sessions(conn, key, needle, limit))
+    except (OSError, sqlite3.Error, ValueError, TypeError):
+        return []

@@ -95,3 +95,13 @@ def test_numbers_from_an_earlier_run_of_the_server_mean_reload():
     later = ChangeLog(start=2_000)
     assert later.since(earlier.seq)[1] is None
     assert later.since(later.seq)[1] == {"upsert": [], "remove": []}
+
+
+def test_the_agent_sessions_list_is_given_to_a_follower_behind_its_change_only():
+    log = ChangeLog(start=10)
+    assert log.agent_sessions_since(10) is None
+    log.record_agent_sessions([{"id": "cli1"}])
+    assert log.seq == 11 and log.agent_sessions_since(10) == [{"id": "cli1"}]
+    assert log.agent_sessions_since(11) is None
+    log.record_agent_sessions([])
+    assert log.agent_sessions_since(11) == []

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from api import session_catalogue, session_list, session_views
+from api import agent_sessions, session_catalogue, session_list, session_views
 from api.models import Session
 from talaria_testing.sessions import saved_session
 from talaria_testing.transcripts import message_row
@@ -79,8 +79,9 @@ def fake_state_db(monkeypatch):
     module.rows = []
     module.messages = {}
     module.list_agent_sessions = lambda: list(module.rows)
-    module.get_state_db_session_messages = lambda sid: list(module.messages.get(sid, []))
-    monkeypatch.setattr(session_views, "state_db", module)
+    module.lineage_messages = lambda sid: ([sid], list(module.messages.get(sid, [])))
+    module.compression_parents = dict
+    monkeypatch.setattr(agent_sessions, "state_db", module)
     return module
 
 

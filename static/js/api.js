@@ -95,6 +95,7 @@ export const api = {
   undo: (sessionId) => postJSON("/api/session/undo", { session_id: sessionId }),
   truncate: (sessionId, keepCount) => postJSON("/api/session/truncate", { session_id: sessionId, keep_count: keepCount }),
   clear: (sessionId) => postJSON("/api/session/clear", { session_id: sessionId }),
+  importAgentSession: (sessionId) => postJSON("/api/session/import_cli", { session_id: sessionId }),
   branch: (sessionId, keepCount) => postJSON("/api/session/branch", { session_id: sessionId, keep_count: keepCount }),
   compress: (sessionId, focusTopic) =>
     postJSON("/api/session/compress", focusTopic ? { session_id: sessionId, focus_topic: focusTopic } : { session_id: sessionId }),

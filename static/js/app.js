@@ -271,9 +271,9 @@ class App {
     const note = $("read-only-note");
     note.hidden = !(session && session.read_only);
     if (session && session.read_only) {
-      note.textContent = `Read-only: this conversation comes from ${session.source || "another platform"} and is shown as the agent stored it.`;
+      note.textContent = `This conversation comes from ${session.source || "another platform"}. Sending a message continues it here with its whole history; the agent's copy stays as it is.`;
     }
-    this.composer.setEnabled(!(session && session.read_only), session && session.read_only ? "This session is read-only" : undefined);
+    this.composer.setEnabled(true, session && session.read_only ? "Continue this conversation here…" : undefined);
   }
 
   // A control changed a session's row (its model, workspace, pin...): keep the chat view's copy in step,
@@ -301,9 +301,19 @@ class App {
   async ensureSession() {
     // A message sent while the URL's session is still loading belongs to that session, not a new one.
     if (this.loading) await this.loading;
+    if (this.chat.readOnly) return this.continueAgentSession(this.chat.sessionId);
     if (this.chat.sessionId) return this.chat.sessionId;
     const data = await api.newSession();
     this.sessions.upsert(data.session);
+    await this.open(data.session.session_id);
+    return data.session.session_id;
+  }
+
+  // The first message sent in one of the agent's own conversations continues it in a Talaria session
+  // holding its whole history; the agent's copy stays as it is.
+  async continueAgentSession(agentId) {
+    const data = await api.importAgentSession(agentId);
+    this.sessions.continued(agentId, data.session);
     await this.open(data.session.session_id);
     return data.session.session_id;
   }

@@ -2,6 +2,7 @@
 // agent's own sessions from other platforms (read-only). The list arrives in pages ("Show more") and
 // then follows the server's change feed, so every tab sees a change made in any other.
 
+import { AgentRows } from "./agent_rows.js";
 import { api } from "./api.js";
 import { confirmAction } from "./dialog.js";
 import { chooseRow, feedPosition, mergePage, noteFeedPosition, readPosition } from "./freshness.js";
@@ -94,6 +95,7 @@ export class SessionList {
     this.removedAt = new Map(); // session id -> the feed change that removed it
     this.deleting = new Set(); // sessions this tab is deleting: the feed's removal of them is no news here
     this.agentRows = [];
+    this.agent = new AgentRows({ onOpen, onChange: () => this.render() });
     this.nextCursor = null;
     this.feed = null;
     this.currentId = null;
@@ -169,6 +171,15 @@ export class SessionList {
       noteFeedPosition(seq);
       this.apply(change.upsert || [], change.remove || [], seq);
     });
+    this.feed.addEventListener("agent_sessions", (event) => {
+      try {
+        const rows = JSON.parse(event.data).agent_sessions;
+        if (Array.isArray(rows)) this.agentRows = rows;
+      } catch {
+        return;
+      }
+      this.render();
+    });
     const feed = this.feed;
     feed.addEventListener("error", () => {
       // A dropped connection reconnects by itself; a refused one (a lost login, a server error) is closed
@@ -222,6 +233,12 @@ export class SessionList {
 
   find(sessionId) {
     return this.rows.find((r) => r.session_id === sessionId) || this.agentRows.find((r) => r.id === sessionId) || null;
+  }
+
+  // An agent conversation continued here: its Talaria session takes the place of the agent's row.
+  continued(agentId, row) {
+    this.agentRows = this.agentRows.filter((r) => r.id !== agentId);
+    this.upsert(row);
   }
 
   isAgentSession(sessionId) {
@@ -314,14 +331,8 @@ export class SessionList {
       for (const row of this.matches) matchList.append(this.renderMatch(row));
       fragment.append(matchList);
     }
-    const agent = this.agentRows.filter((row) => !q || String(row.title || row.id).toLowerCase().includes(q));
-    if (agent.length) {
-      fragment.append(el("h2", "group-title", "Other platforms (read-only)"));
-      const agentList = el("ul", "group");
-      for (const row of agent) agentList.append(this.renderAgentRow(row));
-      fragment.append(agentList);
-    }
-    if (!visible.length && !agent.length && !(q && this.matches.length)) {
+    const agentShown = this.agent.render(fragment, this.agentRows, q);
+    if (!visible.length && !agentShown && !(q && this.matches.length)) {
       fragment.append(el("p", "list-empty", q ? "No session matches." : "No sessions yet."));
     }
     this.root.replaceChildren(fragment);
@@ -403,21 +414,6 @@ export class SessionList {
     const query = this.filterInput.value.trim();
     open.append(el("span", "session-title", row.title || "Untitled"), snippetNode(row.match.snippet, query));
     open.addEventListener("click", () => this.onOpen(row.session_id, { messageIdx: row.match.message_idx }));
-    item.append(open);
-    return item;
-  }
-
-  renderAgentRow(row) {
-    const item = el("li", "session-row agent-row");
-    item.dataset.sid = row.id;
-    const open = el("button", "session-open");
-    open.type = "button";
-    const count = Number(row.message_count || 0);
-    open.append(
-      el("span", "session-title", row.title || row.id),
-      el("span", "session-meta", [row.source, `${count} message${count === 1 ? "" : "s"}`].filter(Boolean).join(" · ")),
-    );
-    open.addEventListener("click", () => this.onOpen(row.id, { readOnly: true }));
     item.append(open);
     return item;
   }

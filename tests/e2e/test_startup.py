@@ -89,7 +89,7 @@ def test_login_page_guards_the_app_and_posts_carry_the_csrf_token(browser, llm, 
         server.stop()
 
 
-def test_agent_sessions_from_other_platforms_open_read_only(browser, llm, tmp_path):
+def test_agent_sessions_from_other_platforms_open_as_the_agent_stored_them(browser, llm, tmp_path):
     def prepare(server):
         from hermes_state import SessionDB
 
@@ -112,8 +112,9 @@ def test_agent_sessions_from_other_platforms_open_read_only(browser, llm, tmp_pa
             row.locator(".session-open").click()
             expect(page.locator(".msg")).to_have_count(2)
             expect(page.locator(".msg-assistant strong")).to_have_text("oat milk")
-            expect(page.locator("#read-only-note")).to_contain_text("Read-only")
-            expect(page.locator("#composer-input")).to_be_disabled()
+            expect(page.locator("#read-only-note")).to_contain_text("comes from telegram")
+            # Sending continues it in a Talaria session (tests/e2e/test_agent_sessions.py).
+            expect(page.locator("#composer-input")).to_be_enabled()
             expect(page.locator("#export-menu")).to_be_hidden()
             expect(page.locator(".edit-last")).to_have_count(0)
             screenshot(page, "agent-session-read-only")
