@@ -309,3 +309,25 @@ def count_sessions(db_path: Path | str) -> int:
     """How many sessions the agent's database holds; raises ``OSError``/``sqlite3.Error`` when it cannot
     be read (``talaria doctor`` reports why)."""
     return _with_connection(Path(db_path), _read_session_count)
+
+
+def _read_ids_with_prefix(conn: sqlite3.Connection, key: str, prefix: str, limit: int) -> list[str]:
+    if "id" not in _columns(conn, key, "sessions"):
+        raise sqlite3.OperationalError("no sessions table")
+    # The id's range, not LIKE: ids hold "_", which LIKE reads as a wildcard.
+    rows = conn.execute(
+        "SELECT id FROM sessions WHERE id >= ? AND id < ? ORDER BY id DESC LIMIT ?",
+        (prefix, prefix + "\U0010ffff", int(limit)),
+    )
+    return [str(row[0]) for row in rows]
+
+
+def session_ids_with_prefix(prefix: str, *, limit: int = 50, db_path: Path | str | None = None) -> list[str]:
+    """The agent's session ids starting with ``prefix``, greatest first; ``[]`` when unavailable."""
+    path = Path(db_path) if db_path is not None else default_state_db_path()
+    try:
+        return _with_connection(
+            path, lambda conn, key: _read_ids_with_prefix(conn, key, prefix, max(0, limit))
+        )
+    except (OSError, sqlite3.Error, ValueError, TypeError):
+        return []
