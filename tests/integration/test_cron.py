@@ -124,3 +124,46 @@ def test_an_unknown_job_s_runs_and_a_bad_edit_get_clear_errors(srv):
     status, data = srv.json("POST", "/api/cron/update", {"job_id": job["id"], "deliver": "telegram"})
     assert status == 400 and "deliver" in data["error"]
     assert srv.get_json("/api/cron/jobs")["jobs"][0]["schedule"] == "every 60m"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _gone_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not _alive(pid)
+
+
+def test_talarias_scheduler_ends_with_the_server_whether_stopped_or_killed(llm, tmp_path):
+    server = agent_server(tmp_path, llm.base_url)
+    with server:
+        first = server.get_json("/api/cron/status")["talaria"]["pid"]
+        assert first and _alive(first)
+    assert _gone_within(first, 1.0)
+
+    server.start()
+    try:
+        second = server.get_json("/api/cron/status")["talaria"]["pid"]
+        assert second and second != first
+        server.kill()  # no shutdown sequence: the child notices its parent is gone
+        assert _gone_within(second, 5.0)
+    finally:
+        server.stop()
+
+
+def test_with_talarias_scheduler_off_the_panel_says_nothing_fires_the_jobs(llm, tmp_path):
+    server = agent_server(tmp_path, llm.base_url, env={"TALARIA_CRON_SCHEDULER": "0"})
+    with server:
+        status = server.get_json("/api/cron/status")
+        assert status["fired_by"] == "none" and status["talaria"] == {"enabled": False, "pid": None}
+        job = _create(server, "every 1h")
+        server.post_json("/api/cron/run", {"job_id": job["id"]})
+        time.sleep(2)
+        assert server.get_json(f"/api/cron/runs?job_id={job['id']}")["runs"] == []
