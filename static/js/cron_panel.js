@@ -110,7 +110,17 @@ function runRow(run, scheduler) {
     link.addEventListener("click", () => link.closest("dialog")?.close());
     row.append(link);
   }
-  if (run.output) row.append(el("pre", "cron-output", run.output));
+  if (run.output) {
+    // The agent's output file opens with the job's prompt; its answer follows under "## Response".
+    const marker = run.output.indexOf("\n## Response\n");
+    const answer = marker >= 0 ? run.output.slice(marker + "\n## Response\n".length).trim() : run.output;
+    row.append(el("pre", "cron-output", answer));
+    if (marker >= 0) {
+      const whole = el("details", "cron-whole");
+      whole.append(el("summary", null, "The whole output file"), el("pre", "cron-output", run.output));
+      row.append(whole);
+    }
+  }
   return row;
 }
 

@@ -61,7 +61,8 @@ def test_a_job_is_created_run_now_shown_with_its_output_then_paused_and_deleted(
 
         job.get_by_role("button", name="Runs").click()
         run = dialog.locator(".cron-run").first
-        expect(run.locator(".cron-output")).to_contain_text("Three herons on the river today.")
+        expect(run.locator(".cron-output").first).to_have_text("Three herons on the river today.")
+        expect(run.locator(".cron-whole .cron-output")).to_contain_text("Count the herons.")
         expect(run).to_contain_text("fired by Talaria")
         expect(run.locator(".cron-status")).to_have_text("completed")
         expect(run.locator("a.cron-session")).to_have_attribute("href", f"#/s/{_session_of(cron_server)}")

@@ -58,6 +58,8 @@ def test_a_job_created_through_the_page_fires_once_at_its_time_with_its_output_a
     assert "The word is cormorant." in run["output"]
     assert run["session_id"] and run["session_id"].startswith(f"cron_{job['id']}_")
     assert any("Say the word." in str(req) for req in llm.requests())
+    shown = srv.get_json(f"/api/session?session_id={run['session_id']}")["session"]
+    assert "The word is cormorant." in str(shown["messages"])  # the run's session opens read-only
 
 
 def test_while_a_gateway_holds_the_agents_lock_talaria_does_not_fire_and_the_gateway_fires_once(srv, llm):
