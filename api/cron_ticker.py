@@ -4,8 +4,10 @@ With the ``cron_scheduler`` setting on, the server starts a child (``python -m a
 the agent's own ``cron.scheduler.tick`` every ``cron_tick_seconds``. ``tick`` takes the agent's scheduler
 lock (``$HERMES_HOME/cron/.tick.lock``), so while the agent's gateway ticks too each due job fires once,
 from whichever process holds the lock. The child keeps agent turns off the server process (a job's turn
-builds its own agent and ``state.db`` session) and ends with the server: on SIGTERM, or when its parent
-is gone. It imports the agent's cron only once a job exists. SIGUSR1 wakes it for a "run now".
+builds its own agent and ``state.db`` session) and ends with the server: on SIGTERM, or when its stdin,
+a pipe only the server holds, closes (the server is gone). A byte on that pipe wakes it for a "run now";
+a pipe rather than a signal, so a wake sent while the child still starts up waits instead of killing it.
+It imports the agent's cron only once a job exists.
 """
 
 from __future__ import annotations
@@ -24,8 +26,6 @@ from api import agent_cron, agent_runtime, config
 log = logging.getLogger(__name__)
 
 STOP_GRACE_S = 5.0
-# The child notices a vanished parent within this, whatever the tick interval.
-_PARENT_CHECK_S = 1.0
 
 
 class CronTicker:
@@ -44,7 +44,7 @@ class CronTicker:
                 # The child inherits the environment, where api.config put HERMES_HOME for the agent.
                 self._proc = subprocess.Popen(
                     [sys.executable, "-m", "api.cron_ticker", "--interval", interval],
-                    stdin=subprocess.DEVNULL,
+                    stdin=subprocess.PIPE,
                 )
 
     def pid(self) -> int | None:
@@ -55,14 +55,21 @@ class CronTicker:
     def wake(self) -> None:
         """Tick now instead of at the end of the interval."""
         with self._lock:
-            if self._proc is not None and self._proc.poll() is None:
-                self._proc.send_signal(signal.SIGUSR1)
+            if self._proc is None or self._proc.stdin is None:
+                return
+            try:
+                self._proc.stdin.write(b"w")
+                self._proc.stdin.flush()
+            except OSError:  # the child is gone; the status shows it
+                log.warning("the cron scheduler is not running")
 
     def stop(self, grace_s: float = STOP_GRACE_S) -> None:
         with self._lock:
             proc, self._proc = self._proc, None
         if proc is None:
             return
+        if proc.stdin is not None:
+            proc.stdin.close()
         proc.terminate()
         try:
             proc.wait(grace_s)
@@ -126,10 +133,9 @@ def _tick() -> bool:
 
 
 def _loop(interval: float, stop: threading.Event, wake: threading.Event) -> None:
-    parent = os.getppid()
     jobs_file = config.HERMES_HOME / "cron" / "jobs.json"
     started = False
-    while not stop.is_set() and os.getppid() == parent:
+    while not stop.is_set():
         if started or jobs_file.exists():
             jobs = agent_runtime.agent_module("cron.jobs")
             if not started:
@@ -137,15 +143,18 @@ def _loop(interval: float, stop: threading.Event, wake: threading.Event) -> None
                 agent_runtime.agent_module("cron.executions").recover_interrupted_executions()
                 started = True
             jobs.record_ticker_heartbeat(success=_tick())
-        waited = 0.0
-        while waited < interval and not stop.is_set() and os.getppid() == parent:
-            if wake.wait(min(_PARENT_CHECK_S, interval - waited)):
-                break
-            waited += _PARENT_CHECK_S
+        wake.wait(interval)
         wake.clear()
     if started:
         # The agent's own record of runs cut short, so they show as interrupted rather than running.
         agent_runtime.agent_module("cron.scheduler").mark_running_jobs_interrupted("Talaria stopped")
+
+
+def _read_wakes(stop: threading.Event, wake: threading.Event) -> None:
+    while os.read(sys.stdin.fileno(), 64):
+        wake.set()
+    stop.set()  # end of file: the server closed the pipe, or is gone
+    wake.set()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -162,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_stop)
     signal.signal(signal.SIGINT, on_stop)
-    signal.signal(signal.SIGUSR1, lambda _signum, _frame: wake.set())
+    threading.Thread(target=_read_wakes, args=(stop, wake), name="wakes", daemon=True).start()
     _loop(max(1.0, args.interval), stop, wake)
     sys.stdout.flush()
     # A job's turn may still run in the agent's worker threads; the process ends without waiting for them.
