@@ -16,6 +16,7 @@ import threading
 from api import (
     agent_watch,
     config,
+    cron_ticker,
     http_handler,
     mcp_servers,
     origin,
@@ -79,6 +80,7 @@ def serve(server: TalariaServer, grace_s: float = SHUTDOWN_GRACE_S) -> None:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    cron_ticker.TICKER.start()
     try:
         server.serve_forever()
     finally:
@@ -94,6 +96,7 @@ def shutdown_sequence(server: TalariaServer, grace_s: float = SHUTDOWN_GRACE_S) 
     except Exception:  # noqa: BLE001
         log.exception("stopping live turns failed")
     mcp_servers.DISCOVERY.stop()  # the MCP servers' processes end with their connections
+    cron_ticker.TICKER.stop()  # the scheduler child ends; a job it was running is marked interrupted
     if not server.wait_idle(grace_s):
         log.warning("requests still running after %.0f s; exiting anyway", grace_s)
     server.server_close()

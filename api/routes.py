@@ -23,6 +23,7 @@ from api import (
     models,
     routes_agent,
     routes_control,
+    routes_cron,
     routes_files,
     routes_toolbox,
     session_catalogue,
@@ -386,6 +387,7 @@ ROUTES: dict[tuple[str, str], Callable[[Any, dict], None]] = {
     ("GET", "/api/auth/status"): _handle_auth_status,
     **routes_agent.ROUTES,
     **routes_control.ROUTES,
+    **routes_cron.ROUTES,
     **routes_files.ROUTES,
     **routes_toolbox.ROUTES,
 }

@@ -281,6 +281,23 @@ SETTINGS: tuple[Setting, ...] = (
         "Import the agent and build the most recent session's agent in the background at start.",
     ),
     Setting(
+        "cron_scheduler",
+        bool,
+        True,
+        "TALARIA_CRON_SCHEDULER",
+        "Run the agent's cron scheduler while Talaria runs, so its jobs fire without the agent's gateway; "
+        "the agent's lock lets only one process fire each job when the gateway runs too.",
+    ),
+    Setting(
+        "cron_tick_seconds",
+        int,
+        60,
+        "TALARIA_CRON_TICK_SECONDS",
+        "Seconds between the cron scheduler's checks for due jobs.",
+        1,
+        3600,
+    ),
+    Setting(
         "log_level",
         str,
         "INFO",

@@ -449,3 +449,25 @@ def search_session_ids(needle: str, limit: int = 50, db_path: Path | str | None 
         return _with_connection(path, lambda conn, key: _read_matching_sessions(conn, key, needle, limit))
     except (OSError, sqlite3.Error, ValueError, TypeError):
         return []
+
+
+def _read_ids_with_prefix(conn: sqlite3.Connection, key: str, prefix: str, limit: int) -> list[str]:
+    if "id" not in _columns(conn, key, "sessions"):
+        raise sqlite3.OperationalError("no sessions table")
+    # The id's range, not LIKE: ids hold "_", which LIKE reads as a wildcard.
+    rows = conn.execute(
+        "SELECT id FROM sessions WHERE id >= ? AND id < ? ORDER BY id DESC LIMIT ?",
+        (prefix, prefix + "\U0010ffff", int(limit)),
+    )
+    return [str(row[0]) for row in rows]
+
+
+def session_ids_with_prefix(prefix: str, *, limit: int = 50, db_path: Path | str | None = None) -> list[str]:
+    """The agent's session ids starting with ``prefix``, greatest first; ``[]`` when unavailable."""
+    path = Path(db_path) if db_path is not None else default_state_db_path()
+    try:
+        return _with_connection(
+            path, lambda conn, key: _read_ids_with_prefix(conn, key, prefix, max(0, limit))
+        )
+    except (OSError, sqlite3.Error, ValueError, TypeError):
+        return []

@@ -89,6 +89,8 @@ class ServerProc:
             PYTHONFAULTHANDLER="1",
             # Most tests start servers that never run a turn: no background agent import for them.
             TALARIA_WARM_UP="0",
+            # Nor the agent's cron scheduler child: the cron tests switch it on.
+            TALARIA_CRON_SCHEDULER="0",
         )
         env.update(self.extra_env)
         return env

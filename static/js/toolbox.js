@@ -1,16 +1,19 @@
 // The agent's toolbox, opened from the sidebar: its memory (MEMORY.md, USER.md, SOUL.md, edited with a save
 // that refuses to overwrite what the agent wrote meanwhile), its skills (on or off, read, the person's own
-// edited), the MCP servers with their state and tools, and the settings a person changes often.
+// edited), the MCP servers with their state and tools, the agent's cron jobs, and the settings a person
+// changes often.
 
 import { getJSON, postJSON } from "./api.js";
 import { el } from "./dom.js";
 import { toast, toastError } from "./toast.js";
 import { mcpStateText } from "./tools.js";
+import { cronTab } from "./cron_panel.js";
 
 const TABS = [
   ["memory", "Memory"],
   ["skills", "Skills"],
   ["mcp", "MCP servers"],
+  ["cron", "Cron jobs"],
   ["settings", "Settings"],
 ];
 
@@ -273,7 +276,13 @@ async function mcpTab(pane) {
   return box;
 }
 
-const BUILDERS = { memory: memoryTab, skills: skillsTab, mcp: mcpTab, settings: settingsTab };
+const BUILDERS = {
+  memory: memoryTab,
+  skills: skillsTab,
+  mcp: mcpTab,
+  cron: (pane) => cronTab(pane, () => showTab(pane, "cron")),
+  settings: settingsTab,
+};
 
 async function showTab(pane, name) {
   pane.dataset.tab = name;
@@ -288,7 +297,7 @@ async function showTab(pane, name) {
 
 export function openToolbox(tab = "memory") {
   const dialog = el("dialog", "toolbox");
-  dialog.setAttribute("aria-label", "The agent's memory, skills and MCP servers");
+  dialog.setAttribute("aria-label", "The agent's memory, skills, MCP servers and cron jobs");
   const head = el("div", "toolbox-head");
   const tabs = el("div", "toolbox-tabs");
   tabs.setAttribute("role", "tablist");
