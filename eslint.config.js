@@ -1,5 +1,5 @@
 // ESLint for the page's ES modules and their unit tests: the recommended rules, browser globals for the
-// page, node's for the tests.
+// page, a service worker's for its worker, node's for the tests.
 import js from "@eslint/js";
 import globals from "globals";
 
@@ -10,6 +10,10 @@ export default [
   {
     files: ["static/js/**/*.js"],
     languageOptions: { ecmaVersion: "latest", sourceType: "module", globals: globals.browser },
+  },
+  {
+    files: ["static/sw.js"],
+    languageOptions: { ecmaVersion: "latest", sourceType: "script", globals: globals.serviceworker },
   },
   {
     files: ["tests/js/**/*.js", "eslint.config.js"],

@@ -10,6 +10,7 @@ Requests outside ``/api`` and ``/health`` are the page's static files, each open
 from __future__ import annotations
 
 import functools
+import hashlib
 import io
 import logging
 import mimetypes
@@ -18,7 +19,7 @@ import time
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
-from api import config, http_io, origin, routes, safe_read
+from api import app_shell, config, http_io, origin, routes, safe_read
 from api.http_writer import ResponseFile
 
 STATIC_DIR = config.STATIC_DIR
@@ -55,6 +56,8 @@ def static_file(url_path: str, root: Path = STATIC_DIR) -> Path | None:
     """The file under ``root`` that ``/`` or ``/static/<rel>`` names; None for anything unsafe or missing."""
     if url_path in ("/", "/index.html"):
         rel = "index.html"
+    elif url_path == app_shell.WORKER_URL:
+        rel = app_shell.WORKER_FILE
     elif url_path.startswith("/static/"):
         rel = url_path[len("/static/") :]
     else:
@@ -154,6 +157,10 @@ class Handler(BaseHTTPRequestHandler):
         etag = f'"{st.st_size:x}-{st.st_mtime_ns:x}"'
         is_html = file.suffix == ".html"
         csp = http_io.page_csp() if is_html else http_io.DATA_CSP
+        if path == app_shell.WORKER_URL:
+            data = app_shell.worker_source(STATIC_DIR, data)
+            etag = f'"{hashlib.sha256(data).hexdigest()[:32]}"'
+            csp = http_io.WORKER_CSP
         if self.headers.get("If-None-Match") == etag:
             http_io.send_bytes(
                 self, b"", content_type_for(file), 304, {"ETag": etag}, csp=csp, cache="no-cache"

@@ -46,7 +46,7 @@ SECURITY_HEADERS: tuple[tuple[str, str], ...] = (
 # policy makes any markup that slipped through inert (no inline script, no foreign fetches, no framing).
 HTML_CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; "
-    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    "connect-src 'self'; worker-src 'self'; manifest-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
 
 
@@ -56,6 +56,9 @@ def page_csp() -> str:
         return HTML_CSP.replace("img-src 'self' data:;", "img-src 'self' data: https:;")
     return HTML_CSP
 
+
+# The service worker fetches the page's own files and nothing else; it runs no markup.
+WORKER_CSP = "default-src 'none'; connect-src 'self'; frame-ancestors 'none'"
 
 # Non-HTML answers (JSON, downloads) are never meant to render anything.
 DATA_CSP = "default-src 'none'; frame-ancestors 'none'; sandbox"

@@ -28,7 +28,7 @@ if ! command -v node >/dev/null; then
   exit 1
 fi
 npm ci --no-audit --no-fund --loglevel=error
-npx --no-install eslint static/js tests/js eslint.config.js
+npx --no-install eslint static/js static/sw.js tests/js eslint.config.js
 node --test tests/js/
 
 SEED=../shared/seed/test_manual_compress_recovery.py

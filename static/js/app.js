@@ -12,6 +12,7 @@ import { showLineage } from "./lineage.js";
 import { showRecoveryBanner, updateContextMeter } from "./markers.js";
 import { ask, confirmAction } from "./dialog.js";
 import { ModelPicker } from "./model_picker.js";
+import { Notifier, registerShellWorker } from "./notify.js";
 import { PendingAction } from "./pending.js";
 import { showRecoveryReport } from "./recovery.js";
 import { showCommands, showShortcuts } from "./shortcuts.js";
@@ -54,7 +55,10 @@ class App {
       // the model gave after the first exchange): the header follows the open session's newest row.
       onFeedChanged: (row) => this.followFeed(row),
       onFeedRemoved: (sid) => this.removedElsewhere(sid),
+      onTurnEnded: (row, streamId) =>
+        this.notifier.turnEvent("done", {}, { sessionId: row.session_id, streamId, title: row.title }),
     });
+    this.notifier = new Notifier({ button: $("notify-toggle"), onOpen: (sid) => this.open(sid) });
     this.chat = new ChatView({
       transcript: $("transcript"),
       list: $("messages"),
@@ -71,6 +75,8 @@ class App {
       onError: toastError,
       onRendered: () => this.turnChanges?.decorate(),
       onTool: (name, data) => this.liveFiles.event(name, data, this.files.workspaceRoot || this.chat.session?.workspace),
+      onTurnEvent: (name, data, context) =>
+        this.notifier.turnEvent(name, data, { ...context, title: this.sessions.find(context.sessionId)?.title }),
     });
     this.turnChanges = new TurnChanges({
       list: $("messages"),
@@ -535,6 +541,7 @@ class App {
 }
 
 async function boot() {
+  registerShellWorker();
   let status;
   try {
     status = await api.authStatus();

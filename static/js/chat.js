@@ -20,7 +20,7 @@ export function indexMessages(messages, total) {
 }
 
 export class ChatView {
-  constructor({ transcript, list, sentinel, empty, onSession, onStreaming, onAction, onError, onRendered, onTool }) {
+  constructor({ transcript, list, sentinel, empty, onSession, onStreaming, onAction, onError, onRendered, onTool, onTurnEvent }) {
     this.transcript = transcript;
     this.list = list;
     this.empty = empty;
@@ -30,6 +30,7 @@ export class ChatView {
     this.onError = onError;
     this.onRendered = onRendered; // after rows are drawn (what decorates them draws again)
     this.onTool = onTool; // a live turn's tool events, as they come
+    this.onTurnEvent = onTurnEvent; // every event of the followed turn, before it is drawn
     this.session = null;
     this.messages = [];
     this.toolCards = new Map();
@@ -360,6 +361,7 @@ export class ChatView {
     const handle = followStream(streamId, {
       onEvent: (name, data) => {
         if (this.stream !== handle) return;
+        this.onTurnEvent?.(name, data || {}, { sessionId: sid, streamId });
         this.handleEvent(live, name, data || {});
         this.follower.contentChanged();
       },

@@ -82,7 +82,7 @@ function isEmptyUntitled(row, currentId) {
 }
 
 export class SessionList {
-  constructor({ root, filterInput, archivedToggle, onOpen, onDeleted, onChanged, onFeedChanged, onFeedRemoved }) {
+  constructor({ root, filterInput, archivedToggle, onOpen, onDeleted, onChanged, onFeedChanged, onFeedRemoved, onTurnEnded }) {
     this.root = root;
     this.filterInput = filterInput;
     this.archivedToggle = archivedToggle;
@@ -90,6 +90,7 @@ export class SessionList {
     this.onDeleted = onDeleted;
     this.onChanged = onChanged;
     this.onFeedChanged = onFeedChanged;
+    this.onTurnEnded = onTurnEnded;
     this.onFeedRemoved = onFeedRemoved;
     this.rows = []; // each with `_seq`, the feed position it is current to (freshness.js)
     this.removedAt = new Map(); // session id -> the feed change that removed it
@@ -201,7 +202,15 @@ export class SessionList {
 
   // A change of the feed, numbered `seq`: its rows are current to it.
   apply(upserts, removes, seq) {
-    for (const row of upserts) this.merge(row, seq);
+    for (const row of upserts) {
+      const before = row?.session_id ? this.find(row.session_id) : null;
+      this.merge(row, seq);
+      const after = before && this.find(row.session_id);
+      // A turn that ran and is over: the tab may tell the person (notify.js), whichever session it was.
+      if (before?.is_streaming && before.active_stream_id && after && !after.is_streaming) {
+        this.onTurnEnded?.(after, before.active_stream_id);
+      }
+    }
     for (const sid of removes) this.removedAt.set(sid, seq);
     if (removes.length) this.rows = this.rows.filter((r) => !removes.includes(r.session_id));
     this.render();

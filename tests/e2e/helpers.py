@@ -31,6 +31,15 @@ def start_server(root: Path, llm, *, password: str | None = None, prepare=None):
     return server.start()
 
 
+def asking_server(root: Path, llm, toolsets: str):
+    """The real server whose agent asks the person before a dangerous command (manual approvals)."""
+    from talaria_testing.fake_llm import agent_server
+
+    env = {"TALARIA_WORKSPACE_ROOTS": str(root), "TALARIA_CHECKPOINT_INTERVAL": "0.5"}
+    manual = {"approvals": {"mode": "manual"}}
+    return agent_server(root, llm.base_url, toolsets=toolsets, env=env, extra=manual)
+
+
 class PageGuard:
     """Collects everything that must not happen on a healthy page."""
 
@@ -92,10 +101,12 @@ class PageGuard:
 
 
 @contextlib.contextmanager
-def open_tabs(browser, base_url: str, count: int, *, viewport=DESKTOP, color_scheme="light"):
-    """``count`` pages of one fresh browser context (tabs of one person); on a clean exit no page may have
-    logged any problem."""
-    context = browser.new_context(viewport=viewport, color_scheme=color_scheme, accept_downloads=True)
+def open_tabs(browser, base_url: str, count: int, *, viewport=DESKTOP, color_scheme="light", permissions=()):
+    """``count`` pages of one fresh browser context (tabs of one person) granted ``permissions``; on a
+    clean exit no page may have logged any problem."""
+    context = browser.new_context(
+        viewport=viewport, color_scheme=color_scheme, accept_downloads=True, permissions=list(permissions)
+    )
     pages = []
     for _ in range(count):
         page = context.new_page()

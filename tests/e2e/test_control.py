@@ -8,10 +8,11 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from talaria_testing.fake_llm import Reply, agent_server
+from talaria_testing.fake_llm import Reply
 
 from .helpers import (
     PHONE,
+    asking_server,
     goto_app,
     new_session,
     open_page,
@@ -27,10 +28,7 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, llm):
-    root = tmp_path_factory.mktemp("talaria-e2e-control")
-    env = {"TALARIA_WORKSPACE_ROOTS": str(root), "TALARIA_CHECKPOINT_INTERVAL": "0.5"}
-    manual = {"approvals": {"mode": "manual"}}
-    with agent_server(root, llm.base_url, toolsets="terminal,clarify", env=env, extra=manual) as srv:
+    with asking_server(tmp_path_factory.mktemp("talaria-e2e-control"), llm, "terminal,clarify") as srv:
         yield srv
 
 
