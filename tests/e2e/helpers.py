@@ -101,11 +101,25 @@ class PageGuard:
 
 
 @contextlib.contextmanager
-def open_tabs(browser, base_url: str, count: int, *, viewport=DESKTOP, color_scheme="light", permissions=()):
+def open_tabs(
+    browser,
+    base_url: str,
+    count: int,
+    *,
+    viewport=DESKTOP,
+    color_scheme="light",
+    permissions=(),
+    service_workers="block",
+):
     """``count`` pages of one fresh browser context (tabs of one person) granted ``permissions``; on a
-    clean exit no page may have logged any problem."""
+    clean exit no page may have logged any problem. The page's service worker is blocked unless asked for
+    (``service_workers="allow"``): installing it fetches the whole shell again in every fresh context."""
     context = browser.new_context(
-        viewport=viewport, color_scheme=color_scheme, accept_downloads=True, permissions=list(permissions)
+        viewport=viewport,
+        color_scheme=color_scheme,
+        accept_downloads=True,
+        permissions=list(permissions),
+        service_workers=service_workers,
     )
     pages = []
     for _ in range(count):
@@ -125,9 +139,11 @@ def open_tabs(browser, base_url: str, count: int, *, viewport=DESKTOP, color_sch
 
 
 @contextlib.contextmanager
-def open_page(browser, base_url: str, *, viewport=DESKTOP, color_scheme="light"):
+def open_page(browser, base_url: str, *, viewport=DESKTOP, color_scheme="light", service_workers="block"):
     """A fresh browser context and page; on a clean exit the page must not have logged any problem."""
-    with open_tabs(browser, base_url, 1, viewport=viewport, color_scheme=color_scheme) as (page,):
+    with open_tabs(
+        browser, base_url, 1, viewport=viewport, color_scheme=color_scheme, service_workers=service_workers
+    ) as (page,):
         yield page
 
 

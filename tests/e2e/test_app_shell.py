@@ -7,9 +7,17 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from .helpers import goto_app, import_session
+from .helpers import goto_app, import_session, open_page
 
 pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def page(browser, server):
+    """A fresh page whose service worker may install (the other e2e tests block it)."""
+    with open_page(browser, server.base_url, service_workers="allow") as page:
+        yield page
+
 
 CACHED = """async () => {
   const found = {};

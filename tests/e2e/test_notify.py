@@ -44,7 +44,9 @@ def server(tmp_path_factory, llm):
 
 @contextlib.contextmanager
 def watched_tabs(browser, server, count=1, permissions=("notifications",)):
-    with open_tabs(browser, server.base_url, count, permissions=permissions) as pages:
+    with open_tabs(
+        browser, server.base_url, count, permissions=permissions, service_workers="allow"
+    ) as pages:
         pages[0].context.add_init_script(WATCH)
         yield pages
 
