@@ -20,9 +20,10 @@ DOCUMENTED_ROW = re.compile(r"^\| (GET|POST) (/[^ |]*) \|", re.MULTILINE)
 
 
 def documented_routes() -> set[tuple[str, str]]:
-    """The rows of docs/http-api.md's route tables (the page, ``GET /``, is served beside the table)."""
+    """The rows of docs/http-api.md's route tables (the page, ``GET /``, and its service worker,
+    ``GET /sw.js``, are served beside the table, with the static files)."""
     rows = set(DOCUMENTED_ROW.findall(HTTP_API.read_text(encoding="utf-8")))
-    return rows - {("GET", "/")}
+    return rows - {("GET", "/"), ("GET", "/sw.js")}
 
 
 class FakeHandler:
