@@ -37,4 +37,6 @@ TARGETS=(tests)
 
 # The test support is a plugin of this repository, not of the installed package: load it by name so
 # the seed (outside tests/, hence outside tests/conftest.py) gets its fixtures and isolation too.
-exec .venv/bin/python -m pytest -q -p talaria_testing.plugin "${TARGETS[@]}" "$@"
+# Two workers (the machines have two cores; much of a test is waiting on a server, a browser or a deadline),
+# each taking whole files so a module's server is started once.
+exec .venv/bin/python -m pytest -q -n 2 --dist loadfile -p talaria_testing.plugin "${TARGETS[@]}" "$@"
