@@ -111,6 +111,14 @@ def agent_server(
     return server
 
 
+def file_agent_server(
+    root: str | os.PathLike, base_url: str | None, *, env: dict | None = None, **config
+) -> ServerProc:
+    """``agent_server`` with the agent's file tools, its sessions' workspaces kept under ``root``."""
+    settings = {"TALARIA_WORKSPACE_ROOTS": str(root), **(env or {})}
+    return agent_server(root, base_url, toolsets="file", env=settings, **config)
+
+
 def refused_base_url() -> str:
     """An OpenAI-style base URL on 127.0.0.1 where nothing listens (the port was free a moment ago)."""
     with socket.socket() as sock:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from talaria_testing.fake_llm import FakeLLM, Reply, agent_server
+from talaria_testing.fake_llm import FakeLLM, Reply, file_agent_server
 
 from .helpers import new_session, open_files_panel, open_page, screenshots, send, wait_turn_done
 
@@ -28,8 +28,7 @@ def fake():
 @pytest.fixture(scope="module")
 def files_server(tmp_path_factory, fake):
     root = tmp_path_factory.mktemp("files-e2e")
-    env = {"TALARIA_WORKSPACE_ROOTS": str(root), "TALARIA_CHECKPOINT_INTERVAL": "0.5"}
-    with agent_server(root, fake.base_url, toolsets="file", env=env) as server:
+    with file_agent_server(root, fake.base_url, env={"TALARIA_CHECKPOINT_INTERVAL": "0.5"}) as server:
         workspace = server.workspace
         (workspace / "src").mkdir()
         (workspace / "src" / "main.py").write_text("def answer():\n    return 42\n")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from talaria_testing.fake_llm import Reply, agent_server
+from talaria_testing.fake_llm import Reply, file_agent_server
 
 from .helpers import PHONE, new_session, open_page, screenshots, send, wait_turn_done
 
@@ -18,8 +18,7 @@ pytestmark = pytest.mark.e2e
 @pytest.fixture(scope="module")
 def changes_server(tmp_path_factory, llm):
     root = tmp_path_factory.mktemp("turn-changes-e2e")
-    env = {"TALARIA_WORKSPACE_ROOTS": str(root)}
-    with agent_server(root, llm.base_url, toolsets="file", env=env) as server:
+    with file_agent_server(root, llm.base_url) as server:
         (server.workspace / "README.md").write_text("# Project\n")
         yield server
 

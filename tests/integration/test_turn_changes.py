@@ -11,7 +11,7 @@ from urllib.parse import quote
 import pytest
 
 from talaria_testing.chat_client import chat, new_session, read_all, session, start
-from talaria_testing.fake_llm import Reply, agent_server
+from talaria_testing.fake_llm import Reply, file_agent_server
 
 pytestmark = pytest.mark.integration
 
@@ -19,8 +19,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def srv(llm, tmp_path_factory):
     root = tmp_path_factory.mktemp("turn-changes")
-    env = {"TALARIA_WORKSPACE_ROOTS": str(root)}
-    with agent_server(root, llm.base_url, toolsets="file", env=env) as server:
+    with file_agent_server(root, llm.base_url) as server:
         yield server
 
 
@@ -167,8 +166,7 @@ def test_a_turn_is_not_restored_while_one_runs_in_the_session(srv, llm):
 def test_past_the_agents_checkpoint_limit_no_turn_is_given_another_turns_changes(llm, tmp_path):
     # Past max_snapshots the agent rebuilds a folder's history, every checkpoint then dated at the rebuild.
     extra = {"checkpoints": {"max_snapshots": 2}}
-    env = {"TALARIA_WORKSPACE_ROOTS": str(tmp_path)}
-    with agent_server(tmp_path, llm.base_url, toolsets="file", env=env, extra=extra) as small:
+    with file_agent_server(tmp_path, llm.base_url, extra=extra) as small:
         sid = new_session(small)
         (small.workspace / "README.md").write_text("a project\n")
         for version in ("v1", "v2", "v3"):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from talaria_testing.chat_client import chat, new_session
-from talaria_testing.fake_llm import Reply, agent_server
+from talaria_testing.fake_llm import Reply, file_agent_server
 
 pytestmark = pytest.mark.integration
 
@@ -15,8 +15,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def srv(llm, tmp_path_factory):
     root = tmp_path_factory.mktemp("changes")
-    env = {"TALARIA_WORKSPACE_ROOTS": str(root)}
-    with agent_server(root, llm.base_url, toolsets="file", env=env) as server:
+    with file_agent_server(root, llm.base_url) as server:
         yield server
 
 
