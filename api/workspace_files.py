@@ -51,11 +51,11 @@ _FORMATTER = HtmlFormatter(nowrap=True)
 _IMAGE_EXTENSIONS = {".png", ".jpg", ".jpeg", ".gif", ".webp"}
 
 
-def _relative(workspace: Path, path: Path) -> str:
+def relative_path(workspace: Path, path: Path) -> str:
     return path.relative_to(workspace).as_posix() if path != workspace else ""
 
 
-def _target(sid: str, relative: Any, *, allow_root: bool = False) -> tuple[Path, Path]:
+def resolve_target(sid: str, relative: Any, *, allow_root: bool = False) -> tuple[Path, Path]:
     """``(workspace, path)`` for a path from the page; the root itself only where ``allow_root``."""
     workspace = media.session_workspace(sid)
     if not workspace.is_dir():
@@ -87,7 +87,7 @@ def _entry(workspace: Path, folder: Path, prefix: str, item: os.DirEntry[str]) -
     return {**row, "type": "special"}  # FIFO, socket, device: shown, never opened
 
 
-def _hidden(name: str) -> bool:
+def is_hidden(name: str) -> bool:
     return name.startswith(".") or name in _IGNORED_DIRS
 
 
@@ -110,19 +110,19 @@ def _git_ignored(folder: Path, names: list[str]) -> set[str]:
 
 def list_folder(sid: str, relative: Any = "", show_hidden: bool = False) -> dict[str, Any]:
     """One folder's entries, folders first, each with its type (a link says whether it points inside)."""
-    workspace, folder = _target(sid, relative, allow_root=True)
+    workspace, folder = resolve_target(sid, relative, allow_root=True)
     if not folder.is_dir():
         raise BadRequest("path is not a folder")
     entries: list[dict[str, Any]] = []
     hidden = 0
     truncated = False
-    prefix = _relative(workspace, folder)
+    prefix = relative_path(workspace, folder)
     prefix = f"{prefix}/" if prefix else ""
     with os.scandir(folder) as found:
         for item in found:
             if atomic.unfinished_write(item.name, functools.partial(item.stat, follow_symlinks=False)):
                 continue  # a write's temp file, never a file of the workspace (a killed one's is swept)
-            if not show_hidden and _hidden(item.name):
+            if not show_hidden and is_hidden(item.name):
                 hidden += 1
                 continue
             if len(entries) >= LIST_MAX:
@@ -137,7 +137,7 @@ def list_folder(sid: str, relative: Any = "", show_hidden: bool = False) -> dict
     entries.sort(key=lambda row: (row["type"] != "dir", row["name"].lower()))
     return {
         "workspace": str(workspace),
-        "path": _relative(workspace, folder),
+        "path": relative_path(workspace, folder),
         "entries": entries,
         "hidden": hidden,
         "truncated": truncated,
@@ -196,10 +196,10 @@ def _csv_rows(path: Path, text: str) -> list[list[str]]:
 def read_file(sid: str, relative: Any) -> dict[str, Any]:
     """A file for the panel: its kind and what to show (text, highlighted code, Markdown, a table), or only
     its facts for an image, a PDF (shown from the raw route), a binary or a file too large to show."""
-    workspace, path = _target(sid, relative)
+    workspace, path = resolve_target(sid, relative)
     info, data = _open_regular(path, PREVIEW_MAX + 1, workspace)
     row: dict[str, Any] = {
-        "path": _relative(workspace, path),
+        "path": relative_path(workspace, path),
         "name": path.name,
         "size": info.st_size,
         "mtime": info.st_mtime,
@@ -222,7 +222,7 @@ def read_file(sid: str, relative: Any) -> dict[str, Any]:
 
 def raw_file(sid: str, relative: Any) -> tuple[bytes, str, str]:
     """``(bytes, content type, file name)`` of a file to download or show raw (images and PDFs inline)."""
-    workspace, path = _target(sid, relative)
+    workspace, path = resolve_target(sid, relative)
     info, data = _open_regular(path, RAW_MAX + 1, workspace)
     if info.st_size > RAW_MAX or len(data) > RAW_MAX:
         raise PayloadTooLarge(f"Files over {RAW_MAX // (1024 * 1024)} MB are not served here")
@@ -238,7 +238,7 @@ def raw_file(sid: str, relative: Any) -> tuple[bytes, str, str]:
     return data, content_type, path.name
 
 
-def _clean_name(name: Any) -> str:
+def clean_name(name: Any) -> str:
     if not isinstance(name, str) or not name.strip() or len(name) > NAME_MAX:
         raise BadRequest("A name must be 1 to 255 characters")
     if "/" in name or "\\" in name or name in (".", "..") or "\x00" in name:
@@ -253,8 +253,8 @@ def save_file(sid: str, relative: Any, content: Any, base_version: Any) -> dict[
     data = content.encode("utf-8")
     if len(data) > PREVIEW_MAX:
         raise PayloadTooLarge(f"Files over {PREVIEW_MAX // 1024} KB are not edited here")
-    workspace, path = _target(sid, relative)
-    _clean_name(path.name)
+    workspace, path = resolve_target(sid, relative)
+    clean_name(path.name)
     current = agent_memory.read_bytes(path)
     if agent_memory.version_of(current) != base_version:
         raise Conflict(
@@ -267,13 +267,17 @@ def save_file(sid: str, relative: Any, content: Any, base_version: Any) -> dict[
         )
     atomic.sweep_once(path.parent)
     atomic.write_bytes_durable(path, data)
-    return {"path": _relative(workspace, path), "version": agent_memory.version_of(data), "size": len(data)}
+    return {
+        "path": relative_path(workspace, path),
+        "version": agent_memory.version_of(data),
+        "size": len(data),
+    }
 
 
 def create(sid: str, relative: Any, kind: Any) -> dict[str, Any]:
     """A new empty file or folder; an existing name is refused, never replaced."""
-    workspace, path = _target(sid, relative)
-    _clean_name(path.name)
+    workspace, path = resolve_target(sid, relative)
+    clean_name(path.name)
     if kind not in ("file", "dir"):
         raise BadRequest('kind must be "file" or "dir"')
     try:
@@ -286,14 +290,14 @@ def create(sid: str, relative: Any, kind: Any) -> dict[str, Any]:
     except FileNotFoundError:
         raise NotFound("The folder to create it in does not exist") from None
     atomic.fsync_dir(path.parent)
-    return {"path": _relative(workspace, path), "type": kind}
+    return {"path": relative_path(workspace, path), "type": kind}
 
 
 def rename(sid: str, relative: Any, new_relative: Any) -> dict[str, Any]:
     """Rename or move a file or folder inside the workspace; an existing target is refused."""
-    workspace, source = _target(sid, relative)
-    _workspace, target = _target(sid, new_relative)
-    _clean_name(target.name)
+    workspace, source = resolve_target(sid, relative)
+    _workspace, target = resolve_target(sid, new_relative)
+    clean_name(target.name)
     if source == workspace:
         raise Forbidden("The workspace itself is not renamed here")
     if not os.path.lexists(source):
@@ -315,7 +319,7 @@ def rename(sid: str, relative: Any, new_relative: Any) -> dict[str, Any]:
     atomic.fsync_dir(target.parent)
     if source.parent != target.parent:
         atomic.fsync_dir(source.parent)
-    return {"path": _relative(workspace, target)}
+    return {"path": relative_path(workspace, target)}
 
 
 # ---------------------------------------------------------------------- the trash
@@ -328,7 +332,7 @@ def _trash_dir(sid: str) -> Path:
 
 def delete(sid: str, relative: Any) -> dict[str, Any]:
     """Move a file or folder into the session's trash (in the state folder), whence it can be restored."""
-    workspace, path = _target(sid, relative)
+    workspace, path = resolve_target(sid, relative)
     if path == workspace:
         raise Forbidden("The workspace itself is not deleted here")
     if not os.path.lexists(path):
@@ -336,7 +340,7 @@ def delete(sid: str, relative: Any) -> dict[str, Any]:
     item_id = f"{int(time.time() * 1000)}-{uuid.uuid4().hex[:8]}"
     holder = _trash_dir(sid) / item_id
     holder.mkdir(parents=True)
-    original = _relative(workspace, path)
+    original = relative_path(workspace, path)
     atomic.write_bytes_durable(holder / "origin.txt", original.encode("utf-8"))
     shutil.move(str(path), str(holder / "item"))
     atomic.fsync_dir(path.parent)
@@ -364,14 +368,14 @@ def restore(sid: str, item_id: Any) -> dict[str, Any]:
     origin = agent_memory.read_bytes(holder / "origin.txt")
     if origin is None or not os.path.lexists(holder / "item"):
         raise NotFound("No such item in the trash")
-    workspace, path = _target(sid, origin.decode("utf-8"))
+    workspace, path = resolve_target(sid, origin.decode("utf-8"))
     if os.path.lexists(path):
         raise Conflict(f"{path.name} exists again; rename it first")
     path.parent.mkdir(parents=True, exist_ok=True)
     shutil.move(str(holder / "item"), str(path))
     shutil.rmtree(holder, ignore_errors=True)
     atomic.fsync_dir(path.parent)
-    return {"path": _relative(workspace, path)}
+    return {"path": relative_path(workspace, path)}
 
 
 def empty_trash(sid: str) -> dict[str, Any]:

@@ -75,7 +75,7 @@ def diff(sid: str, relative: Any = None) -> dict[str, Any]:
     workspace = _repository(sid)
     args = ["diff", "--no-color", "--no-ext-diff", "--no-textconv", "HEAD"]
     if relative not in (None, ""):
-        _workspace, path = workspace_files._target(sid, relative)
+        _workspace, path = workspace_files.resolve_target(sid, relative)
         args += ["--", str(path.relative_to(workspace))]
     text = _git(workspace, *args)
     return {"diff": text[:DIFF_MAX_CHARS], "truncated": len(text) > DIFF_MAX_CHARS}

@@ -53,14 +53,14 @@ def _walk(folder: Path, show_hidden: bool) -> Iterator[tuple[str, list[str], lis
     for top, dirs, files, dir_fd in os.fwalk(folder, follow_symlinks=False):
         files[:] = [name for name in files if not _unfinished_write(name, dir_fd)]
         if not show_hidden:
-            dirs[:] = [name for name in dirs if not workspace_files._hidden(name)]
-            files = [name for name in files if not workspace_files._hidden(name)]
+            dirs[:] = [name for name in dirs if not workspace_files.is_hidden(name)]
+            files = [name for name in files if not workspace_files.is_hidden(name)]
         yield top, dirs, files, dir_fd
 
 
 def _folder(sid: str, relative: Any) -> tuple[Path, Path]:
     """``(workspace, folder)`` for a folder path from the page (links resolved, inside the workspace)."""
-    workspace, folder = workspace_files._target(sid, relative, allow_root=True)
+    workspace, folder = workspace_files.resolve_target(sid, relative, allow_root=True)
     if not folder.is_dir():
         if not os.path.lexists(folder):
             raise NotFound("No such folder in the workspace")
@@ -193,7 +193,7 @@ def upload(sid: str, relative: Any, name: Any, data: Any, keep_both: Any = False
     if not isinstance(keep_both, bool):
         raise BadRequest("keep_both must be true or false")
     workspace, folder = _folder(sid, relative)
-    clean = workspace_files._clean_name(name)
+    clean = workspace_files.clean_name(name)
     raw = attachments.decode(data, int(config.setting("upload_max_bytes")), allow_empty=True)
     names: Callable[[], Iterator[str]] = (
         (lambda: attachments.candidate_names(clean)) if keep_both else (lambda: iter([clean]))
@@ -209,4 +209,4 @@ def upload(sid: str, relative: Any, name: Any, data: Any, keep_both: Any = False
     finally:
         os.close(folder_fd)
     path = folder / stored
-    return {"path": workspace_files._relative(workspace, path), "name": stored, "size": len(raw)}
+    return {"path": workspace_files.relative_path(workspace, path), "name": stored, "size": len(raw)}
