@@ -143,6 +143,8 @@ class Session(SessionFields):
         self.pending_question = question if isinstance(question, dict) else None
         effort = kw.get("reasoning_effort")  # the session's reasoning effort; None follows the agent's config
         self.reasoning_effort = effort if isinstance(effort, str) and effort else None
+        environment = kw.get("environment")  # the session's execution environment; None is local
+        self.environment = environment if isinstance(environment, str) and environment else None
         self.post_compression_context_tokens_estimate = non_negative_int_or_none(
             kw.get("post_compression_context_tokens_estimate")
         )

@@ -55,6 +55,7 @@ TALARIA_FIELDS: tuple[str, ...] = (
     "compression_undo",
     "pending_question",
     "reasoning_effort",
+    "environment",
 )
 
 
@@ -137,6 +138,7 @@ class SessionFields:
     compression_undo: dict[str, Any] | None
     pending_question: dict[str, Any] | None
     reasoning_effort: str | None
+    environment: str | None  # the execution environment its tools run in (api.environments); None: local
 
 
 # Computed at save and written ahead of "messages", so a prefix read gives the whole sidebar row.

@@ -48,6 +48,8 @@ def index_row(session: Any) -> dict[str, Any]:
     if session.parent_session_id:
         row["parent_session_id"] = session.parent_session_id
     row["created_workspace"] = session.created_workspace
+    if getattr(session, "environment", None):
+        row["environment"] = session.environment
     if session.compression_recovery_source_session_id or session.compression_recovery_action:
         row["compression_recovery_source_session_id"] = session.compression_recovery_source_session_id
         row["compression_recovery_action"] = session.compression_recovery_action
