@@ -236,7 +236,8 @@ def set_for_session(sid: str, name: Any) -> dict:
         if session.read_only:
             raise Conflict("This session is read-only.")
         session.environment = None if name == LOCAL else name
-    return session.compact()
+    # The row names ``local`` too, so a page merging it into its copy forgets the previous environment.
+    return {**session.compact(), "environment": name}
 
 
 def for_turn(session: Any) -> None:
