@@ -5,7 +5,7 @@
 
 import { getJSON, postJSON } from "./api.js";
 import { ask, confirmAction } from "./dialog.js";
-import { el } from "./dom.js";
+import { el, pathIcon } from "./dom.js";
 
 export const environmentApi = {
   list: () => getJSON("/api/environments"),
@@ -16,7 +16,6 @@ export const environmentApi = {
   set: (sessionId, environment) => postJSON("/api/session/environment", { session_id: sessionId, environment }),
 };
 
-const SVG = "http://www.w3.org/2000/svg";
 const FIELDS = {
   ssh: [
     ["ssh_host", "Host", "Host, e.g. build.example.org"],
@@ -31,14 +30,7 @@ const FIELDS = {
 };
 
 function hostIcon() {
-  const svg = document.createElementNS(SVG, "svg");
-  svg.setAttribute("viewBox", "0 0 16 16");
-  svg.setAttribute("class", "workspace-icon");
-  svg.setAttribute("aria-hidden", "true");
-  const path = document.createElementNS(SVG, "path");
-  path.setAttribute("d", "M2 3.5h12v7H2zM5.5 13.5h5M8 10.5v3");
-  svg.append(path);
-  return svg;
+  return pathIcon("workspace-icon", "M2 3.5h12v7H2zM5.5 13.5h5M8 10.5v3");
 }
 
 function sessionIdOf(session) {
