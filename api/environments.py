@@ -75,6 +75,12 @@ def target_of(entry: dict) -> str:
 
 
 def _row(name: str, entry: dict, confirmed: dict[str, str]) -> dict[str, Any]:
+    if name != LOCAL:
+        try:
+            entry = _checked(name, entry)
+        except BadRequest as exc:
+            return {"name": name, "backend": str(entry.get("backend")), "target": "", "remote": True,
+                    "confirmed": False, "error": exc.message}  # fmt: skip
     backend = entry.get("backend", LOCAL)
     row: dict[str, Any] = {
         "name": name,
@@ -99,7 +105,15 @@ def definition(name: Any) -> dict:
     entry = _defined(config).get(name)
     if entry is None:
         raise NotFound(f"There is no environment named {name!r}; define it in Environments first.")
-    return entry
+    return _checked(name, entry)
+
+
+def _checked(name: str, entry: dict) -> dict:
+    """A definition as written by hand goes through the page's checks too: nothing option-like reaches ssh."""
+    try:
+        return clean_definition(entry)
+    except BadRequest as exc:
+        raise BadRequest(f"The environment {name!r} in config.yaml is not usable: {exc.message}") from None
 
 
 def list_environments() -> dict[str, Any]:

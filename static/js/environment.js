@@ -215,7 +215,7 @@ export class EnvironmentPicker {
         test.setAttribute("aria-label", `Test connection to ${row.name}`);
         const result = el("p", "environment-result");
         result.setAttribute("role", "status");
-        this.showResult(result, this.results.get(row.name));
+        this.showResult(result, this.results.get(row.name) || (row.error ? { ok: false, error: row.error } : null));
         test.addEventListener("click", () => this.test(row.name, test, result));
         item.append(pick, test);
         if (row.remote) {

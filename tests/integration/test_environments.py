@@ -159,3 +159,18 @@ def test_deleting_an_environment_forgets_its_confirmation(srv):
     assert "gone" not in webui["environments"] and "gone" not in webui.get("environments_confirmed", {})
     status, _ = srv.json("POST", "/api/environments", {"name": "gone", "delete": True})
     assert status == 404
+
+
+def test_a_hand_written_definition_that_fails_the_checks_is_listed_with_the_reason_and_never_used(srv):
+    """A host written by hand as an ssh option reached the agent's ssh command line."""
+    config = _config(srv)
+    config.setdefault("webui", {}).setdefault("environments", {})["handmade"] = {
+        "backend": "ssh", "ssh_host": "-oProxyCommand=touch pwned", "ssh_user": "dev",
+    }  # fmt: skip
+    config["webui"]["environments_confirmed"] = {"handmade": "dev@-oProxyCommand=touch pwned:22"}
+    (srv.hermes_home / "config.yaml").write_text(yaml.safe_dump(config))
+    row = next(r for r in srv.get_json("/api/environments")["environments"] if r["name"] == "handmade")
+    assert "ssh_host" in row["error"] and not row["confirmed"]
+    status, data = srv.json("POST", "/api/environments/test", {"name": "handmade"})
+    assert status == 400 and "config.yaml" in data["error"] and "ssh_host" in data["error"]
+    assert not (srv.workspace / "pwned").exists()
