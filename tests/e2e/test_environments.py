@@ -60,13 +60,16 @@ def test_an_ssh_environment_is_added_confirmed_once_tested_and_chosen_for_the_se
 
     picker.get_by_role("button", name="Test connection to sshbox").click()
     dialog = page.locator("dialog.modal")
-    expect(dialog).to_contain_text(f"{ssh.user}@127.0.0.1:{ssh.port}")
+    # The first use imports the agent's file-sync modules to list what it copies: seconds on a busy machine.
+    expect(dialog).to_contain_text(f"{ssh.user}@127.0.0.1:{ssh.port}", timeout=60000)
     expect(dialog).to_contain_text("copies to ~/.hermes")
     expect(dialog).to_contain_text("skill file")
     screenshots(page, "environment-confirmation")
     dialog.get_by_role("button", name="Copy and use").click()
     row = picker.locator(".environment-row", has_text="sshbox")
-    expect(row.locator(".environment-result")).to_contain_text(f"✓ {socket.gethostname()} · {ssh.home}")
+    expect(row.locator(".environment-result")).to_contain_text(
+        f"✓ {socket.gethostname()} · {ssh.home}", timeout=60000
+    )
     screenshots(page, "environment-test-ok")
 
     _add(
