@@ -124,6 +124,7 @@ FIELDS: tuple[Field, ...] = (
     Field("compression_undo", "dict_or_none", "talaria"),
     Field("pending_question", "dict_or_none", "talaria"),  # an approval or clarify question a turn waits on
     Field("reasoning_effort", "text_or_none", "talaria"),  # None follows the agent's config
+    Field("environment", "text_or_none", "talaria", index="if_set"),  # where its tools run; None is local
     Field("message_count", "count_or_none", "derived", index="always", sidebar="always"),
     Field("anchor_scene_index", "dict_or_none", "derived"),
     Field("user_message_count", "count_or_none", "derived", index="always"),
@@ -230,6 +231,7 @@ class SessionFields:
     compression_undo: dict[str, Any] | None
     pending_question: dict[str, Any] | None
     reasoning_effort: str | None
+    environment: str | None
 
 
 def resolve_path_str(value: Any) -> str:

@@ -28,6 +28,7 @@ from api import (
     agent_turn,
     attachments,
     compression,
+    environments,
     interrupted_turns,
     models,
     provider_errors,
@@ -96,6 +97,7 @@ def start_turn(
                 raise Conflict("This session is read-only.")
             # A workspace no longer valid refuses the turn before anything is saved.
             workspace.for_turn(session)
+            environments.for_turn(session)
             # A turn left pending by a process that is gone is closed here and saved with the write-ahead.
             interrupted_turns.close_unless_live(
                 session,

@@ -9,11 +9,15 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e '.[dev]'
 
-if [ ! -x /usr/bin/chromium ]; then
+# Debian's Chromium for the page's tests, Debian's OpenSSH server for the execution-environment tests.
+MISSING=()
+[ -x /usr/bin/chromium ] || MISSING+=(chromium)
+[ -x /usr/sbin/sshd ] || MISSING+=(openssh-server)
+if [ "${#MISSING[@]}" -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${MISSING[@]}" >/dev/null
 fi
 
 # Static checks first (quick; any finding fails the run): lint and formatting, types, the import contracts,

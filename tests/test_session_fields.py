@@ -55,6 +55,7 @@ def test_the_index_row_holds_exactly_the_fields_the_table_marks_for_it(state_dir
         parent_session_id="p1",
         worktree_path="/tmp/wt",
         compression_recovery_action="restore",
+        environment="build-box",
         messages=[{"role": "user", "content": "hi", "timestamp": 1.0}],
     )
     assert set(session.compact()) == {field.name for field in FIELDS if field.index}

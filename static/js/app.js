@@ -26,6 +26,7 @@ import { TurnChanges } from "./turn_changes.js";
 import { SetupDialog } from "./setup.js";
 import { toast, toastError } from "./toast.js";
 import { WorkspacePicker } from "./workspace.js";
+import { EnvironmentPicker } from "./environment.js";
 import { YoloIndicator } from "./questions.js";
 import { ToolsMenu } from "./tools.js";
 
@@ -101,6 +102,8 @@ class App {
       onStop: () => this.stop(),
     });
     this.workspace = new WorkspacePicker({ root: $("workspace-picker"), onChanged: (row) => this.sessionChanged(row) });
+    this.environment = new EnvironmentPicker({ root: $("environment-picker"), onChanged: (row) => this.sessionChanged(row) });
+    this.workspace.menu.append(this.environment.shortcut);
     this.yolo = new YoloIndicator($("yolo-indicator"));
     this.setup = new SetupDialog({ onSaved: () => this.modelPicker.load() });
     this.modelPicker = new ModelPicker({
@@ -260,6 +263,7 @@ class App {
     document.title = session ? `${title} — Talaria` : "Talaria";
     updateContextMeter($("context-meter"), session);
     this.workspace.setSession(session);
+    this.environment.setSession(session);
     this.yolo.setSession(session);
     this.modelPicker.update(session);
     this.reasoning.update(session);

@@ -7,3 +7,17 @@ export function el(tag, className, text) {
   if (text !== undefined && text !== null) node.textContent = text;
   return node;
 }
+
+const SVG = "http://www.w3.org/2000/svg";
+
+// A small line icon (16×16 view box) drawn by one path, hidden from assistive technology.
+export function pathIcon(className, d) {
+  const svg = document.createElementNS(SVG, "svg");
+  svg.setAttribute("viewBox", "0 0 16 16");
+  svg.setAttribute("class", className);
+  svg.setAttribute("aria-hidden", "true");
+  const path = document.createElementNS(SVG, "path");
+  path.setAttribute("d", d);
+  svg.append(path);
+  return svg;
+}

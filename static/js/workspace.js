@@ -2,24 +2,15 @@
 // (recently used workspaces, or a typed path). The server decides what may be chosen and says why not.
 
 import { getJSON, postJSON } from "./api.js";
-import { el } from "./dom.js";
+import { el, pathIcon } from "./dom.js";
 
 export const workspaceApi = {
   overview: () => getJSON("/api/workspaces"),
   set: (sessionId, workspace) => postJSON("/api/session/workspace", { session_id: sessionId, workspace }),
 };
 
-const SVG = "http://www.w3.org/2000/svg";
-
 function folderIcon() {
-  const svg = document.createElementNS(SVG, "svg");
-  svg.setAttribute("viewBox", "0 0 16 16");
-  svg.setAttribute("class", "workspace-icon");
-  svg.setAttribute("aria-hidden", "true");
-  const path = document.createElementNS(SVG, "path");
-  path.setAttribute("d", "M1.5 3.5h4.5l1.5 1.5h7v8h-13z");
-  svg.append(path);
-  return svg;
+  return pathIcon("workspace-icon", "M1.5 3.5h4.5l1.5 1.5h7v8h-13z");
 }
 
 function folderName(path) {
