@@ -22,6 +22,8 @@ import { ReasoningPicker } from "./reasoning_picker.js";
 import { openToolbox } from "./toolbox.js";
 import { messageText } from "./render.js";
 import { SessionList } from "./sessions.js";
+import { ProjectPanel } from "./projects.js";
+import { Selection } from "./bulk_select.js";
 import { TurnChanges } from "./turn_changes.js";
 import { SetupDialog } from "./setup.js";
 import { toast, toastError } from "./toast.js";
@@ -57,6 +59,21 @@ class App {
       onFeedRemoved: (sid) => this.removedElsewhere(sid),
       onTurnEnded: (row, streamId) =>
         this.notifier.turnEvent("done", {}, { sessionId: row.session_id, streamId, title: row.title }),
+    });
+    this.projects = new ProjectPanel({
+      root: $("projects"),
+      onView: (projectId, { refresh = true } = {}) =>
+        refresh ? this.sessions.setProject(projectId).catch(toastError) : this.sessions.render(),
+    });
+    this.sessions.projects = this.projects;
+    this.sessions.selection = new Selection({
+      scope: $("sidebar"),
+      bar: $("bulk-bar"),
+      button: $("select-sessions"),
+      shownIds: () => this.sessions.shown,
+      changed: () => this.sessions.render(),
+      applied: (action, results) => this.sessions.applyBulk(action, results),
+      chooseTarget: (title) => this.projects.chooseTarget(title),
     });
     this.notifier = new Notifier({ button: $("notify-toggle"), onOpen: (sid) => this.open(sid) });
     this.chat = new ChatView({
@@ -151,6 +168,7 @@ class App {
 
   async startApp() {
     $("app").hidden = false;
+    this.projects.load().then(() => this.sessions.render());
     await this.sessions.refresh();
     this.modelPicker.load();
     // The page's own commands work without the agent's; a completion list already open takes them when they come.
