@@ -72,7 +72,7 @@ class App {
       button: $("select-sessions"),
       shownIds: () => this.sessions.shown,
       changed: () => this.sessions.render(),
-      applied: (action, results) => this.sessions.applyBulk(action, results),
+      send: (body) => this.sessions.sendBulk(body),
       chooseTarget: (title) => this.projects.chooseTarget(title),
     });
     this.notifier = new Notifier({ button: $("notify-toggle"), onOpen: (sid) => this.open(sid) });

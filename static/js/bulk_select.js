@@ -2,7 +2,6 @@
 // selects every row between the last one chosen and this one. The bar acts on the selection in one request
 // (move to a project, archive, delete), then offers to undo it.
 
-import { api } from "./api.js";
 import { rangeIds, summary, undoRequests } from "./bulk_rules.js";
 import { el } from "./dom.js";
 import { toast, toastError } from "./toast.js";
@@ -10,15 +9,15 @@ import { toast, toastError } from "./toast.js";
 const UNDO_MS = 10000;
 
 export class Selection {
-  // `shownIds()`: the ids of the rows shown, in order; `changed()`: the list renders again; `applied(results)`:
-  // the list takes each changed session (or its removal); `chooseTarget(title)`: the project to move to.
+  // `shownIds()`: the ids of the rows shown, in order; `changed()`: the list renders again; `send(body)`: the
+  // bulk request, whose answer the list takes in; `chooseTarget(title)`: the project to move to.
   // Escape anywhere in `scope` (the sidebar) ends the selection.
-  constructor({ scope, bar, button, shownIds, changed, applied, chooseTarget }) {
+  constructor({ scope, bar, button, shownIds, changed, send, chooseTarget }) {
     this.bar = bar;
     this.button = button;
     this.shownIds = shownIds;
     this.changed = changed;
-    this.applied = applied;
+    this.send = send;
     this.chooseTarget = chooseTarget;
     this.active = false;
     this.ids = new Set();
@@ -102,12 +101,11 @@ export class Selection {
   async run(action, extra = {}, projectName = null) {
     let result;
     try {
-      result = await api.bulk({ action, session_ids: [...this.ids], ...extra });
+      result = await this.send({ action, session_ids: [...this.ids], ...extra });
     } catch (err) {
       toastError(err);
       return;
     }
-    this.applied(action, result.results || []);
     this.stop();
     const undo = undoRequests(action, result.results);
     toast(summary(action, result, projectName), {
@@ -116,7 +114,7 @@ export class Selection {
       kind: result.failed ? "error" : "info",
       onAction: async () => {
         try {
-          for (const body of undo) this.applied(body.action, (await api.bulk(body)).results || []);
+          for (const body of undo) await this.send(body);
           toast("Undone.");
         } catch (err) {
           toastError(err);

@@ -166,18 +166,27 @@ export class SessionList {
     await this.refresh();
   }
 
-  // The outcome of a bulk action (bulk_select.js): each session changed, or removed when deleted.
-  applyBulk(action, results) {
-    for (const result of results) {
-      if (!result.ok) continue;
-      if (action === "delete") {
-        this.removedAt.delete(result.session_id);
-        this.remove(result.session_id);
-        this.onDeleted?.(result.session_id);
-      } else if (result.session) {
-        this.upsert(result.session);
+  // A bulk action (bulk_select.js) sent, and each session it changed taken in (or removed when deleted).
+  // The sessions being deleted are this tab's doing: the feed's removal of the open one is no news here.
+  async sendBulk(body) {
+    const deleting = body.action === "delete" ? body.session_ids : [];
+    for (const sid of deleting) this.deleting.add(sid);
+    let result;
+    try {
+      result = await api.bulk(body);
+    } finally {
+      for (const sid of deleting) this.deleting.delete(sid);
+    }
+    for (const outcome of result.results || []) {
+      if (!outcome.ok) continue;
+      if (body.action === "delete") {
+        this.remove(outcome.session_id);
+        this.onDeleted?.(outcome.session_id);
+      } else if (outcome.session) {
+        this.upsert(outcome.session);
       }
     }
+    return result;
   }
 
   following() {
