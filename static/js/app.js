@@ -64,6 +64,8 @@ class App {
       root: $("projects"),
       onView: (projectId, { refresh = true } = {}) =>
         refresh ? this.sessions.setProject(projectId).catch(toastError) : this.sessions.render(),
+      onDrop: (ids, project) =>
+        this.sessions.selection.run("move", { project_id: project?.project_id ?? null }, project?.name ?? null, ids),
     });
     this.sessions.projects = this.projects;
     this.sessions.selection = new Selection({

@@ -1,6 +1,6 @@
 // Many sessions at once: "Select" (or a shift-click on a row) puts a checkbox on every row; a shift-click
 // selects every row between the last one chosen and this one. The bar acts on the selection in one request
-// (move to a project, archive, delete), then offers to undo it.
+// (move to a project, archive, delete), then offers to undo it. Rows dragged onto a project move the same way.
 
 import { rangeIds, summary, undoRequests } from "./bulk_rules.js";
 import { el } from "./dom.js";
@@ -98,10 +98,16 @@ export class Selection {
     if (target) await this.run("move", { project_id: target.projectId }, target.name);
   }
 
-  async run(action, extra = {}, projectName = null) {
+  // Sessions dragged onto a project (null: "All sessions", out of any): the row dragged, or the whole
+  // selection when the row is in it.
+  dragged(sessionId) {
+    return this.active && this.ids.has(sessionId) ? [...this.ids] : [sessionId];
+  }
+
+  async run(action, extra = {}, projectName = null, ids = [...this.ids]) {
     let result;
     try {
-      result = await this.send({ action, session_ids: [...this.ids], ...extra });
+      result = await this.send({ action, session_ids: ids, ...extra });
     } catch (err) {
       toastError(err);
       return;

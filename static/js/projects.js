@@ -1,6 +1,6 @@
 // The sidebar's projects: the list with colour dots ("All sessions" first), choosing one shows its
 // sessions only; create, rename, recolour and delete (its sessions move out, never away); the dialog that
-// picks a project to move sessions into.
+// picks a project to move sessions into; session rows dropped on a project (or on "All sessions": out).
 
 import { api } from "./api.js";
 import { ask, confirmAction } from "./dialog.js";
@@ -20,6 +20,9 @@ const COLOUR_NAMES = {
   "#8d8d8d": "Grey",
 };
 
+// The drag's data: the ids of the sessions dragged, as JSON.
+export const DRAG_TYPE = "application/x-talaria-sessions";
+
 export function colourDot(color, label) {
   const dot = el("span", "project-dot");
   dot.style.setProperty("--dot", color || "var(--muted)");
@@ -33,9 +36,10 @@ export function colourDot(color, label) {
 }
 
 export class ProjectPanel {
-  constructor({ root, onView }) {
+  constructor({ root, onView, onDrop }) {
     this.root = root;
     this.onView = onView;
+    this.onDrop = onDrop; // (session ids, project or null)
     this.projects = [];
     this.palette = Object.keys(COLOUR_NAMES);
     this.current = null; // the project shown, null: all sessions
@@ -93,9 +97,31 @@ export class ProjectPanel {
       open.setAttribute("aria-current", "true");
     }
     open.addEventListener("click", () => this.view(projectId));
+    this.acceptDrops(item, project);
     item.append(open);
     if (project) item.append(this.renderActions(project));
     return item;
+  }
+
+  acceptDrops(item, project) {
+    item.addEventListener("dragover", (event) => {
+      if (!event.dataTransfer.types.includes(DRAG_TYPE)) return;
+      event.preventDefault();
+      event.dataTransfer.dropEffect = "move";
+      item.classList.add("drop-target");
+    });
+    item.addEventListener("dragleave", () => item.classList.remove("drop-target"));
+    item.addEventListener("drop", (event) => {
+      item.classList.remove("drop-target");
+      let ids;
+      try {
+        ids = JSON.parse(event.dataTransfer.getData(DRAG_TYPE));
+      } catch {
+        return;
+      }
+      event.preventDefault();
+      if (Array.isArray(ids) && ids.length) this.onDrop(ids, project);
+    });
   }
 
   renderActions(project) {

@@ -8,7 +8,7 @@ import { api } from "./api.js";
 import { confirmAction } from "./dialog.js";
 import { chooseRow, feedPosition, mergePage, noteFeedPosition, readPosition } from "./freshness.js";
 import { el } from "./dom.js";
-import { colourDot } from "./projects.js";
+import { DRAG_TYPE, colourDot } from "./projects.js";
 import { closeMenus, rowMenu } from "./row_menu.js";
 import { toast, toastError } from "./toast.js";
 
@@ -422,6 +422,13 @@ export class SessionList {
       item.classList.toggle("selected", check.checked);
       item.append(check);
     }
+    if (this.selection) {
+      item.draggable = true;
+      item.addEventListener("dragstart", (event) => {
+        event.dataTransfer.setData(DRAG_TYPE, JSON.stringify(this.selection.dragged(row.session_id)));
+        event.dataTransfer.effectAllowed = "move";
+      });
+    }
     item.append(open, this.renderActions(row));
     return item;
   }
@@ -477,6 +484,7 @@ export class SessionList {
     input.maxLength = 200;
     input.setAttribute("aria-label", "New title");
     form.append(input);
+    node.draggable = false; // a drag in the field selects its text
     node.querySelector(".session-open").replaceWith(form);
     input.focus();
     input.select();

@@ -147,3 +147,19 @@ def test_the_phone_drawer_holds_the_projects_and_the_bulk_bar_within_390_px(phon
     page.keyboard.press("Escape")
     expect(page.locator("#bulk-bar")).to_be_hidden()
     expect(page.locator(".session-check")).to_have_count(0)
+
+
+def test_a_session_dragged_onto_a_project_moves_into_it_and_onto_all_sessions_moves_out(page, server):
+    tag = uuid.uuid4().hex[:6]
+    made = server.post_json("/api/projects/create", {"name": f"Drop {tag}", "color": "#f76b15"})["project"]
+    title = f"Dragged {tag}"
+    sid = import_session(server, title, CHAT)["session_id"]
+    goto_app(page)
+    target = page.locator(f'#projects .project-row[data-project-id="{made["project_id"]}"]')
+    row(page, title).drag_to(target)
+    expect(page.locator(".toast", has_text=f"Moved 1 session to Drop {tag}")).to_be_visible()
+    expect(row(page, title).locator(".project-dot")).to_be_visible()
+    assert json.loads((server.session_dir / f"{sid}.json").read_text())["project_id"] == made["project_id"]
+    row(page, title).drag_to(page.locator("#projects .project-row", has_text="All sessions"))
+    expect(row(page, title).locator(".project-dot")).to_have_count(0)
+    assert json.loads((server.session_dir / f"{sid}.json").read_text())["project_id"] is None
