@@ -21,6 +21,8 @@ const COLOUR_NAMES = {
 };
 
 // The drag's data: the ids of the sessions dragged, as JSON.
+const RELOAD_MS = 5000;
+
 export const DRAG_TYPE = "application/x-talaria-sessions";
 
 export function colourDot(color, label) {
@@ -43,12 +45,19 @@ export class ProjectPanel {
     this.projects = [];
     this.palette = Object.keys(COLOUR_NAMES);
     this.current = null; // the project shown, null: all sessions
+    this.lastLoad = 0;
+    this.asked = new Set(); // unknown project ids the list was read again for
     document.addEventListener("click", (event) => {
       if (!event.target.closest(".project-actions")) closeMenus(this.root);
+    });
+    // Another tab may have changed the projects: the list is read again when this one comes back.
+    document.addEventListener("visibilitychange", () => {
+      if (document.visibilityState === "visible") this.load();
     });
   }
 
   async load() {
+    this.lastLoad = Date.now();
     try {
       const data = await api.projects();
       this.projects = Array.isArray(data.projects) ? data.projects : [];
@@ -62,6 +71,15 @@ export class ProjectPanel {
 
   find(projectId) {
     return (projectId && this.projects.find((p) => p.project_id === projectId)) || null;
+  }
+
+  // A session names a project this tab does not know (made in another tab): the list is read again, once
+  // per such project and at most every few seconds.
+  noteUnknown(projectId) {
+    if (!projectId || this.find(projectId) || this.asked.has(projectId)) return;
+    if (Date.now() - this.lastLoad < RELOAD_MS) return;
+    this.asked.add(projectId);
+    this.load().then(() => this.onView(this.current, { refresh: false }));
   }
 
   view(projectId) {

@@ -406,6 +406,7 @@ export class SessionList {
       title.title = "A branch of another session";
     }
     const project = this.projects?.find(row.project_id);
+    if (!project) this.projects?.noteUnknown(row.project_id);
     if (project) title.prepend(colourDot(project.color, `Project ${project.name}`));
     open.append(title, el("span", "session-meta", metaLabel(row)));
     if (row.is_streaming) open.append(el("span", "live-dot", "●"));

@@ -163,3 +163,14 @@ def test_a_session_dragged_onto_a_project_moves_into_it_and_onto_all_sessions_mo
     row(page, title).drag_to(page.locator("#projects .project-row", has_text="All sessions"))
     expect(row(page, title).locator(".project-dot")).to_have_count(0)
     assert json.loads((server.session_dir / f"{sid}.json").read_text())["project_id"] is None
+
+
+def test_a_project_made_elsewhere_shows_when_the_feed_brings_a_session_moved_into_it(page, server):
+    title = f"Elsewhere {uuid.uuid4().hex[:6]}"
+    sid = import_session(server, title, CHAT)["session_id"]
+    goto_app(page)
+    page.wait_for_timeout(5200)  # the page reads the projects again at most every five seconds
+    made = server.post_json("/api/projects/create", {"name": f"Made elsewhere {sid[:4]}", "color": "#d6409f"})
+    server.post_json("/api/session/move", {"session_id": sid, "project_id": made["project"]["project_id"]})
+    expect(row(page, title).locator(".project-dot")).to_be_visible()
+    expect(page.locator("#projects .project-row", has_text=made["project"]["name"])).to_be_visible()
