@@ -29,10 +29,10 @@ def _target_project(project_id: Any) -> str | None:
     """None (out of any project) or the id of a project that exists."""
     if project_id is None or project_id == "":
         return None
-    return projects.get_project(project_id)["project_id"]
+    return str(projects.get_project(project_id)["project_id"])
 
 
-def _set_project(sid: str, project: str | None) -> dict:
+def _set_project(sid: str, project: str | None) -> dict[str, Any]:
     with edit(sid, touch_updated_at=False) as session:
         previous = session.project_id
         if previous == project:
@@ -41,14 +41,14 @@ def _set_project(sid: str, project: str | None) -> dict:
     return {"session": session.compact(), "previous_project_id": previous}
 
 
-def move_session(sid: Any, project_id: Any) -> dict:
+def move_session(sid: Any, project_id: Any) -> dict[str, Any]:
     """``POST /api/session/move``: the session's ``project_id`` set (None: out of its project)."""
     if not isinstance(sid, str) or not is_safe_session_id(sid):
         raise BadRequest("Invalid session_id")
     return _set_project(sid, _target_project(project_id))
 
 
-def delete_project(project_id: Any) -> dict:
+def delete_project(project_id: Any) -> dict[str, Any]:
     """Move every session of the project out of it, then take the project off the list. A session that
     cannot be moved keeps the project on the list (409), so deleting again finishes the work."""
     pid = projects.get_project(project_id)["project_id"]
@@ -60,7 +60,7 @@ def delete_project(project_id: Any) -> dict:
     return {"ok": True, "project": removed, "moved": [outcome["session_id"] for outcome in outcomes]}
 
 
-def _outcome(key: str, change: Callable[[str], dict], field: str = "session_id") -> dict:
+def _outcome(key: str, change: Callable[[str], dict[str, Any]], field: str = "session_id") -> dict[str, Any]:
     """One session's change as a per-id outcome (``field`` names the key); its failure is reported, not
     raised."""
     try:
@@ -96,11 +96,11 @@ def _session_ids(value: Any) -> list[str]:
     return ids
 
 
-def _restore(token: str) -> dict:
+def _restore(token: str) -> dict[str, Any]:
     return {"session": session_catalogue.restore_deleted(token)}
 
 
-def _change_for(action: str, body: dict) -> tuple[list[str], Callable[[str], dict]]:
+def _change_for(action: str, body: dict[str, Any]) -> tuple[list[str], Callable[[str], dict[str, Any]]]:
     if action == "restore":
         return _strings(body.get("undo_tokens"), "undo_tokens"), _restore
     ids = _session_ids(body.get("session_ids"))
@@ -113,7 +113,7 @@ def _change_for(action: str, body: dict) -> tuple[list[str], Callable[[str], dic
     return ids, session_catalogue.delete_session
 
 
-def bulk(body: dict) -> dict:
+def bulk(body: dict[str, Any]) -> dict[str, Any]:
     """``POST /api/sessions/bulk``: ``{action, session_ids, project_id?}`` (``restore``: ``undo_tokens``,
     the undo of a bulk delete). Each id's outcome in ``results``, in the order given."""
     action = body.get("action")

@@ -17,7 +17,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from api import atomic, jsonio, models
 from api.errors import ApiError, BadRequest, Conflict, NotFound
@@ -81,7 +81,7 @@ def _usable(entry: Any) -> bool:
     )
 
 
-def _shown(entry: dict) -> dict:
+def _shown(entry: dict[str, Any]) -> dict[str, Any]:
     name = entry.get("name")
     color = entry.get("color")
     return {
@@ -92,7 +92,7 @@ def _shown(entry: dict) -> dict:
     }
 
 
-def _read_raw() -> list:
+def _read_raw() -> list[Any]:
     """Every entry of the file as stored (unreadable ones included); [] when there is no file."""
     path = projects_file()
     try:
@@ -119,18 +119,18 @@ def _read_raw() -> list:
     return data
 
 
-def _write_raw(entries: list) -> None:
+def _write_raw(entries: list[Any]) -> None:
     data = json.dumps(entries, indent=2, ensure_ascii=False).encode("utf-8")
     atomic.write_bytes_durable(projects_file(), data)
 
 
-def list_projects() -> list[dict]:
+def list_projects() -> list[dict[str, Any]]:
     """The usable projects, oldest first, as the page shows them."""
     with _LOCK:
         return [_shown(entry) for entry in _read_raw() if _usable(entry)]
 
 
-def get_project(project_id: Any) -> dict:
+def get_project(project_id: Any) -> dict[str, Any]:
     pid = clean_project_id(project_id)
     for project in list_projects():
         if project["project_id"] == pid:
@@ -138,7 +138,7 @@ def get_project(project_id: Any) -> dict:
     raise NotFound("Project not found")
 
 
-def _check_name_free(entries: list, name: str, but: str | None = None) -> None:
+def _check_name_free(entries: list[Any], name: str, but: str | None = None) -> None:
     for entry in entries:
         if (
             _usable(entry)
@@ -148,7 +148,7 @@ def _check_name_free(entries: list, name: str, but: str | None = None) -> None:
             raise Conflict(f"A project named “{name}” exists already")
 
 
-def create_project(name: Any, color: Any = None) -> dict:
+def create_project(name: Any, color: Any = None) -> dict[str, Any]:
     name = clean_name(name)
     color = PALETTE[0] if color is None else clean_color(color)
     with _LOCK:
@@ -161,14 +161,14 @@ def create_project(name: Any, color: Any = None) -> dict:
     return _shown(entry)
 
 
-def _find(entries: list, pid: str) -> dict:
+def _find(entries: list[Any], pid: str) -> dict[str, Any]:
     for entry in entries:
         if _usable(entry) and entry["project_id"] == pid:
-            return entry
+            return cast(dict[str, Any], entry)
     raise NotFound("Project not found")
 
 
-def rename_project(project_id: Any, name: Any = None, color: Any = None) -> dict:
+def rename_project(project_id: Any, name: Any = None, color: Any = None) -> dict[str, Any]:
     """Change a project's name, its colour, or both (hermes-webui's rename also recolours)."""
     pid = clean_project_id(project_id)
     if name is None and color is None:
@@ -189,7 +189,7 @@ def rename_project(project_id: Any, name: Any = None, color: Any = None) -> dict
     return _shown(changed)
 
 
-def remove_project(project_id: Any) -> dict:
+def remove_project(project_id: Any) -> dict[str, Any]:
     """Take the project out of the list (its sessions are moved out first by ``api.project_ops``)."""
     pid = clean_project_id(project_id)
     with _LOCK:
