@@ -527,8 +527,12 @@ def sessions_newest_first() -> Iterator[dict[str, Any]]:
     return session_index.newest_first(*_index_paths())
 
 
-def sidebar_page(before: tuple[float, str] | None, limit: int | None) -> Page:
-    return session_index.page(*_index_paths(), before, limit)
+def sidebar_page(before: tuple[float, str] | None, limit: int | None, project: str | None = None) -> Page:
+    return session_index.page(*_index_paths(), before, limit, project)
+
+
+def project_session_ids(project: str) -> list[str]:
+    return session_index.in_project(*_index_paths(), project)
 
 
 def session_count() -> int:

@@ -27,6 +27,7 @@ from api import (
     routes_cron,
     routes_environments,
     routes_files,
+    routes_projects,
     routes_toolbox,
     session_catalogue,
     session_export,
@@ -126,7 +127,8 @@ def _handle_health(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> No
 
 def _handle_sessions(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
     limit = query_int(query, "limit", minimum=1)
-    http_io.j_bytes(handler, session_views.sessions_page_json(limit, query.get("cursor") or None))
+    page = session_views.sessions_page_json(limit, query.get("cursor") or None, query.get("project_id"))
+    http_io.j_bytes(handler, page)
 
 
 def _handle_sessions_feed(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
@@ -391,6 +393,7 @@ ROUTES: dict[tuple[str, str], Callable[[Any, dict[str, Any]], None]] = {
     **routes_cron.ROUTES,
     **routes_environments.ROUTES,
     **routes_files.ROUTES,
+    **routes_projects.ROUTES,
     **routes_toolbox.ROUTES,
 }
 PATHS: frozenset[str] = frozenset(path for _, path in ROUTES)

@@ -245,11 +245,21 @@ def newest_first(session_dir: Path, index_file: Path) -> Iterator[dict[str, Any]
         return state.order.newest_first()
 
 
-def page(session_dir: Path, index_file: Path, before: Key | None, limit: int | None) -> Page:
-    """A page of the sidebar order (``api.sidebar_order.SidebarOrder.page``): O(page size + log n)."""
+def page(
+    session_dir: Path, index_file: Path, before: Key | None, limit: int | None, project: str | None = None
+) -> Page:
+    """A page of the sidebar order (``api.sidebar_order.SidebarOrder.page``), of one project's rows when
+    ``project`` is given: O(page size + log n)."""
     state = _state(session_dir, index_file)
     with _LOCK:
-        return state.order.page(before, limit)
+        return state.order.page(before, limit, project)
+
+
+def in_project(session_dir: Path, index_file: Path, project: str) -> list[str]:
+    """The ids of a project's sessions, newest first: O(the project's size)."""
+    state = _state(session_dir, index_file)
+    with _LOCK:
+        return state.order.in_project(project)
 
 
 def count(session_dir: Path, index_file: Path) -> int:

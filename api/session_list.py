@@ -54,14 +54,17 @@ def _row_json(entry: Entry) -> bytes:
     return cast("bytes", data)
 
 
-def page(limit: int | None, cursor: str | None) -> tuple[list[bytes], str | None, int]:
+def page(
+    limit: int | None, cursor: str | None, project: str | None = None
+) -> tuple[list[bytes], str | None, int]:
     """``(rows as JSON, next cursor or None, total rows)``. The first page (no cursor) starts with every
-    pinned row, then ``limit`` others; later pages hold only unpinned rows. No limit: everything.
-    O(page size + log sessions): the index keeps the order as rows change."""
+    pinned row, then ``limit`` others; later pages hold only unpinned rows. No limit: everything. With
+    ``project``, that project's rows only. O(page size + log sessions): the index keeps the order (and
+    each project's) as rows change."""
     if limit is not None and not 1 <= limit <= MAX_LIMIT:
         raise BadRequest(f"limit must be between 1 and {MAX_LIMIT}")
     before = None if cursor is None else decode_cursor(cursor)
-    found = models.sidebar_page(before, limit)
+    found = models.sidebar_page(before, limit, project)
     rows = [_row_json(entry) for entry in found.pinned + found.rows]
     next_cursor = None
     if found.next_key is not None:
@@ -70,8 +73,10 @@ def page(limit: int | None, cursor: str | None) -> tuple[list[bytes], str | None
     return rows, next_cursor, found.total
 
 
-def page_json(limit: int | None, cursor: str | None, extra: dict[str, Any]) -> list[bytes]:
+def page_json(
+    limit: int | None, cursor: str | None, extra: dict[str, Any], project: str | None = None
+) -> list[bytes]:
     """``{"sessions": [...], "next_cursor", "total", **extra}`` as chunks to send in order."""
-    rows, next_cursor, total = page(limit, cursor)
+    rows, next_cursor, total = page(limit, cursor, project)
     tail = jsonio.dumps({"next_cursor": next_cursor, "total": total, **extra})
     return [b'{"sessions":[', b",".join(rows), b"],", tail[1:]]

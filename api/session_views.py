@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Any, cast
 
-from api import models, session_edit, session_feed, session_list
+from api import models, projects, session_edit, session_feed, session_list
 from api.agent_sessions import agent_session, agent_sessions, continued_agent_ids
 from api.anchor import anchor_message_index
 from api.errors import NotFound
@@ -145,11 +145,15 @@ def forget_agent_rows() -> None:
         _AGENT_ROWS["at"] = -AGENT_ROWS_MAX_AGE_S
 
 
-def sessions_page_json(limit: int | None = None, cursor: str | None = None) -> list[bytes]:
+def sessions_page_json(
+    limit: int | None = None, cursor: str | None = None, project_id: str | None = None
+) -> list[bytes]:
     """A page of sidebar rows (``api.session_list``) with ``feed_seq`` and, on the first page, the
-    agent's own sessions; as chunks to send in order."""
+    agent's own sessions; as chunks to send in order. With ``project_id``, that project's rows only (the
+    agent's sessions belong to no project)."""
+    project = None if project_id is None else projects.clean_project_id(project_id)
     # Read before the rows: a change after this number reaches the tab through the feed.
     extra: dict[str, Any] = {"feed_seq": session_feed.CHANGES.seq}
     if cursor is None:
-        extra["agent_sessions"] = _recent_agent_sessions()
-    return session_list.page_json(limit, cursor, extra)
+        extra["agent_sessions"] = [] if project is not None else _recent_agent_sessions()
+    return session_list.page_json(limit, cursor, extra, project)

@@ -41,12 +41,12 @@ def _from_scratch(rows: dict[str, dict]) -> list[str]:
     ]
 
 
-def _walk(order: SidebarOrder, limit: int) -> list[str]:
-    first = order.page(None, limit)
+def _walk(order: SidebarOrder, limit: int, project: str | None = None) -> list[str]:
+    first = order.page(None, limit, project)
     seen = [e.row["session_id"] for e in first.pinned + first.rows]
     key = first.next_key
     while key is not None:
-        later = order.page(key, limit)
+        later = order.page(key, limit, project)
         assert not later.pinned
         seen += [e.row["session_id"] for e in later.rows]
         key = later.next_key
@@ -73,6 +73,39 @@ def test_any_sequence_of_changes_leaves_the_order_and_pages_of_a_sort_from_scrat
     newest = sorted(truth, key=lambda sid: (_time(truth[sid]["updated_at"]), sid), reverse=True)
     assert [row["session_id"] for row in order.newest_first()] == newest
     assert _walk(SidebarOrder(truth), limit) == expected  # built at once, as at startup
+
+
+PROJECTS = st.sampled_from([None, "", "p1", "p2", 7])
+PROJECT_OPERATIONS = st.lists(
+    st.one_of(
+        st.tuples(st.just("put"), SIDS, TIMES, st.booleans(), PROJECTS),
+        st.tuples(st.just("remove"), SIDS, st.none(), st.none(), st.none()),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=300)
+@given(PROJECT_OPERATIONS, st.integers(min_value=1, max_value=5))
+def test_a_projects_pages_are_the_sort_from_scratch_of_its_rows_after_any_changes(operations, limit):
+    order, truth = SidebarOrder(), {}
+    for op, sid, updated, pinned, project in operations:
+        if op == "put":
+            row = {"session_id": sid, "updated_at": updated, "pinned": pinned, "project_id": project}
+            order.put(sid, row)
+            truth[sid] = row
+        else:
+            order.remove(sid)
+            truth.pop(sid, None)
+    for project in ("p1", "p2"):
+        mine = {sid: row for sid, row in truth.items() if row["project_id"] == project}
+        assert _walk(order, limit, project) == _from_scratch(mine)
+        assert order.page(None, limit, project).total == len(mine)
+        newest = sorted(mine, key=lambda sid: (_time(mine[sid]["updated_at"]), sid), reverse=True)
+        assert order.in_project(project) == newest
+        assert _walk(SidebarOrder(truth), limit, project) == _from_scratch(mine)
+    assert _walk(order, limit) == _from_scratch(truth)  # the whole list holds every project's rows
+    assert order.page(None, limit, "nosuch").total == 0
 
 
 def test_a_changed_row_is_a_new_entry_so_nothing_derived_from_the_old_one_survives():

@@ -81,7 +81,7 @@ export const api = {
   recoveryStartup: () => getJSON("/api/recovery/startup"),
   recoveryAudit: () => getJSON("/api/session/recovery/audit"),
 
-  sessions: ({ limit, cursor } = {}) => getJSON("/api/sessions", { limit, cursor }),
+  sessions: ({ limit, cursor, projectId } = {}) => getJSON("/api/sessions", { limit, cursor, project_id: projectId }),
   search: (q) => getJSON("/api/sessions/search", { q, content: 1 }),
   session: (sessionId, { limit, before } = {}) =>
     getJSON("/api/session", { session_id: sessionId, msg_limit: limit, msg_before: before }),
@@ -91,6 +91,12 @@ export const api = {
   archive: (sessionId, archived) => postJSON("/api/session/archive", { session_id: sessionId, archived }),
   remove: (sessionId) => postJSON("/api/session/delete", { session_id: sessionId }),
   restoreDeleted: (undoToken) => postJSON("/api/session/restore-deleted", { undo_token: undoToken }),
+  projects: () => getJSON("/api/projects"),
+  createProject: (name, color) => postJSON("/api/projects/create", { name, color }),
+  editProject: (projectId, name, color) => postJSON("/api/projects/rename", { project_id: projectId, name, color }),
+  deleteProject: (projectId) => postJSON("/api/projects/delete", { project_id: projectId }),
+  move: (sessionId, projectId) => postJSON("/api/session/move", { session_id: sessionId, project_id: projectId }),
+  bulk: (body) => postJSON("/api/sessions/bulk", body),
   retry: (sessionId) => postJSON("/api/session/retry", { session_id: sessionId }),
   undo: (sessionId) => postJSON("/api/session/undo", { session_id: sessionId }),
   truncate: (sessionId, keepCount) => postJSON("/api/session/truncate", { session_id: sessionId, keep_count: keepCount }),

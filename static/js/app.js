@@ -22,6 +22,8 @@ import { ReasoningPicker } from "./reasoning_picker.js";
 import { openToolbox } from "./toolbox.js";
 import { messageText } from "./render.js";
 import { SessionList } from "./sessions.js";
+import { ProjectPanel } from "./projects.js";
+import { Selection } from "./bulk_select.js";
 import { TurnChanges } from "./turn_changes.js";
 import { SetupDialog } from "./setup.js";
 import { toast, toastError } from "./toast.js";
@@ -58,6 +60,23 @@ class App {
       onFeedRemoved: (sid) => this.removedElsewhere(sid),
       onTurnEnded: (row, streamId) =>
         this.notifier.turnEvent("done", {}, { sessionId: row.session_id, streamId, title: row.title }),
+    });
+    this.projects = new ProjectPanel({
+      root: $("projects"),
+      onView: (projectId, { refresh = true } = {}) =>
+        refresh ? this.sessions.setProject(projectId).catch(toastError) : this.sessions.render(),
+      onDrop: (ids, project) =>
+        this.sessions.selection.run("move", { project_id: project?.project_id ?? null }, project?.name ?? null, ids),
+    });
+    this.sessions.projects = this.projects;
+    this.sessions.selection = new Selection({
+      scope: $("sidebar"),
+      bar: $("bulk-bar"),
+      button: $("select-sessions"),
+      shownIds: () => this.sessions.shown,
+      changed: () => this.sessions.render(),
+      send: (body) => this.sessions.sendBulk(body),
+      chooseTarget: (title) => this.projects.chooseTarget(title),
     });
     this.notifier = new Notifier({ button: $("notify-toggle"), onOpen: (sid) => this.open(sid) });
     this.chat = new ChatView({
@@ -154,6 +173,7 @@ class App {
 
   async startApp() {
     $("app").hidden = false;
+    this.projects.load().then(() => this.sessions.render());
     await this.sessions.refresh();
     this.modelPicker.load();
     // The page's own commands work without the agent's; a completion list already open takes them when they come.

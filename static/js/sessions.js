@@ -1,12 +1,15 @@
 // The sidebar: sessions by recency (pinned first), title filter, content search, row actions, and the
 // agent's own sessions from other platforms (read-only). The list arrives in pages ("Show more") and
-// then follows the server's change feed, so every tab sees a change made in any other.
+// then follows the server's change feed, so every tab sees a change made in any other. A project's view
+// (projects.js) reads that project's pages; a selection (bulk_select.js) puts a checkbox on each row.
 
 import { AgentRows } from "./agent_rows.js";
 import { api } from "./api.js";
 import { confirmAction } from "./dialog.js";
 import { chooseRow, feedPosition, mergePage, noteFeedPosition, readPosition } from "./freshness.js";
 import { el } from "./dom.js";
+import { DRAG_TYPE, colourDot } from "./projects.js";
+import { closeMenus, rowMenu } from "./row_menu.js";
 import { toast, toastError } from "./toast.js";
 
 const DAY = 86400;
@@ -103,6 +106,10 @@ export class SessionList {
     this.matches = [];
     this.searchSeq = 0;
     this.searchTimer = null;
+    this.projectId = null; // the project shown, null: every session
+    this.projects = null; // projects.js's ProjectPanel: names and colours, the move dialog
+    this.selection = null; // bulk_select.js's Selection
+    this.shown = []; // the ids of the rows shown, in order (a shift-click's range)
     filterInput.addEventListener("input", () => this.onFilterInput());
     filterInput.addEventListener("keydown", (event) => {
       if (event.key === "Escape" && filterInput.value) {
@@ -120,7 +127,7 @@ export class SessionList {
   // The first page, then the feed from the moment the page was read. While the feed runs, changes it
   // brought after the page was read stay; otherwise the page replaces the list.
   async refresh() {
-    const data = await api.sessions({ limit: PAGE_SIZE });
+    const data = await api.sessions({ limit: PAGE_SIZE, projectId: this.projectId });
     const rows = Array.isArray(data.sessions) ? data.sessions : [];
     const seq = Number.isFinite(data.feed_seq) ? data.feed_seq : feedPosition();
     if (this.following()) {
@@ -139,7 +146,7 @@ export class SessionList {
   async loadMore() {
     if (!this.nextCursor) return;
     try {
-      const data = await api.sessions({ limit: PAGE_SIZE, cursor: this.nextCursor });
+      const data = await api.sessions({ limit: PAGE_SIZE, cursor: this.nextCursor, projectId: this.projectId });
       const seq = Number.isFinite(data.feed_seq) ? data.feed_seq : feedPosition();
       const known = new Set(this.rows.map((r) => r.session_id));
       const older = (data.sessions || []).filter((r) => !known.has(r.session_id));
@@ -149,6 +156,37 @@ export class SessionList {
     } catch (err) {
       toastError(err);
     }
+  }
+
+  // Show one project's sessions (null: all of them), from its first page.
+  async setProject(projectId) {
+    this.projectId = projectId || null;
+    this.nextCursor = null;
+    this.render();
+    await this.refresh();
+  }
+
+  // A bulk action (bulk_select.js) sent, and each session it changed taken in (or removed when deleted).
+  // The sessions being deleted are this tab's doing: the feed's removal of the open one is no news here.
+  async sendBulk(body) {
+    const deleting = body.action === "delete" ? body.session_ids : [];
+    for (const sid of deleting) this.deleting.add(sid);
+    let result;
+    try {
+      result = await api.bulk(body);
+    } finally {
+      for (const sid of deleting) this.deleting.delete(sid);
+    }
+    for (const outcome of result.results || []) {
+      if (!outcome.ok) continue;
+      if (body.action === "delete") {
+        this.remove(outcome.session_id);
+        this.onDeleted?.(outcome.session_id);
+      } else if (outcome.session) {
+        this.upsert(outcome.session);
+      }
+    }
+    return result;
   }
 
   following() {
@@ -308,9 +346,13 @@ export class SessionList {
     const visible = sortRows(this.rows).filter(
       (row) =>
         (showArchived || !row.archived) &&
+        (!this.projectId || row.project_id === this.projectId) &&
         (!q || String(row.title || "").toLowerCase().includes(q)) &&
         !isEmptyUntitled(row, this.currentId),
     );
+    this.shown = visible.map((row) => row.session_id);
+    const focused = document.activeElement?.closest?.(".session-row")?.dataset.sid;
+    const focusedCheck = document.activeElement?.classList?.contains("session-check");
     const fragment = document.createDocumentFragment();
     let currentGroup = null;
     let list = null;
@@ -342,10 +384,12 @@ export class SessionList {
     }
     const agentShown = this.agent.render(fragment, this.agentRows, q);
     if (!visible.length && !agentShown && !(q && this.matches.length)) {
-      fragment.append(el("p", "list-empty", q ? "No session matches." : "No sessions yet."));
+      const none = this.projectId ? "No sessions in this project yet." : "No sessions yet.";
+      fragment.append(el("p", "list-empty", q ? "No session matches." : none));
     }
     this.root.replaceChildren(fragment);
     this.setCurrent(this.currentId);
+    if (focusedCheck && focused) this.root.querySelector(`.session-row[data-sid="${CSS.escape(focused)}"] .session-check`)?.focus();
   }
 
   renderRow(row) {
@@ -361,59 +405,44 @@ export class SessionList {
       title.prepend(el("span", "branch-mark", "↳ "));
       title.title = "A branch of another session";
     }
+    const project = this.projects?.find(row.project_id);
+    if (!project) this.projects?.noteUnknown(row.project_id);
+    if (project) title.prepend(colourDot(project.color, `Project ${project.name}`));
     open.append(title, el("span", "session-meta", metaLabel(row)));
     if (row.is_streaming) open.append(el("span", "live-dot", "●"));
-    open.addEventListener("click", () => this.onOpen(row.session_id));
+    open.addEventListener("click", (event) => {
+      if (this.selection && (event.shiftKey || this.selection.active)) this.selection.choose(row.session_id, { shift: event.shiftKey });
+      else this.onOpen(row.session_id);
+    });
+    if (this.selection?.active) {
+      const check = el("input", "session-check");
+      check.type = "checkbox";
+      check.checked = this.selection.has(row.session_id);
+      check.setAttribute("aria-label", `Select ${row.title || "Untitled"}`);
+      check.addEventListener("click", (event) => this.selection.choose(row.session_id, { shift: event.shiftKey }));
+      item.classList.toggle("selected", check.checked);
+      item.append(check);
+    }
+    if (this.selection) {
+      item.draggable = true;
+      item.addEventListener("dragstart", (event) => {
+        event.dataTransfer.setData(DRAG_TYPE, JSON.stringify(this.selection.dragged(row.session_id)));
+        event.dataTransfer.effectAllowed = "move";
+      });
+    }
     item.append(open, this.renderActions(row));
     return item;
   }
 
   renderActions(row) {
-    const box = el("div", "session-actions");
-    const toggle = el("button", "icon-btn session-menu-btn", "⋯");
-    toggle.type = "button";
-    toggle.setAttribute("aria-label", `Actions for ${row.title || "Untitled"}`);
-    toggle.setAttribute("aria-haspopup", "menu");
-    toggle.setAttribute("aria-expanded", "false");
-    const menu = el("div", "session-menu");
-    menu.setAttribute("role", "menu");
-    menu.hidden = true;
-    const item = (label, handler) => {
-      const button = el("button", "menu-item", label);
-      button.type = "button";
-      button.setAttribute("role", "menuitem");
-      button.addEventListener("click", () => {
-        this.closeMenus();
-        handler();
-      });
-      menu.append(button);
-    };
-    item("Rename", () => this.startRename(row.session_id));
-    item(row.pinned ? "Unpin" : "Pin", () => this.mutate(() => api.pin(row.session_id, !row.pinned)));
-    item(row.archived ? "Unarchive" : "Archive", () => this.mutate(() => api.archive(row.session_id, !row.archived)));
-    item("Delete", () => this.delete(row));
-    toggle.addEventListener("click", () => {
-      const opening = menu.hidden;
-      this.closeMenus();
-      menu.hidden = !opening;
-      toggle.setAttribute("aria-expanded", String(opening));
-      if (opening) menu.querySelector("button").focus();
-    });
-    menu.addEventListener("keydown", (event) => {
-      const items = [...menu.querySelectorAll(".menu-item")];
-      const at = items.indexOf(document.activeElement);
-      if (event.key === "Escape") {
-        event.stopPropagation();
-        this.closeMenus();
-        toggle.focus();
-      } else if (event.key === "ArrowDown" || event.key === "ArrowUp") {
-        event.preventDefault();
-        const step = event.key === "ArrowDown" ? 1 : -1;
-        items[(at + step + items.length) % items.length].focus();
-      }
-    });
-    box.append(toggle, menu);
-    return box;
+    const entries = [
+      ["Rename", () => this.startRename(row.session_id)],
+      [row.pinned ? "Unpin" : "Pin", () => this.mutate(() => api.pin(row.session_id, !row.pinned))],
+      [row.archived ? "Unarchive" : "Archive", () => this.mutate(() => api.archive(row.session_id, !row.archived))],
+    ];
+    if (this.projects) entries.push(["Move to project…", () => this.moveOne(row)]);
+    entries.push(["Delete", () => this.delete(row)]);
+    return rowMenu("session-actions", `Actions for ${row.title || "Untitled"}`, entries, () => this.closeMenus());
   }
 
   renderMatch(row) {
@@ -427,9 +456,13 @@ export class SessionList {
     return item;
   }
 
+  async moveOne(row) {
+    const target = await this.projects.chooseTarget(`Move “${row.title || "Untitled"}” to`);
+    if (target) await this.mutate(() => api.move(row.session_id, target.projectId));
+  }
+
   closeMenus() {
-    for (const menu of this.root.querySelectorAll(".session-menu")) menu.hidden = true;
-    for (const toggle of this.root.querySelectorAll(".session-menu-btn")) toggle.setAttribute("aria-expanded", "false");
+    closeMenus(this.root);
   }
 
   async mutate(call) {
@@ -452,6 +485,7 @@ export class SessionList {
     input.maxLength = 200;
     input.setAttribute("aria-label", "New title");
     form.append(input);
+    node.draggable = false; // a drag in the field selects its text
     node.querySelector(".session-open").replaceWith(form);
     input.focus();
     input.select();
