@@ -23,6 +23,7 @@ from api import (
     session_merge,
     session_rows,
     tombstones,
+    version_rules,
 )
 from api import config as _config
 from api.errors import Conflict
@@ -143,6 +144,7 @@ class Session(SessionFields):
         self.pending_question = question if isinstance(question, dict) else None
         effort = kw.get("reasoning_effort")  # the session's reasoning effort; None follows the agent's config
         self.reasoning_effort = effort if isinstance(effort, str) and effort else None
+        self.message_versions = version_rules.groups_of(kw.get("message_versions")) or None
         self.post_compression_context_tokens_estimate = non_negative_int_or_none(
             kw.get("post_compression_context_tokens_estimate")
         )

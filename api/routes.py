@@ -31,6 +31,7 @@ from api import (
     session_feed,
     session_ops,
     session_recovery,
+    session_versions,
     session_views,
     sse,
     streaming,
@@ -211,6 +212,20 @@ def _handle_session_branch(handler, body: dict) -> None:
     j(handler, {"session": branch.branch_session(_sid(body), body.get("keep_count"))})
 
 
+def _handle_session_versions(handler, query: dict) -> None:
+    j(handler, session_versions.list_versions(_sid(query), query.get("message_index")))
+
+
+def _handle_session_version(handler, body: dict) -> None:
+    sid = _sid(body)
+    j(
+        handler,
+        _with_full_session(
+            session_versions.switch_version(sid, body.get("message_index"), body.get("version")), sid
+        ),
+    )
+
+
 def _handle_session_import_cli(handler, body: dict) -> None:
     j(handler, {"session": agent_import.import_agent_session(_sid(body))})
 
@@ -367,6 +382,8 @@ ROUTES: dict[tuple[str, str], Callable[[Any, dict], None]] = {
     ("POST", "/api/session/truncate"): _handle_session_truncate,
     ("POST", "/api/session/clear"): _handle_session_clear,
     ("POST", "/api/session/branch"): _handle_session_branch,
+    ("GET", "/api/session/versions"): _handle_session_versions,
+    ("POST", "/api/session/version"): _handle_session_version,
     ("POST", "/api/session/import_cli"): _handle_session_import_cli,
     ("GET", "/api/media"): _handle_media,
     ("POST", "/api/session/attach"): _handle_session_attach,

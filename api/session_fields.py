@@ -55,6 +55,7 @@ TALARIA_FIELDS: tuple[str, ...] = (
     "compression_undo",
     "pending_question",
     "reasoning_effort",
+    "message_versions",
 )
 
 
@@ -137,6 +138,7 @@ class SessionFields:
     compression_undo: dict[str, Any] | None
     pending_question: dict[str, Any] | None
     reasoning_effort: str | None
+    message_versions: list[Any] | None  # api/version_rules.py
 
 
 # Computed at save and written ahead of "messages", so a prefix read gives the whole sidebar row.
