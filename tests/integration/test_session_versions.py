@@ -168,3 +168,11 @@ def test_versions_of_an_unknown_or_hostile_session_id_are_refused(srv):
         "POST", "/api/session/version", {"session_id": "../x", "message_index": 0, "version": 0}
     )
     assert status == 400
+
+
+def test_a_deleted_session_takes_its_versions_to_the_trash_and_back(srv, fake):
+    sid = _edited_session(srv, fake)
+    token = srv.post_json("/api/session/delete", {"session_id": sid})["undo_token"]
+    assert list(srv.session_dir.glob(f"{sid}.json*")) == []
+    srv.post_json("/api/session/restore-deleted", {"undo_token": token})
+    assert roles_and_text(_switch(srv, sid, 2, 0)["messages"]) == V1
