@@ -12,7 +12,7 @@ import time
 import pytest
 
 from api import compression, models, session_index, session_ops, session_versions
-from api.errors import Conflict
+from api.errors import BadRequest, Conflict
 from api.models import merge_session_messages_append_only, reconciled_state_db_messages_for_session
 from api.session_recovery import recover_all_sessions_on_startup
 from talaria_testing.scripted_compressor import install_scripted_compressor
@@ -138,3 +138,22 @@ def test_a_compression_before_the_edited_message_survives_a_switch_and_keeps_its
     assert session.compression_anchor_mode == "manual"
     session_versions.switch_version(SID, len(prefix), 1)
     assert models.get_session(SID).context_messages == compressed + second
+
+
+def test_hermes_webui_reads_the_version_shown_as_a_linear_session_and_its_save_leaves_a_plain_one(state_dir):
+    from talaria_testing import hermes_webui
+
+    build()
+    session_versions.switch_version(SID, INDEX, 0)
+    path = state_dir / f"{SID}.json"
+    doc = hermes_webui.load(path)
+    assert _texts(doc["messages"]) == _texts(PREFIX + FIRST)
+    assert not hermes_webui.reads_as_continuation(doc)
+    hermes_webui.run_turn(path, "from hermes-webui", "its answer")
+    with models.LOCK:
+        models.SESSIONS.clear()
+    session = models.get_session(SID)
+    assert _texts(session.messages) == _texts(PREFIX + FIRST) + ["from hermes-webui", "its answer"]
+    assert session.message_versions is None  # its save dropped the field: no control names a lost tail
+    with pytest.raises(BadRequest):
+        session_versions.switch_version(SID, INDEX, 1)
