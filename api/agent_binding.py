@@ -11,11 +11,12 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import Any, cast
 
 from api.agent_runtime import agent_module
 
-AskApproval = Callable[[dict, Callable[[], bool]], tuple[str, str | None]]
-AskClarify = Callable[[str, list | None, Callable[[], bool]], str]
+AskApproval = Callable[[dict[str, Any], Callable[[], bool]], tuple[str, str | None]]
+AskClarify = Callable[[str, list[Any] | None, Callable[[], bool]], str]
 
 
 @dataclass
@@ -69,7 +70,7 @@ def text_under_approval() -> str | None:
 
 def redacted(text: str) -> str:
     """The agent's own secret redaction of a text, as its approval guards show it."""
-    return agent_module("agent.redact").redact_sensitive_text(text)
+    return cast("str", agent_module("agent.redact").redact_sensitive_text(text))
 
 
 def allow_always(pattern_keys: Iterable[str]) -> Path:
@@ -86,7 +87,7 @@ def allow_always(pattern_keys: Iterable[str]) -> Path:
 
 
 @contextlib.contextmanager
-def session_bound(agent, scope: TurnScope | None) -> Iterator[None]:
+def session_bound(agent: Any, scope: TurnScope | None) -> Iterator[None]:
     """Bind the calling thread to the agent's session the way hermes' gateways do.
 
     Context variables (the agent's session context, its approval session key, the logical cwd) are
@@ -104,7 +105,7 @@ def session_bound(agent, scope: TurnScope | None) -> Iterator[None]:
     is_interrupted = agent_module("tools.interrupt").is_interrupted
     agent_module("tools.terminal_tool").register_task_env_overrides(task_id, {"cwd": scope.workspace})
 
-    def notify(data: dict) -> None:
+    def notify(data: dict[str, Any]) -> None:
         runs = text_under_approval()
         facts = {**data, "runs": runs, "runs_redacted": None if runs is None else redacted(runs)}
         choice, reason = scope.ask_approval(facts, is_interrupted)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from api import agent_runtime, safe_read, state_db
 from api.errors import BadRequest, NotFound
@@ -81,7 +81,7 @@ def _repeat(value: Any) -> int | None:
     return value
 
 
-def _public(job: dict) -> dict[str, Any]:
+def _public(job: dict[str, Any]) -> dict[str, Any]:
     row = {name: job.get(name) for name in _JOB_FIELDS}
     row["schedule"] = job.get("schedule_display") or ""
     return row
@@ -92,11 +92,11 @@ def _changed() -> None:
     _module("cron.scheduler")._notify_provider_jobs_changed()
 
 
-def _existing(job_id: Any) -> dict:
+def _existing(job_id: Any) -> dict[str, Any]:
     job = _module("cron.jobs").get_job(_job_id(job_id))
     if job is None:
         raise NotFound("No such cron job")
-    return job
+    return cast("dict[str, Any]", job)
 
 
 def list_jobs() -> dict[str, Any]:
@@ -199,7 +199,7 @@ def delete_job(job_id: Any) -> dict[str, Any]:
 # ----------------------------------------------------------------------------------------------
 
 
-def _run_fields(run: dict) -> dict[str, Any]:
+def _run_fields(run: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": run.get("id"),
         "status": run.get("status"),

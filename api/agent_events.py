@@ -21,7 +21,7 @@ from api.errors import Conflict
 
 log = logging.getLogger(__name__)
 
-OnEvent = Callable[[str, dict], object]  # what a sink returns is not used
+OnEvent = Callable[[str, dict[str, Any]], object]  # what a sink returns is not used
 
 TOOL_RESULT_CAP = 8000  # characters of a tool result carried in a tool_complete event
 _COMPACTION_MARKERS = ("Compacting context", "Preflight compression")
@@ -43,7 +43,7 @@ class AgentCallbacks:
         self._sink: OnEvent | None = None
         self._streamed: list[str] = []
         self._compressing_sent = False
-        self._compress_events: list[dict] = []
+        self._compress_events: list[dict[str, Any]] = []
         # tool.completed carries is_error; the id-tagged tool_complete callback follows on the same thread
         self._tool_outcome = threading.local()
 
@@ -61,13 +61,13 @@ class AgentCallbacks:
             self._compressing_sent = False
             self._compress_events = []
 
-    def end_turn(self) -> list[dict]:
+    def end_turn(self) -> list[dict[str, Any]]:
         """Detach the sink; returns the ``session:compress`` payloads seen during the turn."""
         with self._lock:
             self._sink = None
             return list(self._compress_events)
 
-    def emit(self, name: str, data: dict) -> None:
+    def emit(self, name: str, data: dict[str, Any]) -> None:
         with self._lock:
             sink = self._sink
             if sink is None:
@@ -77,7 +77,7 @@ class AgentCallbacks:
             except Exception:  # a broken sink must never break the agent's turn
                 log.exception("event sink failed on %s", name)
 
-    def agent_kwargs(self) -> dict:
+    def agent_kwargs(self) -> dict[str, Any]:
         return {
             "stream_delta_callback": self.on_stream_delta,
             "reasoning_callback": self.on_reasoning,
@@ -89,7 +89,7 @@ class AgentCallbacks:
             "event_callback": self.on_agent_event,
         }
 
-    def bind(self, agent) -> None:
+    def bind(self, agent: Any) -> None:
         """Point an existing agent's callback attributes at this object."""
         for attr, fn in self.agent_kwargs().items():
             setattr(agent, attr, fn)
@@ -148,7 +148,7 @@ class AgentCallbacks:
         if text:
             self.emit("interim", {"text": text, "already_streamed": bool(already_streamed)})
 
-    def on_agent_event(self, name: str, data: dict | None = None) -> None:
+    def on_agent_event(self, name: str, data: dict[str, Any] | None = None) -> None:
         if name == "session:compress":
             with self._lock:
                 self._compress_events.append(dict(data or {}))

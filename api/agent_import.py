@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import threading
 import time
+from typing import Any
 
 from api import agent_watch, models
 from api.agent_sessions import agent_session, continued_agent_ids
@@ -34,7 +35,7 @@ def _existing_continuation(segments: list[str]) -> models.Session | None:
     return None
 
 
-def _history(messages: list) -> list[dict]:
+def _history(messages: list[Any]) -> list[dict[str, Any]]:
     rows = []
     for msg in copy.deepcopy(messages):
         if isinstance(msg, dict):
@@ -44,7 +45,7 @@ def _history(messages: list) -> list[dict]:
     return rows
 
 
-def import_agent_session(sid: str) -> dict:
+def import_agent_session(sid: str) -> dict[str, Any]:
     """The Talaria session continuing agent conversation ``sid`` (made now, or the one made before)."""
     if not is_safe_session_id(sid):
         raise NotFound("Session not found")

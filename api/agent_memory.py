@@ -101,7 +101,7 @@ def read_all() -> dict[str, Any]:
     return {"files": [_view(entry, read_bytes(entry.path)) for entry in memory_files()]}
 
 
-def _agent_lock(entry: MemoryFile):
+def _agent_lock(entry: MemoryFile) -> Any:
     return agent_runtime.agent_module("tools.memory_tool").MemoryStore._file_lock(entry.path)
 
 

@@ -59,7 +59,7 @@ def key_for(session: models.Session) -> str:
     )
 
 
-def _build(session: models.Session):
+def _build(session: models.Session) -> Any:
     return agent_runtime.build_agent(
         session.session_id,
         session.model,
@@ -80,7 +80,7 @@ def take(session: models.Session) -> tuple[str, Any]:
     return key, agent if agent is not None else _build(session)
 
 
-def give_back(key: str, agent) -> None:
+def give_back(key: str, agent: Any) -> None:
     with _LOCK:
         replaced = _AGENTS.pop(key, None)
         _AGENTS[key] = agent
@@ -132,7 +132,7 @@ def _import_all(names: tuple[str, ...]) -> None:
         agent_runtime.agent_module(name)
 
 
-def _warn_if_unreachable(model: str, runtime: dict) -> None:
+def _warn_if_unreachable(model: str, runtime: dict[str, Any]) -> None:
     """Say at start, not after a turn's retries, that the model's endpoint refuses or does not answer."""
     base_url = str(runtime.get("base_url") or "")
     if not base_url:

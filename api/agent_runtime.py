@@ -21,10 +21,11 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import Any, cast
 
 from api import agent_events, config
 from api.agent_events import TOOL_RESULT_CAP, OnEvent  # noqa: F401 (re-exported)
@@ -70,13 +71,13 @@ _AGENT_IMPORTS = threading.RLock()
 _AGENT_BUILT = threading.Event()
 
 
-def _loaded(module: str):
+def _loaded(module: str) -> ModuleType | None:
     found = sys.modules.get(module)
     spec = getattr(found, "__spec__", None)
     return None if found is None or getattr(spec, "_initializing", False) else found
 
 
-def _import(module: str):
+def _import(module: str) -> ModuleType:
     # At call time, never at import: tests put fakes in sys.modules, and the agent's import has side effects.
     loaded = _loaded(module)
     if loaded is not None:
@@ -90,7 +91,7 @@ def _import(module: str):
         ) from exc
 
 
-def agent_module(module: str):
+def agent_module(module: str) -> ModuleType:
     """A hermes-agent module, imported at call time (``AgentUnavailable`` when it cannot be)."""
     return _import(module)
 
@@ -145,7 +146,7 @@ def configured_default_model() -> str:
     return str(model.get("default") or "") if isinstance(model, dict) else ""
 
 
-def resolve_runtime(model: str | None, provider: str | None = None) -> dict:
+def resolve_runtime(model: str | None, provider: str | None = None) -> dict[str, Any]:
     """Provider, base_url, api_key, api_mode (and extras) for a model, from the agent's own config."""
     runtime_provider = _import("hermes_cli.runtime_provider")
     try:
@@ -166,7 +167,7 @@ def resolve_runtime(model: str | None, provider: str | None = None) -> dict:
     return dict(runtime)
 
 
-def accepted_kwargs(func: Callable, kwargs: dict) -> dict:
+def accepted_kwargs(func: Callable[..., Any], kwargs: dict[str, Any]) -> dict[str, Any]:
     """Only the kwargs ``func`` accepts, so a newer or older agent still constructs."""
     try:
         params = inspect.signature(func).parameters
@@ -178,7 +179,7 @@ def accepted_kwargs(func: Callable, kwargs: dict) -> dict:
 
 
 @contextlib.contextmanager
-def _first_build_alone():
+def _first_build_alone() -> Iterator[None]:
     """Holds the import lock around the process's first agent build (its lazy imports), not later ones."""
     if _AGENT_BUILT.is_set():
         yield
@@ -195,7 +196,7 @@ def build_agent(
     *,
     callbacks: AgentCallbacks | None = None,
     state_db_path: str | Path | None,
-    runtime: dict | None = None,
+    runtime: dict[str, Any] | None = None,
     enabled_toolsets: list[str] | None = None,
     disabled_toolsets: list[str] | None = None,
     skip_context_files: bool = False,
@@ -205,7 +206,7 @@ def build_agent(
     end_session_on_close: bool = False,
     reasoning_effort: str | None = None,
     **extra: Any,
-):
+) -> Any:
     """A ready ``AIAgent`` for one session, persisting to ``state_db_path`` and reporting to ``callbacks``.
 
     ``state_db_path`` is explicit because ``hermes_state.DEFAULT_DB_PATH`` is frozen at import;
@@ -271,7 +272,7 @@ _SESSION_DB_OPENING = threading.Lock()
 SESSION_DB_OPEN_ATTEMPTS = 4
 
 
-def open_session_db(path: Path):
+def open_session_db(path: Path) -> Any:
     """The agent's ``SessionDB`` on ``path``, opened one at a time in this process.
 
     Opening one creates or migrates the schema; two at once on a new database fail with "database is
@@ -315,13 +316,16 @@ def reasoning_levels() -> list[str]:
     return ["none", *_import("hermes_constants").VALID_REASONING_EFFORTS]
 
 
-def reasoning_config_for(effort: str | None, model: str) -> dict | None:
+def reasoning_config_for(effort: str | None, model: str) -> dict[str, Any] | None:
     """The agent's reasoning config for a turn: the session's effort when it chose one, else what the
     agent's config.yaml says for this model (``agent.reasoning_overrides``, ``agent.reasoning_effort``)."""
     constants = _import("hermes_constants")
     if effort:
-        return constants.parse_reasoning_effort(effort)
-    return constants.resolve_reasoning_config(_import("hermes_cli.config").load_config(), model)
+        return cast("dict[str, Any] | None", constants.parse_reasoning_effort(effort))
+    return cast(
+        "dict[str, Any] | None",
+        constants.resolve_reasoning_config(_import("hermes_cli.config").load_config(), model),
+    )
 
 
 def configured_reasoning_effort(model: str) -> str | None:
@@ -332,7 +336,7 @@ def configured_reasoning_effort(model: str) -> str | None:
     return "none" if config.get("enabled") is False else str(config.get("effort") or "") or None
 
 
-def reasoning_supported(agent) -> bool:
+def reasoning_supported(agent: Any) -> bool:
     """Whether the agent sends a reasoning effort on this model's route (its own rule for the route)."""
     if getattr(agent, "api_mode", "") in ("anthropic_messages", "codex_responses"):
         return True
@@ -343,7 +347,7 @@ def reasoning_supported(agent) -> bool:
         return False
 
 
-def main_runtime(agent) -> dict | None:
+def main_runtime(agent: Any) -> dict[str, Any] | None:
     """The agent's live runtime (model, provider, endpoint, key) for a side call such as a title."""
     current = getattr(agent, "_current_main_runtime", None)
     try:
@@ -353,14 +357,17 @@ def main_runtime(agent) -> dict | None:
 
 
 def generate_title(
-    user_text: str, answer_text: str, runtime: dict | None, timeout: float = 30.0
+    user_text: str, answer_text: str, runtime: dict[str, Any] | None, timeout: float = 30.0
 ) -> str | None:
     """A short title for a first exchange, by the agent's own title generator (None when it fails)."""
     title_generator = agent_module("agent.title_generator")
-    return title_generator.generate_title(user_text, answer_text, timeout=timeout, main_runtime=runtime)
+    return cast(
+        "str | None",
+        title_generator.generate_title(user_text, answer_text, timeout=timeout, main_runtime=runtime),
+    )
 
 
-def user_content(agent, text: str, image_paths: list[str], cfg: dict | None = None) -> Any:
+def user_content(agent: Any, text: str, image_paths: list[str], cfg: dict[str, Any] | None = None) -> Any:
     """The user message as the agent gets it. With attached images, and a model the agent's own image
     routing says can see them (``agent.image_input_mode``, the model's vision capability), OpenAI-style
     parts: the text as saved (it names each attachment's path), then each image as a data URL.
@@ -383,7 +390,7 @@ def user_content(agent, text: str, image_paths: list[str], cfg: dict | None = No
     return [{"type": "text", "text": text}, *images] if images else text
 
 
-def close_agent(agent) -> None:
+def close_agent(agent: Any) -> None:
     """Close the agent's clients and its SessionDB handle (errors are logged, not raised)."""
     try:
         agent.close()
@@ -397,12 +404,12 @@ def close_agent(agent) -> None:
         log.debug("session_db.close failed", exc_info=True)
 
 
-def interrupt(agent, message: str | None = None) -> None:
+def interrupt(agent: Any, message: str | None = None) -> None:
     """Ask a running turn to stop (safe from any thread; the turn returns ``interrupted=True``)."""
     agent.interrupt(message)
 
 
-def estimate_tokens(messages: list[dict]) -> int:
+def estimate_tokens(messages: list[dict[str, Any]]) -> int:
     """The agent's rough token estimate of a message list (chars / 4 if unavailable)."""
     try:
         return int(_import("agent.model_metadata").estimate_messages_tokens_rough(messages))
@@ -410,7 +417,7 @@ def estimate_tokens(messages: list[dict]) -> int:
         return sum(len(str(m.get("content") or "")) for m in messages) // 4
 
 
-def estimate_request_tokens(agent: Any, messages: list[dict]) -> int:
+def estimate_request_tokens(agent: Any, messages: list[dict[str, Any]]) -> int:
     """The agent's rough estimate of a whole request holding ``messages``: its system prompt and tool
     schemas count too, as in hermes' own /compress and in the provider's count the context meter shows."""
     try:
@@ -422,7 +429,9 @@ def estimate_request_tokens(agent: Any, messages: list[dict]) -> int:
         return estimate_tokens(messages)
 
 
-def manual_compression_feedback(original: list, compressed: list, before: int, after: int) -> dict | None:
+def manual_compression_feedback(
+    original: list[Any], compressed: list[Any], before: int, after: int
+) -> dict[str, Any] | None:
     """The agent's own wording for a manual compression (headline, token line, note), if it has one."""
     try:
         summary = _import("agent.manual_compression_feedback").summarize_manual_compression(
@@ -466,7 +475,11 @@ class CompressOutcome:
 
 
 def compress_messages(
-    agent, messages: list[dict], *, focus_topic: str | None = None, current_tokens: int | None = None
+    agent: Any,
+    messages: list[dict[str, Any]],
+    *,
+    focus_topic: str | None = None,
+    current_tokens: int | None = None,
 ) -> CompressOutcome:
     """Manual compaction through the agent's own compressor (its summary call goes to the provider).
 

@@ -22,7 +22,7 @@ log = logging.getLogger("talaria.admin")
 HIDDEN_BY_DEFAULT_SOURCES = ("cron", "webhook")
 
 
-def _agent_row(raw: Any) -> dict | None:
+def _agent_row(raw: Any) -> dict[str, Any] | None:
     if not isinstance(raw, dict):
         return None
     sid = raw.get("id") or raw.get("session_id")
@@ -41,7 +41,7 @@ def _agent_row(raw: Any) -> dict | None:
     }
 
 
-def _raw_agent_sessions() -> list:
+def _raw_agent_sessions() -> list[Any]:
     try:
         rows = state_db.list_agent_sessions()
     except Exception as exc:  # noqa: BLE001 - state.db is optional and read-only: unreadable = absent
@@ -50,11 +50,13 @@ def _raw_agent_sessions() -> list:
     return rows if isinstance(rows, list) else []
 
 
-def _by_id(raw: list) -> dict[str, dict]:
+def _by_id(raw: list[Any]) -> dict[str, dict[str, Any]]:
     return {item["id"]: item for item in raw if isinstance(item, dict) and isinstance(item.get("id"), str)}
 
 
-def _lineage_row(row: dict, segments: list[str], raw_by_id: dict[str, dict]) -> dict:
+def _lineage_row(
+    row: dict[str, Any], segments: list[str], raw_by_id: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
     """The newest segment's row speaking for its conversation: the newest title any segment has, the
     messages of all of them."""
     older = [raw_by_id[sid] for sid in segments[1:] if sid in raw_by_id]
@@ -78,14 +80,14 @@ def _segments_of(sid: str, parents: dict[str, str]) -> list[str]:
     return chain
 
 
-def continued_agent_ids(rows: Iterable[dict]) -> set[str]:
+def continued_agent_ids(rows: Iterable[dict[str, Any]]) -> set[str]:
     """The agent sessions that Talaria sessions (their sidebar rows) continue."""
     return {sid for row in rows if isinstance(sid := row.get("agent_session_id"), str)}
 
 
 def agent_sessions(
     is_talaria: Callable[[str], bool] = models.has_session_row, continued: set[str] | None = None
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """Conversations only the agent knows (CLI, other platforms), one row per compression lineage, minus
     Talaria's own, deleted and continued ones.
 
@@ -115,7 +117,7 @@ def agent_sessions(
     return out
 
 
-def agent_session(sid: str) -> dict | None:
+def agent_session(sid: str) -> dict[str, Any] | None:
     """A read-only agent conversation with every segment's messages, or None (no state.db, no such
     session, deleted here)."""
     if sid in tombstones.read_deleted_ids(session_dir()):
@@ -147,7 +149,7 @@ def agent_session(sid: str) -> dict | None:
     }
 
 
-def sessions_matching(needle: str, limit: int) -> list[dict]:
+def sessions_matching(needle: str, limit: int) -> list[dict[str, Any]]:
     """Agent conversations (their sidebar rows, as ``agent_sessions`` lists them) holding a message that
     the agent's full-text index matches with ``needle``, each with its ``messages``; at most ``limit``."""
     hits = state_db.search_session_ids(needle, limit=limit * 4)
@@ -156,7 +158,7 @@ def sessions_matching(needle: str, limit: int) -> list[dict]:
     rows = {row["id"]: row for row in agent_sessions()}
     parents = state_db.compression_parents()
     children = {parent: child for child, parent in parents.items()}
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     seen: set[str] = set()
     for sid in hits:
         tip = sid

@@ -9,6 +9,7 @@ old configuration, so the next turn uses the new model without a restart. Keys a
 from __future__ import annotations
 
 import logging
+from types import ModuleType
 from typing import Any
 
 from api import agent_pool, agent_runtime, endpoint_probe, model_catalog
@@ -19,11 +20,11 @@ log = logging.getLogger("talaria.setup")
 _KINDS = ("custom", "provider")
 
 
-def _hermes(name: str):
+def _hermes(name: str) -> ModuleType:
     return agent_runtime.agent_module(name)
 
 
-def known_providers() -> list[dict]:
+def known_providers() -> list[dict[str, Any]]:
     """The agent's canonical providers that take an API key: ``[{id, label, key_env, has_key}]``."""
     registry = _hermes("hermes_cli.auth").PROVIDER_REGISTRY
     get_env_value = _hermes("hermes_cli.config").get_env_value
@@ -64,7 +65,7 @@ def _marked_vision_capable() -> bool:
     return section.get("supports_vision") is True
 
 
-def setup_status() -> dict:
+def setup_status() -> dict[str, Any]:
     return {
         "configured": is_configured(),
         "default_model": agent_runtime.configured_default_model(),
@@ -73,7 +74,7 @@ def setup_status() -> dict:
     }
 
 
-def _provider(slug: Any) -> dict:
+def _provider(slug: Any) -> dict[str, Any]:
     if not isinstance(slug, str):
         raise BadRequest("provider must be a string")
     for row in known_providers():
@@ -91,11 +92,11 @@ def _provider_base_url(slug: str) -> str:
     return str(override or provider.inference_base_url).rstrip("/")
 
 
-def _provider_key(row: dict, key: str) -> str:
+def _provider_key(row: dict[str, Any], key: str) -> str:
     return key or str(_hermes("hermes_cli.config").get_env_value(row["key_env"]) or "")
 
 
-def test_connection(body: dict) -> dict:
+def test_connection(body: dict[str, Any]) -> dict[str, Any]:
     """The connection test: ``{ok, message, models}`` (a failed test is an answer, not an error)."""
     kind = body.get("kind", "custom")
     key = endpoint_probe.clean_api_key(body.get("api_key"))
@@ -113,7 +114,7 @@ def test_connection(body: dict) -> dict:
     return endpoint_probe.probe(base_url, key).to_dict()
 
 
-def _model_section(config: dict) -> dict:
+def _model_section(config: dict[str, Any]) -> dict[str, Any]:
     section = config.get("model")
     if isinstance(section, dict):
         return section
@@ -150,7 +151,7 @@ def _write_custom(base_url: str, key: str, model: str, vision: bool) -> None:
     _hermes("hermes_cli.main")._save_custom_provider(base_url, key, model)
 
 
-def _write_provider(row: dict, key: str, model: str) -> None:
+def _write_provider(row: dict[str, Any], key: str, model: str) -> None:
     config_module = _hermes("hermes_cli.config")
     if key:
         _hermes("hermes_cli.credential_lifecycle").save_provider_env_credential(row["key_env"], key)
@@ -163,7 +164,7 @@ def _write_provider(row: dict, key: str, model: str) -> None:
     config_module.save_config(config)
 
 
-def save_setup(body: dict) -> dict:
+def save_setup(body: dict[str, Any]) -> dict[str, Any]:
     """Validate everything, write the agent's config (and key), then forget the stale caches."""
     kind = body.get("kind")
     key = endpoint_probe.clean_api_key(body.get("api_key"))

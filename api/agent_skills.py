@@ -8,7 +8,7 @@ message a skill's slash command sends (the agent's own ``build_skill_invocation_
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from api import agent_memory, agent_runtime, atomic
 from api.errors import BadRequest, Conflict, NotFound
@@ -22,13 +22,13 @@ def _module(name: str) -> Any:
     return agent_runtime.agent_module(name)
 
 
-def _sources() -> tuple[dict[str, dict], set[str]]:
+def _sources() -> tuple[dict[str, dict[str, Any]], set[str]]:
     # Read only: the hub's lock file names the skills it installed (a missing file, none).
     installed = {entry["name"]: entry for entry in _module("tools.skills_hub").HubLockFile().list_installed()}
     return installed, set(_module("tools.skills_sync")._read_manifest())
 
 
-def _source_of(name: str, hub_installed: dict[str, dict], builtin: set[str]) -> str:
+def _source_of(name: str, hub_installed: dict[str, dict[str, Any]], builtin: set[str]) -> str:
     if name in hub_installed:
         return "hub"
     return "builtin" if name in builtin else "local"
@@ -68,7 +68,7 @@ def _find(name: Any) -> dict[str, Any]:
     name = _clean_name(name)
     for row in list_skills()["skills"]:
         if row["name"] == name:
-            return row
+            return cast("dict[str, Any]", row)
     raise NotFound(f"No skill named {name!r}")
 
 

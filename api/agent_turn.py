@@ -22,7 +22,7 @@ _USAGE_KEYS = ("input_tokens", "output_tokens", "prompt_tokens", "completion_tok
 # fmt: on
 
 
-def usage_counters(agent) -> dict[str, float]:
+def usage_counters(agent: Any) -> dict[str, float]:
     """The agent's running totals (``session_<key>``): they count from the agent's construction, and a
     pooled agent serves many turns."""
     counters: dict[str, float] = {}
@@ -33,7 +33,7 @@ def usage_counters(agent) -> dict[str, float]:
     return counters
 
 
-def turn_usage(raw: dict, before: dict[str, float]) -> dict[str, float]:
+def turn_usage(raw: dict[str, Any], before: dict[str, float]) -> dict[str, float]:
     """This turn's usage: the agent's totals after the turn minus those before it (pure)."""
     usage: dict[str, float] = {}
     for key in _USAGE_KEYS:
@@ -48,7 +48,7 @@ def turn_usage(raw: dict, before: dict[str, float]) -> dict[str, float]:
 @dataclass
 class TurnResult:
     final_response: str = ""
-    messages: list[dict] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list)
     completed: bool = False
     failed: bool = False
     interrupted: bool = False
@@ -59,13 +59,13 @@ class TurnResult:
     previous_session_id: str = ""  # before the turn; differs when compaction rotated the session
     compressed: bool = False  # the agent compacted the context during this turn
     compression_count: int = 0
-    compression_events: list[dict] = field(default_factory=list)
-    usage: dict = field(default_factory=dict)
+    compression_events: list[dict[str, Any]] = field(default_factory=list)
+    usage: dict[str, Any] = field(default_factory=dict)
     last_prompt_tokens: int | None = None
     context_length: int | None = None
     threshold_tokens: int | None = None
     duration_s: float = 0.0
-    raw: dict = field(default_factory=dict)  # the agent's result dict, untouched
+    raw: dict[str, Any] = field(default_factory=dict)  # the agent's result dict, untouched
 
     @property
     def rotated(self) -> bool:
@@ -73,14 +73,14 @@ class TurnResult:
             self.previous_session_id and self.session_id and self.session_id != self.previous_session_id
         )
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """JSON-able summary (without ``raw``)."""
         out = {k: v for k, v in self.__dict__.items() if k != "raw"}
         out["rotated"] = self.rotated
         return out
 
 
-def _compression_count(agent) -> int:
+def _compression_count(agent: Any) -> int:
     try:
         return int(getattr(agent.context_compressor, "compression_count", 0) or 0)
     except Exception:
@@ -95,12 +95,12 @@ def _int_or_none(value: Any) -> int | None:
 
 
 def summarize_result(
-    raw: dict,
-    agent,
+    raw: dict[str, Any],
+    agent: Any,
     *,
     before_sid: str,
     before_count: int,
-    compress_events: list[dict],
+    compress_events: list[dict[str, Any]],
     before_usage: dict[str, float] | None = None,
 ) -> TurnResult:
     """Pure-ish: the agent's result dict plus its post-turn attributes → ``TurnResult``."""
@@ -139,9 +139,9 @@ class TurnRunner:
 
     def __init__(
         self,
-        agent,
+        agent: Any,
         user_text: Any,
-        history: list[dict] | None,
+        history: list[dict[str, Any]] | None,
         on_event: OnEvent,
         *,
         persist_text: str | None = None,
@@ -181,7 +181,7 @@ class TurnRunner:
         if not self.done.is_set():
             interrupt(self.agent, message)
 
-    def _call_kwargs(self) -> dict:
+    def _call_kwargs(self) -> dict[str, Any]:
         sid = self.agent.session_id
         kwargs = {
             "user_message": self.user_text,
@@ -200,7 +200,7 @@ class TurnRunner:
         before_count = _compression_count(self.agent)
         before_usage = usage_counters(self.agent)
         started = time.monotonic()
-        raw: dict
+        raw: dict[str, Any]
         try:
             with session_bound(self.agent, self.scope):
                 raw = self.agent.run_conversation(**self._call_kwargs())
@@ -228,9 +228,9 @@ class TurnRunner:
 
 
 def run_turn(
-    agent,
+    agent: Any,
     user_text: Any,
-    history: list[dict] | None,
+    history: list[dict[str, Any]] | None,
     on_event: OnEvent,
     *,
     persist_timestamp: float | None = None,

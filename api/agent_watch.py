@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from typing import Any
 
 from api import agent_sessions, session_feed, session_views, state_db
 
@@ -23,7 +24,7 @@ class AgentWatch:
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._stamp: object = None
-        self._rows: list[dict] | None = None
+        self._rows: list[dict[str, Any]] | None = None
 
     def start(self) -> None:
         self._rows = agent_sessions.agent_sessions()

@@ -12,6 +12,8 @@ import logging
 import signal
 import socket
 import threading
+from types import FrameType
+from typing import Any
 
 from api import (
     agent_watch,
@@ -35,7 +37,7 @@ SHUTDOWN_GRACE_S = 10.0
 
 def _answer(
     sock: socket.socket,
-    address: tuple,
+    address: tuple[Any, ...],
     server: TalariaServer,
     raw: bytes,
     received_at: float,
@@ -74,7 +76,7 @@ def serve(server: TalariaServer, grace_s: float = SHUTDOWN_GRACE_S) -> None:
     """Serve until SIGTERM/SIGINT, then stop: live turns marked interrupted, requests in flight given
     ``grace_s`` to finish, the sidebar index flushed. Call from the main thread."""
 
-    def stop(signum, _frame):
+    def stop(signum: int, _frame: FrameType | None) -> None:
         log.info("signal %s: shutting down", signum)
         threading.Thread(target=server.shutdown, name="shutdown", daemon=True).start()
 

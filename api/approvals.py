@@ -51,7 +51,7 @@ def exact_view(runs: str, redacted: str) -> str:
     return "".join(parts)
 
 
-def shown_command(data: dict) -> str | None:
+def shown_command(data: dict[str, Any]) -> str | None:
     """What the card shows for the agent's question ``data`` (its redacted ``command``, the guard's
     ``runs`` and the agent's redaction of it, ``runs_redacted``), or None when the text that runs is not
     the one the agent asked about (pure)."""
@@ -79,7 +79,7 @@ def decision(question: Question) -> tuple[str, str | None]:
 
 
 def ask(
-    session_id: str, emit: OnEvent, data: dict, interrupted: Callable[[], bool]
+    session_id: str, emit: OnEvent, data: dict[str, Any], interrupted: Callable[[], bool]
 ) -> tuple[str, str | None]:
     """Show the flagged command to the person and block until it is decided: ``(choice, deny_reason)``.
 
@@ -101,12 +101,12 @@ def ask(
     return decision(question)
 
 
-def _resolution(question: Question) -> dict:
+def _resolution(question: Question) -> dict[str, Any]:
     choice, reason = decision(question)
     return {"choice": choice, "reason": reason}
 
 
-def respond(session_id: str, approval_id: Any, choice: Any) -> dict:
+def respond(session_id: str, approval_id: Any, choice: Any) -> dict[str, Any]:
     """Settle the question with the person's choice; "always" is durable in the agent's config first."""
     if choice not in CHOICES:
         raise BadRequest(f"choice must be one of: {', '.join(CHOICES)}")
@@ -129,7 +129,7 @@ def _allow_always(question: Question) -> None:
         raise ApiError(f"Could not save the allow-list: {exc.strerror or exc}", status=500) from exc
 
 
-def pending(session_id: str) -> dict:
+def pending(session_id: str) -> dict[str, Any]:
     session_lookup.load_session(session_id)
     return {"pending": QUESTIONS.pending(session_id), "yolo": yolo(session_id)}
 
@@ -138,7 +138,7 @@ def yolo(session_id: str) -> bool:
     return session_id in _YOLO
 
 
-def set_yolo(session_id: str, enabled: Any) -> dict:
+def set_yolo(session_id: str, enabled: Any) -> dict[str, Any]:
     """The session's explicit "don't ask again" switch (the agent's session yolo; off until turned on)."""
     if not isinstance(enabled, bool):
         raise BadRequest("enabled must be true or false")

@@ -137,7 +137,7 @@ def _write_into_uploads(workspace: Path, name: str, raw: bytes) -> str:
     raise Forbidden("the workspace's uploads folder keeps changing; nothing was stored")
 
 
-def store_attachment(session_id: str, name: Any, data: Any) -> dict:
+def store_attachment(session_id: str, name: Any, data: Any) -> dict[str, Any]:
     """Write one attachment into the session's workspace; answers its path (relative), kind, size."""
     workspace = media.session_workspace(session_id)
     limit = int(config.setting("attachment_max_bytes"))
@@ -155,7 +155,7 @@ def store_attachment(session_id: str, name: Any, data: Any) -> dict:
     }
 
 
-def message_attachments(session_id: str, paths: Any) -> list[dict]:
+def message_attachments(session_id: str, paths: Any) -> list[dict[str, Any]]:
     """The attachments a message names, checked: each a file inside the session's workspace."""
     if paths is None:
         return []
@@ -172,7 +172,7 @@ def message_attachments(session_id: str, paths: Any) -> list[dict]:
     return out
 
 
-def agent_text(text: str, attached: list[dict]) -> str:
+def agent_text(text: str, attached: list[dict[str, Any]]) -> str:
     """The message as the agent reads it: the text, then one line naming each attachment's path."""
     if not attached:
         return text
@@ -183,7 +183,7 @@ def agent_text(text: str, attached: list[dict]) -> str:
     return text + "\n\n" + "\n".join(lines)
 
 
-def image_files(session_id: str, attached: list[dict]) -> list[str]:
+def image_files(session_id: str, attached: list[dict[str, Any]]) -> list[str]:
     """Absolute paths of the attached images (checked again: inside the session's workspace)."""
     images = [item["path"] for item in attached if item.get("kind") == "image"]
     if not images:

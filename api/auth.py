@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from api import atomic
 from api.errors import BadRequest, Forbidden, TooManyRequests, Unauthorized
@@ -296,7 +297,7 @@ class AuthManager:
     def _sign(self, body: str) -> str:
         return _b64(hmac.new(self._cookie_key, body.encode("ascii"), hashlib.sha256).digest())
 
-    def _session_from_value(self, value: str) -> dict | None:
+    def _session_from_value(self, value: str) -> dict[str, Any] | None:
         value = value.strip().strip('"')
         if not value or len(value) > _MAX_COOKIE_VALUE or not value.isascii() or "." not in value:
             return None
@@ -319,7 +320,7 @@ class AuthManager:
                 return None
         return payload
 
-    def session_from_cookie(self, cookie_header: str | None) -> dict | None:
+    def session_from_cookie(self, cookie_header: str | None) -> dict[str, Any] | None:
         """The session of a valid ``talaria_session`` cookie in a ``Cookie`` header; None otherwise."""
         if not cookie_header:
             return None
@@ -331,18 +332,18 @@ class AuthManager:
                     return session
         return None
 
-    def csrf_token(self, session: dict) -> str:
+    def csrf_token(self, session: dict[str, Any]) -> str:
         """The CSRF token bound to ``session`` (the same for the life of the cookie)."""
         return _b64(hmac.new(self._csrf_key, str(session["sid"]).encode("utf-8"), hashlib.sha256).digest())
 
-    def csrf_ok(self, session: dict | None, token: str | None) -> bool:
+    def csrf_ok(self, session: dict[str, Any] | None, token: str | None) -> bool:
         if not isinstance(session, dict) or not isinstance(session.get("sid"), str):
             return False
         if not isinstance(token, str) or not token or not token.isascii():
             return False
         return hmac.compare_digest(self.csrf_token(session).encode("ascii"), token.encode("ascii"))
 
-    def logout(self, session: dict | None) -> None:
+    def logout(self, session: dict[str, Any] | None) -> None:
         """Revoke ``session`` (in memory) so its cookie stops working."""
         if not isinstance(session, dict) or not isinstance(session.get("sid"), str):
             return
@@ -355,7 +356,7 @@ class AuthManager:
 
     def authorize(
         self, cookie_header: str | None, csrf_token: str | None, *, state_changing: bool
-    ) -> dict | None:
+    ) -> dict[str, Any] | None:
         """The request's session (None when auth is off).
 
         Raises ``Unauthorized`` without a valid cookie, ``Forbidden`` when a state-changing request
@@ -370,7 +371,7 @@ class AuthManager:
             raise Forbidden("Missing or invalid CSRF token")
         return session
 
-    def status(self, cookie_header: str | None) -> dict:
+    def status(self, cookie_header: str | None) -> dict[str, Any]:
         """``{"enabled", "logged_in", "csrf_token"}`` for ``GET /api/auth/status``."""
         session = self.session_from_cookie(cookie_header) if self.enabled else None
         return {

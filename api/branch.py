@@ -33,7 +33,7 @@ def _branch_title(title: str | None) -> str:
 FORK_SOURCE = "fork"
 
 
-def _call_ids(rows: list) -> set[str]:
+def _call_ids(rows: list[Any]) -> set[str]:
     ids: set[str] = set()
     for row in rows:
         calls = row.get("tool_calls") if isinstance(row, dict) else None
@@ -43,7 +43,7 @@ def _call_ids(rows: list) -> set[str]:
     return ids
 
 
-def _with_tool_results(messages: list, keep_count: int) -> int:
+def _with_tool_results(messages: list[Any], keep_count: int) -> int:
     """``keep_count`` extended over the tool rows right after it that answer a kept tool call.
 
     A call without its result would stay "running" in the branch for ever, and the model would be sent a
@@ -59,7 +59,7 @@ def _with_tool_results(messages: list, keep_count: int) -> int:
     return end
 
 
-def branch_rows(messages: list, keep_count: Any) -> list[dict]:
+def branch_rows(messages: list[Any], keep_count: Any) -> list[dict[str, Any]]:
     """Copies of the first ``keep_count`` rows and the results of their tool calls, without live-turn flags."""
     if isinstance(keep_count, bool) or not isinstance(keep_count, int) or keep_count < 0:
         raise BadRequest("keep_count must be a non-negative integer")
@@ -74,7 +74,7 @@ def branch_rows(messages: list, keep_count: Any) -> list[dict]:
     return rows
 
 
-def branch_session(sid: str, keep_count: Any) -> dict:
+def branch_session(sid: str, keep_count: Any) -> dict[str, Any]:
     """A new session with the parent's first ``keep_count`` messages; answers its full payload."""
     with session_edit.lock(sid):
         parent = interrupted_turns.settled_session(sid)

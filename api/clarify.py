@@ -29,7 +29,11 @@ def no_answer_text(question: Question) -> str:
 
 
 def ask(
-    session_id: str, emit: OnEvent, question_text: str, choices: list | None, interrupted: Callable[[], bool]
+    session_id: str,
+    emit: OnEvent,
+    question_text: str,
+    choices: list[Any] | None,
+    interrupted: Callable[[], bool],
 ) -> str:
     """Put the agent's question to the person and block: their answer, or a plain "no answer" text."""
     offered = [str(c) for c in choices] if choices else None
@@ -39,7 +43,7 @@ def ask(
     return str(question.answer) if question.outcome == ANSWERED else no_answer_text(question)
 
 
-def respond(session_id: str, clarify_id: Any, response: Any) -> dict:
+def respond(session_id: str, clarify_id: Any, response: Any) -> dict[str, Any]:
     if not isinstance(response, str) or not response.strip():
         raise BadRequest("response must be a non-empty string")
     if len(response) > RESPONSE_MAX_CHARS:
@@ -50,6 +54,6 @@ def respond(session_id: str, clarify_id: Any, response: Any) -> dict:
     return {"ok": True, "clarify_id": clarify_id}
 
 
-def pending(session_id: str) -> dict:
+def pending(session_id: str) -> dict[str, Any]:
     session_lookup.load_session(session_id)
     return {"pending": QUESTIONS.pending(session_id)}

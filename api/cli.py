@@ -15,6 +15,7 @@ import sys
 import threading
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from api import (
     agent_pool,
@@ -32,6 +33,7 @@ from api import (
     provider_errors,
     routes,
     session_recovery,
+    settings_table,
     state_lock,
     workspace,
 )
@@ -58,7 +60,7 @@ def build_arg_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="commands:\n  doctor    check the config, state dir, state.db and model, each with a fix\n\n"
         "settings (the environment variable wins, then the key in $HERMES_HOME/config.yaml, then the default):\n"
-        + config.settings_help(),
+        + settings_table.settings_help(),
     )
     parser.add_argument("command", nargs="?", choices=["doctor"], help=argparse.SUPPRESS)
     parser.add_argument(
@@ -73,9 +75,9 @@ def build_arg_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def settings_from(args: argparse.Namespace) -> dict:
-    """Every setting, the flags first; raises ``config.SettingError`` for a value that does not fit."""
-    return config.load_settings(
+def settings_from(args: argparse.Namespace) -> dict[str, Any]:
+    """Every setting, the flags first; raises ``settings_table.SettingError`` for a value that does not fit."""
+    return settings_table.load_settings(
         overrides={
             "host": args.host,
             "port": args.port,
@@ -118,7 +120,7 @@ def banner(url: str, log_path: object) -> str:
     return "\n".join(lines)
 
 
-def run_doctor(values: dict) -> int:
+def run_doctor(values: dict[str, Any]) -> int:
 
     checks = doctor.run_checks(values, agent_runtime.resolve_runtime)
     print(doctor.render(checks))
@@ -130,9 +132,9 @@ def bad_setting(exc: Exception) -> int:
     return EXIT_BAD_SETTING
 
 
-def run_startup_recovery() -> dict:
+def run_startup_recovery() -> dict[str, Any]:
     """The startup sweep plus the interrupted-turn markers; never raises."""
-    summary: dict = {"scanned": 0, "restored": 0, "details": [], "interrupted_turns": []}
+    summary: dict[str, Any] = {"scanned": 0, "restored": 0, "details": [], "interrupted_turns": []}
     for folder in (config.STATE_DIR, config.SESSION_DIR):
         try:
             atomic.sweep_leftover_temps(folder)  # what a killed write left; each removal is logged
@@ -163,7 +165,7 @@ def run_startup_recovery() -> dict:
     return summary
 
 
-def build_auth(values: dict):
+def build_auth(values: dict[str, Any]) -> auth.AuthManager:
     """The auth manager (auth off when the password is empty); refuses a non-loopback host without one."""
 
     auth.check_bind_allowed(values["host"], values["password"])
@@ -183,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_arg_parser().parse_args(argv)
     try:
         values = settings_from(args)
-    except config.SettingError as exc:
+    except settings_table.SettingError as exc:
         return bad_setting(exc)
     config.configure(values)
     if args.command == "doctor":

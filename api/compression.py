@@ -40,7 +40,7 @@ def normalise_focus(value: Any) -> str | None:
 # ---------------------------------------------------------------------- anchors
 
 
-def set_anchor(session: models.Session, visible_upto: list, **details) -> None:
+def set_anchor(session: models.Session, visible_upto: list[Any], **details: Any) -> None:
     """Anchor the compression after the last visible row of ``visible_upto`` (a prefix of ``messages``)."""
     visible = visible_messages_for_anchor(visible_upto)
     session.compression_anchor_visible_idx = len(visible) - 1 if visible else None
@@ -52,7 +52,7 @@ def set_anchor(session: models.Session, visible_upto: list, **details) -> None:
     session.compression_anchor_details = {"message_idx": message_idx, **details}
 
 
-def _stamp_missing_message_timestamps(rows: list) -> None:
+def _stamp_missing_message_timestamps(rows: list[Any]) -> None:
     base = time.time()
     k = 0
     for row in rows:
@@ -64,11 +64,11 @@ def _stamp_missing_message_timestamps(rows: list) -> None:
 # ---------------------------------------------------------------------- the agent side
 
 
-def estimate_tokens(messages: list) -> int:
+def estimate_tokens(messages: list[Any]) -> int:
     return max(agent_runtime.estimate_tokens(messages), 1)
 
 
-def _resolve_provider(session: models.Session) -> tuple[str, str | None, dict]:
+def _resolve_provider(session: models.Session) -> tuple[str, str | None, dict[str, Any]]:
     model, provider, _base_url = _config.resolve_model_provider(
         _config.model_with_provider_context(session.model, session.model_provider)
     )
@@ -82,13 +82,15 @@ def _resolve_provider(session: models.Session) -> tuple[str, str | None, dict]:
     return model, provider or runtime.get("provider"), runtime
 
 
-def _request_tokens(agent: Any, messages: list) -> int:
+def _request_tokens(agent: Any, messages: list[Any]) -> int:
     """What a request with ``messages`` weighs, system prompt and tool schemas included: the figure the
     context meter shows after a turn (the provider's count), so the two agree."""
     return max(agent_runtime.estimate_request_tokens(agent, messages), 1)
 
 
-def _summary(original: list, compressed: list, before: int, after: int, focus: str | None) -> dict:
+def _summary(
+    original: list[Any], compressed: list[Any], before: int, after: int, focus: str | None
+) -> dict[str, Any]:
     summary = agent_runtime.manual_compression_feedback(original, compressed, before, after)
     if summary is not None:
         return summary
@@ -103,7 +105,7 @@ def _summary(original: list, compressed: list, before: int, after: int, focus: s
     return {"headline": headline, "token_line": token_line, "note": note, "reference_message": reference}
 
 
-def _anchor_summary(summary: dict, compressed: list) -> str | None:
+def _anchor_summary(summary: dict[str, Any], compressed: list[Any]) -> str | None:
     for key in ("reference_message", "token_line", "headline"):
         value = summary.get(key)
         if isinstance(value, str) and value.strip():
@@ -117,7 +119,7 @@ def _anchor_summary(summary: dict, compressed: list) -> str | None:
     return None
 
 
-def _validate_compressed(compressed: Any) -> list[dict]:
+def _validate_compressed(compressed: Any) -> list[dict[str, Any]]:
     if not isinstance(compressed, list) or not compressed:
         raise BadRequest("Compression failed: the compressor returned no messages")
     for row in compressed:
@@ -126,7 +128,7 @@ def _validate_compressed(compressed: Any) -> list[dict]:
     return compressed
 
 
-def _stream_state(session: models.Session) -> tuple:
+def _stream_state(session: models.Session) -> tuple[Any, ...]:
     return (
         session.active_stream_id,
         session.pending_user_message,
@@ -138,7 +140,7 @@ def _stream_state(session: models.Session) -> tuple:
 # ---------------------------------------------------------------------- manual compress
 
 
-def manual_compress(session_id: str, focus_topic: str | None = None) -> dict:
+def manual_compress(session_id: str, focus_topic: str | None = None) -> dict[str, Any]:
     """Compress one session's model context; returns the route's answer (docs/session-model.md, "Compression")."""
     session = interrupted_turns.settled_session(session_id)
     focus_topic = normalise_focus(focus_topic)
@@ -151,7 +153,7 @@ def manual_compress(session_id: str, focus_topic: str | None = None) -> dict:
         raise BadRequest(f"Compression failed: {redact_paths(str(exc))}") from None
 
 
-def _compress(session: models.Session, focus_topic: str | None) -> dict:
+def _compress(session: models.Session, focus_topic: str | None) -> dict[str, Any]:
     sid = session.session_id
     rows_before = list(session.messages)
     original = sanitize_messages_for_api(rows_before)
@@ -205,7 +207,7 @@ def _compress(session: models.Session, focus_topic: str | None) -> dict:
     }
 
 
-def _rows_changed(before: list, now: list) -> bool:
+def _rows_changed(before: list[Any], now: list[Any]) -> bool:
     """Any row added, removed or replaced (the projection would miss a message the model never answered)."""
     return len(before) != len(now) or any(a is not b for a, b in zip(before, now, strict=True))
 
@@ -224,7 +226,11 @@ def _set_older_backup_aside(session: models.Session) -> None:
 
 
 def _apply_manual_compression(
-    session: models.Session, compressed: list, summary: dict, before_tokens: int, after_tokens: int
+    session: models.Session,
+    compressed: list[Any],
+    summary: dict[str, Any],
+    before_tokens: int,
+    after_tokens: int,
 ) -> None:
     rows = copy.deepcopy(compressed)
     _stamp_missing_message_timestamps(rows)
@@ -256,7 +262,7 @@ def _apply_manual_compression(
     session.last_prompt_tokens = after_tokens
 
 
-def _response_session(session: models.Session) -> dict:
+def _response_session(session: models.Session) -> dict[str, Any]:
     out = session.compact()
     for name in (
         "messages",
@@ -275,7 +281,7 @@ def _response_session(session: models.Session) -> dict:
 # ---------------------------------------------------------------------- uncompress
 
 
-def uncompress(session_id: str) -> dict:
+def uncompress(session_id: str) -> dict[str, Any]:
     """Give the model its pre-compression context back (plus every turn since)."""
     with edit(session_id) as session:
         interrupted_turns.close_unless_live(session, interrupted_turns.STILL_STREAMING)
@@ -307,7 +313,7 @@ def uncompress(session_id: str) -> dict:
 # ---------------------------------------------------------------------- async jobs
 
 _JOB_TTL_S = 600.0
-_JOBS: dict[str, dict] = {}
+_JOBS: dict[str, dict[str, Any]] = {}
 _JOBS_LOCK = threading.Lock()
 
 
@@ -317,7 +323,7 @@ def _expire_jobs(now: float) -> None:
             del _JOBS[sid]
 
 
-def start_compress_job(session_id: str, focus_topic: str | None = None) -> dict:
+def start_compress_job(session_id: str, focus_topic: str | None = None) -> dict[str, Any]:
     """Run ``manual_compress`` in the background; poll ``compress_job_status``."""
     interrupted_turns.settled_session(session_id)
     with _JOBS_LOCK:
@@ -348,7 +354,7 @@ def start_compress_job(session_id: str, focus_topic: str | None = None) -> dict:
     return {"ok": True, "status": "running", "session_id": session_id}
 
 
-def compress_job_status(session_id: str) -> dict:
+def compress_job_status(session_id: str) -> dict[str, Any]:
     with _JOBS_LOCK:
         _expire_jobs(time.time())
         job = _JOBS.get(session_id)
@@ -362,10 +368,10 @@ def compress_job_status(session_id: str) -> dict:
 
 def record_auto_compression(
     session: models.Session,
-    new_context: list,
+    new_context: list[Any],
     visible_count_before_turn: int,
     tokens_before: int | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """The agent compacted its context inside a turn: store the new context and the anchor, never touch messages."""
     marker_idx = None
     for i in range(len(session.messages) - 1, -1, -1):

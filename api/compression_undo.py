@@ -38,7 +38,7 @@ def generation_in(details: Any) -> str | None:
     return gen if isinstance(gen, str) and gen else None
 
 
-def load(session_path: Path, generation: str | None) -> dict | None:
+def load(session_path: Path, generation: str | None) -> dict[str, Any] | None:
     """The undo kept for ``generation``; None when there is none (or it belongs to another compression)."""
     if not generation or not _GENERATION.fullmatch(generation):
         return None
@@ -54,7 +54,7 @@ def load(session_path: Path, generation: str | None) -> dict | None:
     return undo if isinstance(undo, dict) else None
 
 
-def store(session_path: Path, generation: str, undo: dict) -> None:
+def store(session_path: Path, generation: str, undo: dict[str, Any]) -> None:
     """Durably write the undo of ``generation`` (before the session file naming it is written)."""
     if not _GENERATION.fullmatch(generation):
         raise ValueError("a compression generation must be a short id")

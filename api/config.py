@@ -65,10 +65,10 @@ class _PathFromEnvironment:
         return str(self._path())
 
     def __truediv__(self, other: Any) -> Path:
-        return self._path() / other
+        return cast("Path", self._path() / other)
 
     def __rtruediv__(self, other: Any) -> Path:
-        return other / self._path()
+        return cast("Path", other / self._path())
 
     def __eq__(self, other: object) -> bool:
         return self._path() == other
@@ -80,12 +80,12 @@ class _PathFromEnvironment:
         return getattr(self._path(), attr)
 
 
-def _static_defaults() -> dict:
+def _static_defaults() -> dict[str, Any]:
     """The defaults that need nothing from outside; the home and state folders have none before ``configure``."""
     return {s.name: s.default for s in SETTINGS if not callable(s.default)}
 
 
-SETTINGS_VALUES: dict = _static_defaults()
+SETTINGS_VALUES: dict[str, Any] = _static_defaults()
 HERMES_HOME: Path = cast(Path, _PathFromEnvironment("HERMES_HOME"))
 STATE_DIR: Path = cast(Path, _PathFromEnvironment("STATE_DIR"))
 SESSION_DIR: Path = cast(Path, _PathFromEnvironment("SESSION_DIR"))
@@ -168,14 +168,14 @@ def default_workspace() -> str:
 # Session cache and locks
 # ----------------------------------------------------------------------------------------------
 
-SESSIONS: collections.OrderedDict = collections.OrderedDict()
+SESSIONS: collections.OrderedDict[str, Any] = collections.OrderedDict()
 LOCK = threading.Lock()
 
-_SESSION_AGENT_LOCKS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_SESSION_AGENT_LOCKS: weakref.WeakValueDictionary[str, threading.RLock] = weakref.WeakValueDictionary()
 _SESSION_AGENT_LOCKS_LOCK = threading.Lock()
 
 
-def _get_session_agent_lock(sid: str):
+def _get_session_agent_lock(sid: str) -> threading.RLock:
     """The per-session lock: held for in-memory mutation plus save, never across network I/O."""
     with _SESSION_AGENT_LOCKS_LOCK:
         lock = _SESSION_AGENT_LOCKS.get(sid)
@@ -190,7 +190,7 @@ def _get_session_agent_lock(sid: str):
 # ----------------------------------------------------------------------------------------------
 
 
-def _agent_config() -> dict:
+def _agent_config() -> dict[str, Any]:
     """The agent's config.yaml as written (read directly: the agent's loader creates folders in its home)."""
     try:
         with open(HERMES_HOME / "config.yaml", encoding="utf-8") as fh:
@@ -213,7 +213,7 @@ def agent_terminal_cwd() -> str | None:
     return str(folder) if folder.is_absolute() else None
 
 
-def _agent_model_config() -> dict:
+def _agent_model_config() -> dict[str, Any]:
     model = _agent_config().get("model")
     if isinstance(model, str):
         return {"default": model}

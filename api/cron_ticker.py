@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import threading
+from types import FrameType
 from typing import Any
 
 from api import agent_cron, agent_runtime, config
@@ -32,7 +33,7 @@ class CronTicker:
     """The server's handle on its scheduler child."""
 
     def __init__(self) -> None:
-        self._proc: subprocess.Popen | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
 
     def start(self) -> None:
@@ -165,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     config.configure_from_environment()
     stop, wake = threading.Event(), threading.Event()
 
-    def on_stop(_signum, _frame) -> None:
+    def on_stop(_signum: int, _frame: FrameType | None) -> None:
         stop.set()
         wake.set()
 

@@ -12,6 +12,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -112,7 +113,7 @@ def _model_fix(hermes_home: Path) -> str:
 
 def check_model(
     hermes_home: Path,
-    resolve: Callable[[str, str | None], dict],
+    resolve: Callable[[str, str | None], dict[str, Any]],
     probe: Callable[[provider_errors.Endpoint], ProbeResult] = provider_errors.probe_endpoint,
 ) -> Check:
     model, provider, _base_url = config.resolve_model_provider(None)
@@ -146,7 +147,7 @@ def check_model(
     return Check("model", OK, f"{model} at {base_url}, reachable{listed}")  # fmt: skip
 
 
-def run_checks(values: dict, resolve: Callable[[str, str | None], dict]) -> list[Check]:
+def run_checks(values: dict[str, Any], resolve: Callable[[str, str | None], dict[str, Any]]) -> list[Check]:
     hermes_home = Path(values["hermes_home"])
     checks = [
         check_config_file(hermes_home),

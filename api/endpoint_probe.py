@@ -15,7 +15,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urljoin, urlsplit
 
 import httpx
@@ -48,7 +48,7 @@ def clean_base_url(value: Any) -> str:
         raise BadRequest("The URL must not hold a user name or password; put the key in the API key field.")
     if parts.query or parts.fragment:
         raise BadRequest("The URL must not end with a ?query or #fragment.")
-    return value.rstrip("/")
+    return cast("str", value.rstrip("/"))
 
 
 def clean_api_key(value: Any) -> str:
@@ -60,7 +60,7 @@ def clean_api_key(value: Any) -> str:
     value = value.strip()
     if not all(33 <= ord(ch) < 127 for ch in value):
         raise BadRequest("The API key must be plain letters, digits and symbols, without spaces.")
-    return value
+    return cast("str", value)
 
 
 def model_ids(payload: Any) -> list[str]:
@@ -84,7 +84,7 @@ class ProbeResult:
     # What failed, for callers that advise on it: ok, refused, unreachable, auth or no_list.
     kind: str = "ok"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"ok": self.ok, "message": self.message, "models": self.models}
 
 
@@ -110,7 +110,7 @@ class _Deadline:
             raise httpx.TimeoutException("deadline passed")
         return left
 
-    def trace(self, name: str, info: dict) -> None:
+    def trace(self, name: str, info: dict[str, Any]) -> None:
         """httpx's trace hook: remember each connection's socket as it is made."""
         if name == "connection.connect_tcp.complete":
             sock = info["return_value"].get_extra_info("socket")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 _PATH_LIKE = re.compile(r"(?<![\w/.~-])(?:~|[A-Za-z]:)?(?:[\\/][^\s'\"<>|,;:()\[\]{}\\/]+)+[\\/]?")
 
@@ -15,14 +16,14 @@ def redact_paths(text: str) -> str:
 class ApiError(Exception):
     status = 400
 
-    def __init__(self, message: str, status: int | None = None, **extra):
+    def __init__(self, message: str, status: int | None = None, **extra: Any) -> None:
         super().__init__(message)
         self.message = message
         if status is not None:
             self.status = status
         self.extra = extra
 
-    def payload(self) -> dict:
+    def payload(self) -> dict[str, Any]:
         return {"error": self.message, **self.extra}
 
 

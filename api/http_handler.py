@@ -18,6 +18,7 @@ import socket
 import time
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+from typing import Any
 
 from api import app_shell, config, http_io, origin, routes, safe_read
 from api.http_writer import ResponseFile
@@ -85,8 +86,14 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.0"  # one request per connection
 
     def __init__(
-        self, sock: socket.socket, client_address, server, raw: bytes, received_at: float, wfile: ResponseFile
-    ):
+        self,
+        sock: socket.socket,
+        client_address: Any,
+        server: Any,
+        raw: bytes,
+        received_at: float,
+        wfile: ResponseFile,
+    ) -> None:
         # Not the base initialiser: that one reads the socket, and the serving loop has read it already.
         self.received_at = received_at  # when the whole request had arrived (perf_counter)
         self.started_at = received_at
@@ -120,10 +127,10 @@ class Handler(BaseHTTPRequestHandler):
     def version_string(self) -> str:
         return self.server_version
 
-    def log_message(self, format, *args):  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
         log.debug("%s - %s", self.address_string(), format % args)
 
-    def send_error(self, code, message=None, explain=None):
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """Errors the base class raises itself answer JSON too."""
         self.close_connection = True
         try:

@@ -12,6 +12,8 @@ import logging
 import select
 import socket
 from collections.abc import Callable, Mapping
+from http.server import BaseHTTPRequestHandler
+from io import BufferedIOBase
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -93,19 +95,19 @@ def dumps(payload: Any) -> bytes:
         return json.dumps(payload, ensure_ascii=True, default=str).encode("ascii")
 
 
-def _mark_started(handler) -> None:
+def _mark_started(handler: BaseHTTPRequestHandler) -> None:
     try:
-        handler._talaria_response_started = True
+        handler._talaria_response_started = True  # type: ignore[attr-defined]
     except AttributeError:  # a handler with __slots__: nothing to remember
         pass
 
 
-def response_started(handler) -> bool:
+def response_started(handler: BaseHTTPRequestHandler) -> bool:
     return bool(getattr(handler, "_talaria_response_started", False))
 
 
 def send_bytes(
-    handler,
+    handler: BaseHTTPRequestHandler,
     body: bytes | list[bytes],
     content_type: str,
     status: int = 200,
@@ -141,7 +143,7 @@ class _ProducedBody:
     response was refused (the spool budget is spent) or its client is gone, so no work is done for
     nothing."""
 
-    def __init__(self, wfile) -> None:
+    def __init__(self, wfile: BufferedIOBase) -> None:
         self._wfile = wfile
 
     def write(self, data: bytes) -> int:
@@ -155,7 +157,7 @@ class _ProducedBody:
 
 
 def send_produced(
-    handler,
+    handler: BaseHTTPRequestHandler,
     produce: Callable[[Any], None],
     content_type: str,
     headers: Mapping[str, str] | None = None,
@@ -179,7 +181,7 @@ def send_produced(
     handler.end_headers()
     if getattr(handler, "command", None) == "HEAD":
         return
-    wfile = handler.wfile
+    wfile: Any = handler.wfile  # the serving loop's response spool when it has one (refused, end_writing)
     begin = getattr(wfile, "send_while_written", None)
     if begin is not None:
         begin(expected_bytes)
@@ -196,22 +198,25 @@ def send_produced(
 
 
 def j(
-    handler, payload: Any, status: int = 200, headers: Mapping[str, str] | list[tuple[str, str]] | None = None
+    handler: BaseHTTPRequestHandler,
+    payload: Any,
+    status: int = 200,
+    headers: Mapping[str, str] | list[tuple[str, str]] | None = None,
 ) -> None:
     """A JSON response."""
     send_bytes(handler, dumps(payload), JSON_TYPE, status, headers)
 
 
-def j_bytes(handler, body: bytes | list[bytes], status: int = 200) -> None:
+def j_bytes(handler: BaseHTTPRequestHandler, body: bytes | list[bytes], status: int = 200) -> None:
     """A JSON response whose body is already serialized."""
     send_bytes(handler, body, JSON_TYPE, status)
 
 
-def bad(handler, msg: str, status: int = 400) -> None:
+def bad(handler: BaseHTTPRequestHandler, msg: str, status: int = 400) -> None:
     j(handler, {"error": msg}, status)
 
 
-def respond_error(handler, exc: BaseException) -> None:
+def respond_error(handler: BaseHTTPRequestHandler, exc: BaseException) -> None:
     """The one place an exception becomes a response: ``ApiError`` → its JSON, anything else → a logged 500."""
     if isinstance(exc, (BrokenPipeError, ConnectionResetError)):
         _close(handler)
@@ -250,19 +255,21 @@ def respond_error(handler, exc: BaseException) -> None:
         _close(handler)
 
 
-def _close(handler) -> None:
+def _close(handler: BaseHTTPRequestHandler) -> None:
     try:
         handler.close_connection = True
     except AttributeError:
         pass
 
 
-def _safe_path(handler) -> str:
+def _safe_path(handler: BaseHTTPRequestHandler) -> str:
     path = getattr(handler, "path", "") or ""
     return path.split("?", 1)[0][:200]
 
 
-def start_stream(handler, content_type: str = "text/event-stream; charset=utf-8") -> None:
+def start_stream(
+    handler: BaseHTTPRequestHandler, content_type: str = "text/event-stream; charset=utf-8"
+) -> None:
     """The head of a long-lived response (Server-Sent Events): no length, no caching, security headers."""
     _mark_started(handler)
     handler.send_response(200)
@@ -275,7 +282,7 @@ def start_stream(handler, content_type: str = "text/event-stream; charset=utf-8"
     handler.end_headers()
 
 
-def client_gone(handler) -> bool:
+def client_gone(handler: BaseHTTPRequestHandler) -> bool:
     """True when the client of a long-lived response has closed its end (read side at EOF)."""
     sock = getattr(handler, "connection", None)
     if not isinstance(sock, socket.socket):
@@ -299,7 +306,7 @@ def split_target(target: str) -> tuple[str, dict[str, str]]:
     return parts.path or "/", query
 
 
-def header(handler, name: str) -> str | None:
+def header(handler: BaseHTTPRequestHandler, name: str) -> str | None:
     headers = getattr(handler, "headers", None)
     if headers is None:
         return None
@@ -336,7 +343,7 @@ def _with_lone_surrogates(raw: bytes) -> Any:
         raise BadRequest("Malformed JSON body") from None
 
 
-def parse_json_body(raw: bytes, content_type: str | None) -> dict:
+def parse_json_body(raw: bytes, content_type: str | None) -> dict[str, Any]:
     """Bytes of a POST body → a dict; empty → ``{}``; 415 unless the type is JSON (a cross-site form
     cannot send that type), 400 for malformed, non-object or too deeply nested JSON."""
     if not _is_json_type(content_type):
@@ -367,7 +374,7 @@ def content_length(raw: str | None) -> int:
     return int(raw)
 
 
-def read_body(handler, max_bytes: int | None = None) -> dict:
+def read_body(handler: BaseHTTPRequestHandler, max_bytes: int | None = None) -> dict[str, Any]:
     """Read and parse the request body (Content-Length framed), enforcing ``max_body_bytes``."""
     limit = int(_config.setting("max_body_bytes")) if max_bytes is None else max_bytes
     if header(handler, "Transfer-Encoding") is not None:
@@ -394,7 +401,7 @@ def read_body(handler, max_bytes: int | None = None) -> dict:
     return parse_json_body(raw, header(handler, "Content-Type"))
 
 
-def _discard(rfile, length: int) -> None:
+def _discard(rfile: BufferedIOBase, length: int) -> None:
     remaining = length
     while remaining:
         chunk = rfile.read(min(remaining, 1 << 20))
@@ -403,7 +410,7 @@ def _discard(rfile, length: int) -> None:
         remaining -= len(chunk)
 
 
-def _read_exactly(rfile, length: int) -> bytes:
+def _read_exactly(rfile: BufferedIOBase, length: int) -> bytes:
     chunks = []
     remaining = length
     while remaining:
@@ -432,7 +439,7 @@ def require_session_id(value: Any, field: str = "session_id") -> str:
     return value
 
 
-def optional_str(body: Mapping, name: str, max_len: int) -> str | None:
+def optional_str(body: Mapping[str, Any], name: str, max_len: int) -> str | None:
     value = body.get(name)
     if value is None:
         return None
@@ -443,7 +450,7 @@ def optional_str(body: Mapping, name: str, max_len: int) -> str | None:
     return value
 
 
-def query_int(query: Mapping, name: str, minimum: int = 0, max_digits: int = 12) -> int | None:
+def query_int(query: Mapping[str, Any], name: str, minimum: int = 0, max_digits: int = 12) -> int | None:
     """An optional non-negative integer query parameter; 400 when present and not one."""
     raw = query.get(name)
     if raw is None or raw == "":

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from email.utils import formatdate
 from http import HTTPStatus
+from typing import Any
 
 from api import http_io
 from api.http_buffer import ResponseBudget, ResponseBuffer
@@ -62,7 +63,7 @@ class _Pending:
     """A connection whose request has not fully arrived."""
 
     sock: socket.socket
-    address: tuple
+    address: tuple[Any, ...]
     head_deadline: float
     deadline: float
     buffer: bytearray = field(default_factory=bytearray)
@@ -76,7 +77,7 @@ class WorkerPool:
     """``size`` daemon threads answering queued jobs; ``wait_idle`` waits until none is queued or running."""
 
     def __init__(self, name: str, size: int):
-        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._outstanding = 0
         self._idle = threading.Condition()
         self._threads = [
@@ -183,7 +184,9 @@ class TalariaServer:
         host: str,
         port: int,
         *,
-        handler_factory: Callable[[socket.socket, tuple, TalariaServer, bytes, float, ResponseFile], None],
+        handler_factory: Callable[
+            [socket.socket, tuple[Any, ...], TalariaServer, bytes, float, ResponseFile], None
+        ],
         is_stream: Callable[[str, str], bool],
         threads: int,
         max_streams: int,

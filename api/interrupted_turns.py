@@ -11,6 +11,7 @@ import copy
 import logging
 import time
 from pathlib import Path
+from typing import Any
 
 from api import models, questions, session_edit, session_index, turn_journal
 from api.errors import ApiError, Conflict
@@ -22,7 +23,7 @@ INTERRUPTED_TEXT = "⚠ This answer was interrupted (the server stopped before i
 STILL_STREAMING = "Session is still streaming; wait for the current turn to finish."
 
 
-def interrupted_marker() -> dict:
+def interrupted_marker() -> dict[str, Any]:
     """The visible row that says an answer was cut short."""
     return {
         "role": "assistant",

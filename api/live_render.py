@@ -21,13 +21,14 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from api import render_patches
 from api.partial_render import PartialDocument
 from api.render import too_costly_for_markdown
 from api.sanitize import scrub_surrogates
 
-Sink = Callable[[str, dict], object]
+Sink = Callable[[str, dict[str, Any]], object]
 
 RENDER_INTERVAL_S = 0.1
 COST_FACTOR = 5.0
@@ -50,7 +51,7 @@ class _Segment:
             self.pieces.clear()
         return self.text
 
-    def patch(self, index: int, finished: bool) -> dict | None:
+    def patch(self, index: int, finished: bool) -> dict[str, Any] | None:
         """The ``render`` patch from what the page shows to the text now (None: nothing changed)."""
         text = self.current_text()
         if (len(text), finished) == self.rendered or not text:
@@ -74,7 +75,9 @@ class _Segment:
 class LiveRender:
     """Wraps a turn's event sink; call it like the sink."""
 
-    def __init__(self, sink: Sink, interval: float = RENDER_INTERVAL_S, clock=time.monotonic):
+    def __init__(
+        self, sink: Sink, interval: float = RENDER_INTERVAL_S, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._sink = sink
         self._interval = interval
         self._clock = clock
@@ -85,7 +88,7 @@ class LiveRender:
         self._timer: threading.Timer | None = None
         self._closed = False
 
-    def __call__(self, name: str, data: dict) -> None:
+    def __call__(self, name: str, data: dict[str, Any]) -> None:
         self._sink(name, data)
         if name == "token" and data.get("text"):
             self._on_token(str(data["text"]))

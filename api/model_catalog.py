@@ -17,9 +17,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any
+from typing import Any, cast
 
 from api import agent_runtime, endpoint_probe, session_edit, session_lookup
 from api import config as _config
@@ -41,7 +42,7 @@ def _clean(value: Any) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
-def groups_from_payload(payload: dict) -> list[dict]:
+def groups_from_payload(payload: dict[str, Any]) -> list[dict[str, Any]]:
     """The agent inventory's provider rows → picker groups (pure).
 
     Virtual rows (a mixture of other models) and rows without a model are left out; the current
@@ -73,7 +74,7 @@ def _url_key(url: Any) -> str:
     return str(url or "").strip().rstrip("/").lower()
 
 
-def _discovery_off(entries: list) -> set[str]:
+def _discovery_off(entries: list[Any]) -> set[str]:
     """The endpoints whose configured ``discover_models: false`` keeps their listed models (pure)."""
     urls = set()
     for entry in entries:
@@ -98,7 +99,7 @@ def _listed_now(slug: str) -> list[str]:
     return endpoint_probe.probe(base_url, key, timeout=LIVE_PROBE_TIMEOUT_S).models
 
 
-def _with_live_models(payload: dict, keep_listed: set[str]) -> None:
+def _with_live_models(payload: dict[str, Any], keep_listed: set[str]) -> None:
     """Replace each custom endpoint's configured models by what it lists now, where it answers."""
     rows = [
         row
@@ -118,7 +119,7 @@ def _with_live_models(payload: dict, keep_listed: set[str]) -> None:
             row["models"] = models
 
 
-def _build(refresh: bool) -> dict:
+def _build(refresh: bool) -> dict[str, Any]:
     inventory = agent_runtime.agent_module("hermes_cli.inventory")
     context = inventory.load_picker_context()
     payload = inventory.build_models_payload(
@@ -137,7 +138,7 @@ def _build(refresh: bool) -> dict:
     }
 
 
-def _build_into(pending: Future, refresh: bool, stamp: str, clock) -> None:
+def _build_into(pending: Future[Any], refresh: bool, stamp: str, clock: Callable[[], float]) -> None:
     """Build the choices outside every lock (it asks endpoints) and hand them to all who wait."""
     try:
         built = _build(refresh)
@@ -151,7 +152,7 @@ def _build_into(pending: Future, refresh: bool, stamp: str, clock) -> None:
     pending.set_result(built)
 
 
-def catalog(refresh: bool = False, clock=time.monotonic) -> dict:
+def catalog(refresh: bool = False, clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
     """The picker's choices, from the cache unless it is older than ``models_cache_seconds`` or ``refresh``.
 
     One build runs at a time, in its own thread and under no lock; every caller that needs it waits for
@@ -163,7 +164,7 @@ def catalog(refresh: bool = False, clock=time.monotonic) -> dict:
         cached = _CACHE["catalog"]
         fresh = clock() - _CACHE["built_at"] < float(_config.setting("models_cache_seconds"))
         if cached is not None and fresh and _CACHE["stamp"] == stamp and not refresh:
-            return cached
+            return cast("dict[str, Any]", cached)
         pending = _CACHE.get("building")
         if pending is None:
             pending = _CACHE["building"] = Future()
@@ -172,10 +173,10 @@ def catalog(refresh: bool = False, clock=time.monotonic) -> dict:
             )
             builder.start()
     try:
-        return pending.result(timeout=BUILD_WAIT_S)
+        return cast("dict[str, Any]", pending.result(timeout=BUILD_WAIT_S))
     except FutureTimeout:
         if cached is not None:
-            return cached
+            return cast("dict[str, Any]", cached)
         raise ServiceUnavailable(
             "The model list is still being built: a configured endpoint is slow to answer. Try again shortly."
         ) from None
@@ -198,7 +199,7 @@ def invalidate() -> None:
         _CACHE["catalog"] = None
 
 
-def is_choice(choices: dict, model: str, provider: str) -> bool:
+def is_choice(choices: dict[str, Any], model: str, provider: str) -> bool:
     """Whether ``(model, provider)`` is one of the picker's choices (pure)."""
     return any(
         group["provider"] == provider and model in group["models"] for group in choices.get("groups") or []
@@ -212,10 +213,10 @@ def clean_text(value: Any, name: str, max_len: int) -> str:
     value = value.strip()
     if len(value) > max_len or any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
         raise BadRequest(f"{name} must be at most {max_len} printable characters")
-    return value
+    return cast("str", value)
 
 
-def switch_session_model(sid: str, model: Any, provider: Any) -> dict:
+def switch_session_model(sid: str, model: Any, provider: Any) -> dict[str, Any]:
     """Set the session's model for its next turn; ``model=""`` goes back to the configured default."""
     model = clean_text(model, "model", MODEL_MAX)
     provider = clean_text("" if provider is None else provider, "model_provider", PROVIDER_MAX)

@@ -12,7 +12,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from api import (
     atomic,
@@ -27,6 +27,7 @@ from api import (
 )
 from api import config as _config
 from api.errors import Conflict
+from api.safe_read import UnsafeFile
 from api.session_fields import (
     BULK_FIELDS,
     DERIVED_KEYS,
@@ -45,7 +46,6 @@ from api.session_fields import (
 )
 from api.session_files import (  # noqa: F401 - read_session_file and read_metadata_prefix: public here too
     METADATA_PREFIX_BYTES,
-    UnsafeFile,
     bind_to_file_name,
     disk_sig,
     read_metadata_prefix,
@@ -156,12 +156,14 @@ class Session(SessionFields):
         self._metadata_last_message_at = float_or_none(kw.get("last_message_at"))
         self._loaded_metadata_only = False
         self._saved_message_count: int | None = None
-        self._disk_sig: tuple | None = None
-        self._base: dict | None = (
+        self._disk_sig: tuple[Any, ...] | None = None
+        self._base: dict[str, Any] | None = (
             None  # the payload as last read or written: what "our changes" are relative to
         )
         self._file_keys: frozenset[str] = frozenset()
-        self._extra: dict = {k: v for k, v in kw.items() if k not in KNOWN_FIELDS and k not in DERIVED_KEYS}
+        self._extra: dict[str, Any] = {
+            k: v for k, v in kw.items() if k not in KNOWN_FIELDS and k not in DERIVED_KEYS
+        }
 
     def clear_pending_turn(self) -> None:
         """Forget the live-turn bookkeeping (the turn ended, was interrupted, or the history was reset)."""
@@ -184,7 +186,7 @@ class Session(SessionFields):
         return self._saved_message_count
 
     @property
-    def read_signature(self) -> tuple | None:
+    def read_signature(self) -> tuple[Any, ...] | None:
         """The file's identity (inode, size, mtime) when this object last read or wrote it."""
         return self._disk_sig
 
@@ -196,13 +198,13 @@ class Session(SessionFields):
     def backup_path(self) -> Path:
         return Path(SESSION_DIR) / f"{self.session_id}.json.bak"
 
-    def anchor_scene_index(self) -> dict:
+    def anchor_scene_index(self) -> dict[str, Any]:
         out = {}
         for key, scene in (self.anchor_activity_scenes or {}).items():
             out[key] = scene.get("updated_at") if isinstance(scene, dict) else None
         return out
 
-    def to_payload(self) -> dict:
+    def to_payload(self) -> dict[str, Any]:
         payload = {name: getattr(self, name) for name in METADATA_FIELDS}
         payload["message_count"] = len(self.messages)
         payload["user_message_count"] = self.user_message_count()
@@ -400,7 +402,7 @@ class Session(SessionFields):
     # ------------------------------------------------------------------ load
 
     @classmethod
-    def from_payload(cls, data: dict, *, sig: tuple | None = None) -> Session:
+    def from_payload(cls, data: dict[str, Any], *, sig: tuple[Any, ...] | None = None) -> Session:
         messages = data.get("messages")
         on_disk = len(messages) if isinstance(messages, list) else 0
         if isinstance(messages, list):
@@ -461,7 +463,7 @@ class Session(SessionFields):
     def last_message_at(self) -> float:
         return session_rows.last_message_at(self)
 
-    def compact(self) -> dict:
+    def compact(self) -> dict[str, Any]:
         """The session's index row (``api.session_rows``)."""
         return session_rows.index_row(self)
 
@@ -512,7 +514,9 @@ def _clear_tombstone(session_dir: Path, sid: str) -> None:
 
 def get_session(sid: str, metadata_only: bool = False) -> Session:
     """The cached session (reloaded when the file changed underneath), else loaded from disk; KeyError if none."""
-    return session_cache.get_or_load(sid, SESSIONS, LOCK, Session, metadata_only=metadata_only)
+    return cast(
+        "Session", session_cache.get_or_load(sid, SESSIONS, LOCK, Session, metadata_only=metadata_only)
+    )
 
 
 def cache_session(session: Session) -> None:
@@ -535,13 +539,13 @@ def reindex_after_turn(sid: str) -> None:
     session_index.note_saved(*_index_paths(), session.compact(), (size, mtime_ns))
 
 
-def all_sessions() -> list[dict]:
+def all_sessions() -> list[dict[str, Any]]:
     """A copy of every sidebar row, newest first, from the in-memory index (validated against the files
     once). O(sessions): requests use the four below, which cost what they return."""
     return session_index.all_rows(*_index_paths())
 
 
-def sessions_newest_first() -> Iterator[dict]:
+def sessions_newest_first() -> Iterator[dict[str, Any]]:
     """The index's rows newest first, for a walk that stops early (read them, never change them)."""
     return session_index.newest_first(*_index_paths())
 
@@ -570,8 +574,8 @@ from api.state_db import get_state_db_session_messages  # noqa: E402,F401
 
 
 def reconciled_state_db_messages_for_session(
-    session: Any, *, prefer_context: bool = False, state_messages: list | None = None
-) -> list:
+    session: Any, *, prefer_context: bool = False, state_messages: list[Any] | None = None
+) -> list[Any]:
     """The session's reconciled view (``api.reconcile.reconciled_view``), reading state.db through this
     module's ``get_state_db_session_messages(sid)`` (looked up at call time: tests replace it) when no rows
     are given."""

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from api import config, endpoint_probe
 from api.endpoint_probe import ProbeResult
@@ -60,7 +61,7 @@ def hermes_command() -> str:
     return str(beside) if beside.exists() else "hermes"
 
 
-def endpoint_of(agent) -> Endpoint | None:
+def endpoint_of(agent: Any) -> Endpoint | None:
     base_url = str(getattr(agent, "base_url", "") or "")
     if not base_url:
         return None

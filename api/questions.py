@@ -22,6 +22,7 @@ from typing import Any
 from api import session_edit
 from api.agent_events import OnEvent
 from api.errors import Conflict, NotFound
+from api.models import Session
 
 ANSWERED = "answered"
 TIMEOUT = "timeout"
@@ -36,14 +37,14 @@ _SETTLED_MEMORY = 2000  # settled ids remembered, so a late answer gets 409 rath
 class Question:
     id: str
     session_id: str
-    payload: dict  # what the page shows, without the id
+    payload: dict[str, Any]  # what the page shows, without the id
     deadline: float  # time.monotonic() value
     timeout_s: float
     answer: Any = None
     outcome: str | None = None
     settled: threading.Event = field(default_factory=threading.Event)
 
-    def public(self) -> dict:
+    def public(self) -> dict[str, Any]:
         remaining = max(0.0, self.deadline - time.monotonic())
         return {**self.payload, "session_id": self.session_id, "expires_in": round(remaining, 1)}
 
@@ -66,11 +67,11 @@ class Questions:
     def ask(
         self,
         session_id: str,
-        payload: dict,
+        payload: dict[str, Any],
         timeout_s: float,
         emit: OnEvent,
         interrupted: Callable[[], bool],
-        resolution: Callable[[Question], dict] = lambda _question: {},
+        resolution: Callable[[Question], dict[str, Any]] = lambda _question: {},
     ) -> Question:
         """Put a question to the person and block until it is settled; returns the settled question.
 
@@ -93,7 +94,7 @@ class Questions:
         )
         return question
 
-    def open(self, session_id: str, payload: dict, timeout_s: float) -> Question:
+    def open(self, session_id: str, payload: dict[str, Any], timeout_s: float) -> Question:
         """Register a question; ``Conflict`` when the session already waits on one (it is refused)."""
         question = Question(
             id=uuid.uuid4().hex,
@@ -147,7 +148,7 @@ class Questions:
             self._settle_locked(question, ANSWERED, value)
         return question
 
-    def pending(self, session_id: str) -> list[dict]:
+    def pending(self, session_id: str) -> list[dict[str, Any]]:
         with self._lock:
             return [q.public() for q in self._open.values() if q.session_id == session_id]
 
@@ -183,7 +184,7 @@ class Questions:
 # ---------------------------------------------------------------------- the durable trace
 
 
-def remember(session_id: str, record: dict | None) -> None:
+def remember(session_id: str, record: dict[str, Any] | None) -> None:
     """Write (or, with None, erase) the session's waiting question, durably."""
     try:
         with session_edit.edit(session_id, touch_updated_at=False) as session:
@@ -194,7 +195,7 @@ def remember(session_id: str, record: dict | None) -> None:
         return
 
 
-def notes_after_restart(session) -> list[dict]:
+def notes_after_restart(session: Session) -> list[dict[str, Any]]:
     """Transcript rows for a question the server died waiting on; clears it (the caller saves)."""
     record = session.pending_question
     session.pending_question = None

@@ -28,7 +28,9 @@ _ORPHAN_SEVERITY = {
 }
 
 
-def _item(kind: str, severity: str, sid: str | None, path: Path | None, detail: str, **extra: Any) -> dict:
+def _item(
+    kind: str, severity: str, sid: str | None, path: Path | None, detail: str, **extra: Any
+) -> dict[str, Any]:
     return {
         "kind": kind,
         "severity": severity,
@@ -39,7 +41,7 @@ def _item(kind: str, severity: str, sid: str | None, path: Path | None, detail: 
     }
 
 
-def _live_items(folder: Path, scan: Scan, docs: dict) -> list[dict]:
+def _live_items(folder: Path, scan: Scan, docs: dict[str, Any]) -> list[dict[str, Any]]:
     items = []
     for sid in sorted(scan.live):
         entry = scan.live[sid]
@@ -94,7 +96,7 @@ def _live_items(folder: Path, scan: Scan, docs: dict) -> list[dict]:
     return items
 
 
-def _orphan_items(folder: Path, scan: Scan, state_db_path: Path | None) -> list[dict]:
+def _orphan_items(folder: Path, scan: Scan, state_db_path: Path | None) -> list[dict[str, Any]]:
     orphans = [sid for sid in sorted(scan.bak) if sid not in scan.live]
     if not orphans:
         return []
@@ -122,7 +124,7 @@ def _orphan_items(folder: Path, scan: Scan, state_db_path: Path | None) -> list[
     return items
 
 
-def _kept_items(folder: Path, scan: Scan, docs: dict) -> list[dict]:
+def _kept_items(folder: Path, scan: Scan, docs: dict[str, Any]) -> list[dict[str, Any]]:
     items = []
     for entry in sorted(scan.kept, key=lambda e: e.name):
         match = KEPT_NAME.fullmatch(entry.name)
@@ -150,7 +152,7 @@ def _kept_items(folder: Path, scan: Scan, docs: dict) -> list[dict]:
     return items
 
 
-def _index_items(folder: Path, scan: Scan, docs: dict) -> list[dict]:
+def _index_items(folder: Path, scan: Scan, docs: dict[str, Any]) -> list[dict[str, Any]]:
     index_file = folder / "_index.json"
     if not index_file.exists():
         return (
@@ -175,7 +177,7 @@ def _index_items(folder: Path, scan: Scan, docs: dict) -> list[dict]:
     return items
 
 
-def _state_db_items(folder: Path, scan, state_db_path) -> list[dict]:
+def _state_db_items(folder: Path, scan: Scan, state_db_path: Path | None) -> list[dict[str, Any]]:
     """Web-UI sessions the agent's database knows but the folder does not (and deleted ones it still holds)."""
     if state_db_path is None:
         return []
@@ -226,9 +228,9 @@ def _state_db_items(folder: Path, scan, state_db_path) -> list[dict]:
     return items
 
 
-def audit(session_dir: Path, state_db_path: Path | None = None) -> dict:
+def audit(session_dir: Path, state_db_path: Path | None = None) -> dict[str, Any]:
     folder = Path(session_dir)
-    report: dict = {
+    report: dict[str, Any] = {
         "status": "ok",
         "session_dir": str(folder),
         "summary": {"ok": 0, "repairable": 0, "unsafe_to_repair": 0},
@@ -237,7 +239,7 @@ def audit(session_dir: Path, state_db_path: Path | None = None) -> dict:
     if not folder.is_dir():
         return report
     scan = scan_folder(folder)
-    docs: dict = {}
+    docs: dict[str, Any] = {}
     items = _live_items(folder, scan, docs)
     items += _orphan_items(folder, scan, state_db_path)
     items += _kept_items(folder, scan, docs)
@@ -259,7 +261,7 @@ def audit(session_dir: Path, state_db_path: Path | None = None) -> dict:
     return report
 
 
-def _format_audit(report: dict) -> list[str]:
+def _format_audit(report: dict[str, Any]) -> list[str]:
     s = report["summary"]
     lines = [
         f"status: {report['status']}   ok: {s['ok']}   repairable: {s['repairable']}   unsafe to repair: {s['unsafe_to_repair']}"
@@ -270,7 +272,7 @@ def _format_audit(report: dict) -> list[str]:
     return lines
 
 
-def format_report(result: dict) -> str:
+def format_report(result: dict[str, Any]) -> str:
     """A readable report of an audit or of a safe repair."""
     lines = [f"Session recovery — {result.get('session_dir')}"]
     if "recovery" in result:

@@ -14,8 +14,8 @@ from typing import Any
 from api import session_index, state_db, tombstones
 from api.jsonio import loads as loads_json
 from api.recovery_rules import message_count
+from api.safe_read import UnsafeFile, read_regular_file
 from api.session_fields import is_safe_session_id
-from api.session_files import UnsafeFile, read_regular_file
 
 log = logging.getLogger("talaria.recovery")
 
@@ -65,9 +65,9 @@ def bak_path(live: Path) -> Path:
 
 @dataclass
 class Scan:
-    live: dict[str, os.DirEntry] = field(default_factory=dict)
-    bak: dict[str, os.DirEntry] = field(default_factory=dict)
-    kept: list[os.DirEntry] = field(default_factory=list)
+    live: dict[str, os.DirEntry[str]] = field(default_factory=dict)
+    bak: dict[str, os.DirEntry[str]] = field(default_factory=dict)
+    kept: list[os.DirEntry[str]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     has_index: bool = False
 
@@ -115,7 +115,7 @@ def state_db_has_session(sid: str, state_db_path: Path | None) -> bool:
 
 
 def orphan_kind(
-    sid: str, entry: os.DirEntry, folder: Path, deleted: set[str], state_db_path
+    sid: str, entry: os.DirEntry[str], folder: Path, deleted: set[str], state_db_path: Path | None
 ) -> tuple[str, Doc]:
     """``orphan_backup`` (restorable), or why not: tombstoned, malformed, no state.db row, skipped."""
     bak = read_doc(Path(entry.path), folder)

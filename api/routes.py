@@ -10,8 +10,9 @@ import functools
 import logging
 import time
 from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
 from importlib import metadata
-from typing import Any
+from typing import Any, cast
 
 from api import (
     agent_import,
@@ -37,16 +38,13 @@ from api import (
     streaming,
     turn_journal,
 )
+from api.errors import ApiError, BadRequest, NotFound, PayloadTooLarge, redact_paths
 from api.http_io import (
-    ApiError,
-    BadRequest,
-    NotFound,
     bad,
     header,
     j,
     optional_str,
     query_int,
-    redact_paths,
     require_session_id,
     respond_error,
 )
@@ -59,17 +57,17 @@ MESSAGE_MAX_BYTES = 200 * 1024
 _STATE: dict[str, Any] = {"auth": None, "startup_recovery": None, "started_at": time.time()}
 
 
-def configure(*, auth: Any = None, startup_recovery: dict | None = None) -> None:
+def configure(*, auth: Any = None, startup_recovery: dict[str, Any] | None = None) -> None:
     """Install the auth manager (None = auth off) and the startup recovery summary."""
     _STATE["auth"] = auth
     _STATE["startup_recovery"] = startup_recovery
 
 
-def startup_recovery() -> dict:
+def startup_recovery() -> dict[str, Any]:
     summary = _STATE["startup_recovery"]
     if summary is None:
         return {"scanned": 0, "restored": 0, "details": [], "interrupted_turns": [], "ran": False}
-    return summary
+    return cast("dict[str, Any]", summary)
 
 
 @functools.cache
@@ -83,15 +81,15 @@ def _version() -> str:
 # ---------------------------------------------------------------------- small parsing helpers
 
 
-def _sid(source: dict, field: str = "session_id") -> str:
+def _sid(source: dict[str, Any], field: str = "session_id") -> str:
     return require_session_id(source.get(field), field)
 
 
-def _msg_limit(query: dict) -> int | None:
+def _msg_limit(query: dict[str, Any]) -> int | None:
     return query_int(query, "msg_limit", minimum=1)
 
 
-def _focus(body: dict) -> str | None:
+def _focus(body: dict[str, Any]) -> str | None:
     """``focus_topic`` (or ``topic``); ``api.compression`` strips and cuts it."""
     value = body.get("focus_topic", body.get("topic"))
     if value is not None and not isinstance(value, str):
@@ -99,7 +97,7 @@ def _focus(body: dict) -> str | None:
     return value
 
 
-def _with_full_session(result: dict, sid: str) -> dict:
+def _with_full_session(result: dict[str, Any], sid: str) -> dict[str, Any]:
     """``{"ok": true, **result, "session": full session}`` for the history edits."""
     return {
         "ok": True,
@@ -111,7 +109,7 @@ def _with_full_session(result: dict, sid: str) -> dict:
 # ---------------------------------------------------------------------- health, sessions
 
 
-def _handle_health(handler, query: dict) -> None:
+def _handle_health(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
     j(
         handler,
         {
@@ -126,67 +124,69 @@ def _handle_health(handler, query: dict) -> None:
     )
 
 
-def _handle_sessions(handler, query: dict) -> None:
+def _handle_sessions(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
     limit = query_int(query, "limit", minimum=1)
     http_io.j_bytes(handler, session_views.sessions_page_json(limit, query.get("cursor") or None))
 
 
-def _handle_sessions_feed(handler, query: dict) -> None:
+def _handle_sessions_feed(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
     raw = header(handler, "Last-Event-ID")
     source = {"after": raw} if raw is not None and raw.strip() else query
     sse.serve_session_changes(handler, session_feed.CHANGES, query_int(source, "after", max_digits=18))
 
 
-def _handle_sessions_search(handler, query: dict) -> None:
+def _handle_sessions_search(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
     content = query.get("content", "") in ("1", "true", "yes", "on")
     j(handler, session_catalogue.search_sessions(query.get("q", ""), content=content))
 
 
-def _handle_session_get(handler, query: dict) -> None:
+def _handle_session_get(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
     sid = _sid(query)
     j(handler, session_views.get_session_payload(sid, _msg_limit(query), query_int(query, "msg_before")))
 
 
-def _handle_session_new(handler, body: dict) -> None:
+def _handle_session_new(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     session = session_catalogue.create_session(body.get("model"), body.get("workspace"), body.get("title"))
     j(handler, {"session": session})
 
 
-def _handle_session_rename(handler, body: dict) -> None:
+def _handle_session_rename(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     j(handler, {"session": session_catalogue.rename_session(_sid(body), body.get("title"))})
 
 
-def _handle_session_pin(handler, body: dict) -> None:
+def _handle_session_pin(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     j(handler, {"session": session_catalogue.set_flag(_sid(body), "pinned", body.get("pinned"))})
 
 
-def _handle_session_archive(handler, body: dict) -> None:
+def _handle_session_archive(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     j(handler, {"session": session_catalogue.set_flag(_sid(body), "archived", body.get("archived"))})
 
 
-def _handle_session_delete(handler, body: dict) -> None:
+def _handle_session_delete(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     j(handler, session_catalogue.delete_session(_sid(body)))
 
 
-def _handle_session_restore_deleted(handler, body: dict) -> None:
+def _handle_session_restore_deleted(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     j(handler, {"session": session_catalogue.restore_deleted(body.get("undo_token"))})
 
 
-def _handle_session_export(handler, query: dict) -> None:
+def _handle_session_export(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
     body, content_type, filename = session_export.export_session(_sid(query), query.get("format", "json"))
     http_io.send_bytes(
         handler, body, content_type, headers={"Content-Disposition": f'attachment; filename="{filename}"'}
     )
 
 
-def _handle_session_import(handler, body: dict) -> None:
+def _handle_session_import(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     j(handler, {"session": session_export.import_session(body)})
 
 
 # ---------------------------------------------------------------------- history edits (api.session_ops)
 
 
-def _session_op(handler, body: dict, op: Callable[[str], dict]) -> None:
+def _session_op(
+    handler: BaseHTTPRequestHandler, body: dict[str, Any], op: Callable[[str], dict[str, Any]]
+) -> None:
     sid = _sid(body)
     try:
         result = op(sid)
@@ -196,27 +196,27 @@ def _session_op(handler, body: dict, op: Callable[[str], dict]) -> None:
     j(handler, _with_full_session(result, sid))
 
 
-def _handle_session_retry(handler, body: dict) -> None:
+def _handle_session_retry(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     _session_op(handler, body, session_ops.retry_last)
 
 
-def _handle_session_undo(handler, body: dict) -> None:
+def _handle_session_undo(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     _session_op(handler, body, session_ops.undo_last)
 
 
-def _handle_session_truncate(handler, body: dict) -> None:
+def _handle_session_truncate(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     _session_op(handler, body, lambda sid: session_ops.truncate_session(sid, body.get("keep_count")))
 
 
-def _handle_session_branch(handler, body: dict) -> None:
+def _handle_session_branch(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     j(handler, {"session": branch.branch_session(_sid(body), body.get("keep_count"))})
 
 
-def _handle_session_versions(handler, query: dict) -> None:
+def _handle_session_versions(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
     j(handler, session_versions.list_versions(_sid(query), query.get("message_index")))
 
 
-def _handle_session_version(handler, body: dict) -> None:
+def _handle_session_version(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     sid = _sid(body)
     j(
         handler,
@@ -226,27 +226,27 @@ def _handle_session_version(handler, body: dict) -> None:
     )
 
 
-def _handle_session_import_cli(handler, body: dict) -> None:
+def _handle_session_import_cli(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     j(handler, {"session": agent_import.import_agent_session(_sid(body))})
 
 
-def _handle_session_attach(handler, body: dict) -> None:
+def _handle_session_attach(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     j(handler, {"attachment": attachments.store_attachment(_sid(body), body.get("name"), body.get("data"))})
 
 
-def _handle_media(handler, query: dict) -> None:
+def _handle_media(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
     data, content_type = media.read_media(_sid(query), query.get("path"))
     http_io.send_bytes(handler, data, content_type, cache="private, max-age=300")
 
 
-def _handle_session_clear(handler, body: dict) -> None:
+def _handle_session_clear(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     _session_op(handler, body, session_ops.clear_session)
 
 
 # ---------------------------------------------------------------------- compression (api.compression)
 
 
-def _handle_session_compress(handler, body: dict) -> None:
+def _handle_session_compress(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     """Manual compression (docs/session-model.md, "Compression"); any failure that is not an ApiError is a 400."""
     try:
         sid = require_session_id(body.get("session_id") if isinstance(body, dict) else None)
@@ -263,15 +263,15 @@ def _handle_session_compress(handler, body: dict) -> None:
     return j(handler, result)
 
 
-def _handle_session_compress_start(handler, body: dict) -> None:
+def _handle_session_compress_start(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     j(handler, compression.start_compress_job(_sid(body), _focus(body)))
 
 
-def _handle_session_compress_status(handler, query: dict) -> None:
+def _handle_session_compress_status(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
     j(handler, compression.compress_job_status(_sid(query)))
 
 
-def _handle_session_uncompress(handler, body: dict) -> None:
+def _handle_session_uncompress(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     sid = _sid(body)
     j(handler, _with_full_session(compression.uncompress(sid), sid))
 
@@ -279,26 +279,26 @@ def _handle_session_uncompress(handler, body: dict) -> None:
 # ---------------------------------------------------------------------- recovery
 
 
-def _handle_recovery_audit(handler, query: dict) -> None:
+def _handle_recovery_audit(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
     j(handler, session_recovery.audit_live_sessions())
 
 
-def _handle_recovery_repair_safe(handler, body: dict) -> None:
+def _handle_recovery_repair_safe(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     j(handler, session_recovery.repair_safe_live_sessions())
 
 
-def _handle_recovery_startup(handler, query: dict) -> None:
+def _handle_recovery_startup(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
     j(handler, startup_recovery())
 
 
 # ---------------------------------------------------------------------- chat (api.streaming, api.sse)
 
 
-def _handle_chat_start(handler, body: dict) -> None:
+def _handle_chat_start(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     sid = _sid(body)
     message = body.get("message")
     if isinstance(message, str) and len(message.encode("utf-8", "surrogatepass")) > MESSAGE_MAX_BYTES:
-        raise http_io.PayloadTooLarge(f"message is too long (at most {MESSAGE_MAX_BYTES // 1024} KB)")
+        raise PayloadTooLarge(f"message is too long (at most {MESSAGE_MAX_BYTES // 1024} KB)")
     model = optional_str(body, "model", 200)
     j(
         handler,
@@ -306,14 +306,14 @@ def _handle_chat_start(handler, body: dict) -> None:
     )
 
 
-def _last_event_id(handler, query: dict) -> int | None:
+def _last_event_id(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> int | None:
     raw = header(handler, "Last-Event-ID")
     if raw is not None and raw.strip():
         return query_int({"Last-Event-ID": raw}, "Last-Event-ID")
     return query_int(query, "after")
 
 
-def _handle_chat_stream(handler, query: dict) -> None:
+def _handle_chat_stream(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
     stream_id = require_session_id(query.get("stream_id"), "stream_id")
     after = _last_event_id(handler, query)
     turn = turn_journal.get_turn(stream_id)
@@ -322,7 +322,7 @@ def _handle_chat_stream(handler, query: dict) -> None:
     sse.serve_turn_events(handler, turn, after)
 
 
-def _handle_chat_cancel(handler, body: dict) -> None:
+def _handle_chat_cancel(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     stream_id = body.get("stream_id")
     if stream_id is not None:
         j(handler, streaming.cancel_turn(stream_id=require_session_id(stream_id, "stream_id")))
@@ -333,7 +333,7 @@ def _handle_chat_cancel(handler, body: dict) -> None:
 # ---------------------------------------------------------------------- auth (api.auth)
 
 
-def _handle_auth_login(handler, body: dict) -> None:
+def _handle_auth_login(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     auth = _STATE["auth"]
     if auth is None or not auth.enabled:
         j(handler, {"ok": True, "csrf_token": None, "enabled": False})
@@ -346,7 +346,7 @@ def _handle_auth_login(handler, body: dict) -> None:
     j(handler, {"ok": True, "csrf_token": csrf}, headers={"Set-Cookie": auth.set_cookie_header(cookie)})
 
 
-def _handle_auth_logout(handler, body: dict) -> None:
+def _handle_auth_logout(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     auth = _STATE["auth"]
     if auth is None or not auth.enabled:
         j(handler, {"ok": True})
@@ -355,7 +355,7 @@ def _handle_auth_logout(handler, body: dict) -> None:
     j(handler, {"ok": True}, headers={"Set-Cookie": auth.clear_cookie_header()})
 
 
-def _handle_auth_status(handler, query: dict) -> None:
+def _handle_auth_status(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
     auth = _STATE["auth"]
     if auth is None or not auth.enabled:
         j(handler, {"enabled": False, "logged_in": True})
@@ -365,7 +365,7 @@ def _handle_auth_status(handler, query: dict) -> None:
 
 # ---------------------------------------------------------------------- the table and dispatch
 
-ROUTES: dict[tuple[str, str], Callable[[Any, dict], None]] = {
+ROUTES: dict[tuple[str, str], Callable[[Any, dict[str, Any]], None]] = {
     ("GET", "/health"): _handle_health,
     ("GET", "/api/sessions"): _handle_sessions,
     ("GET", "/api/sessions/search"): _handle_sessions_search,
@@ -427,14 +427,20 @@ def is_api_path(path: str) -> bool:
     return path in PATHS or path == "/api" or path.startswith("/api/")
 
 
-def _check_auth(handler, method: str, path: str) -> None:
+def _check_auth(handler: BaseHTTPRequestHandler, method: str, path: str) -> None:
     auth = _STATE["auth"]
     if auth is None or not auth.enabled or path in PUBLIC_PATHS:
         return
     auth.authorize(header(handler, "Cookie"), header(handler, "X-CSRF-Token"), state_changing=method != "GET")
 
 
-def dispatch(handler, method: str, path: str, query: dict, body: dict | None = None) -> None:
+def dispatch(
+    handler: BaseHTTPRequestHandler,
+    method: str,
+    path: str,
+    query: dict[str, Any],
+    body: dict[str, Any] | None = None,
+) -> None:
     """Answer one API request. ``body`` None on a POST means: read it from ``handler`` after the auth check."""
     try:
         route = ROUTES.get((method, path))

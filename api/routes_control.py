@@ -6,45 +6,46 @@ Thin handlers as in ``api.routes`` (parse → one domain call → ``j``); ``api.
 from __future__ import annotations
 
 from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from api import approvals, clarify, session_catalogue, workspace
 from api.http_io import j, require_session_id
 
 
-def _sid(source: dict) -> str:
+def _sid(source: dict[str, Any]) -> str:
     return require_session_id(source.get("session_id"))
 
 
-def _handle_approval_respond(handler, body: dict) -> None:
+def _handle_approval_respond(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     j(handler, approvals.respond(_sid(body), body.get("approval_id"), body.get("choice")))
 
 
-def _handle_approval_pending(handler, query: dict) -> None:
+def _handle_approval_pending(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
     j(handler, approvals.pending(_sid(query)))
 
 
-def _handle_approval_yolo(handler, body: dict) -> None:
+def _handle_approval_yolo(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     j(handler, approvals.set_yolo(_sid(body), body.get("enabled")))
 
 
-def _handle_clarify_respond(handler, body: dict) -> None:
+def _handle_clarify_respond(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     j(handler, clarify.respond(_sid(body), body.get("clarify_id"), body.get("response")))
 
 
-def _handle_clarify_pending(handler, query: dict) -> None:
+def _handle_clarify_pending(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
     j(handler, clarify.pending(_sid(query)))
 
 
-def _handle_session_workspace(handler, body: dict) -> None:
+def _handle_session_workspace(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     j(handler, {"session": session_catalogue.set_workspace(_sid(body), body.get("workspace"))})
 
 
-def _handle_workspaces(handler, query: dict) -> None:
+def _handle_workspaces(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
     j(handler, workspace.overview())
 
 
-ROUTES: dict[tuple[str, str], Callable[[Any, dict], None]] = {
+ROUTES: dict[tuple[str, str], Callable[[Any, dict[str, Any]], None]] = {
     ("POST", "/api/approval/respond"): _handle_approval_respond,
     ("GET", "/api/approval/pending"): _handle_approval_pending,
     ("POST", "/api/approval/yolo"): _handle_approval_yolo,

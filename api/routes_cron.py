@@ -6,50 +6,51 @@ merges ``ROUTES``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from api import agent_cron, cron_ticker
 from api.http_io import j
 
 
-def _handle_jobs(handler, _query: dict) -> None:
+def _handle_jobs(handler: BaseHTTPRequestHandler, _query: dict[str, Any]) -> None:
     j(handler, cron_ticker.overview())
 
 
-def _handle_status(handler, _query: dict) -> None:
+def _handle_status(handler: BaseHTTPRequestHandler, _query: dict[str, Any]) -> None:
     j(handler, cron_ticker.status())
 
 
-def _handle_runs(handler, query: dict) -> None:
+def _handle_runs(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
     j(handler, agent_cron.job_runs(query.get("job_id")))
 
 
-def _handle_create(handler, body: dict) -> None:
+def _handle_create(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     j(handler, {"job": cron_ticker.create_job(body)})
 
 
-def _handle_update(handler, body: dict) -> None:
+def _handle_update(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     fields = {name: value for name, value in body.items() if name != "job_id"}
     j(handler, {"job": agent_cron.update_job(body.get("job_id"), fields)})
 
 
-def _handle_pause(handler, body: dict) -> None:
+def _handle_pause(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     j(handler, {"job": agent_cron.pause_job(body.get("job_id"))})
 
 
-def _handle_resume(handler, body: dict) -> None:
+def _handle_resume(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     j(handler, {"job": agent_cron.resume_job(body.get("job_id"))})
 
 
-def _handle_run(handler, body: dict) -> None:
+def _handle_run(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     j(handler, {"job": cron_ticker.run_now(body.get("job_id"))})
 
 
-def _handle_delete(handler, body: dict) -> None:
+def _handle_delete(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     j(handler, agent_cron.delete_job(body.get("job_id")))
 
 
-ROUTES: dict[tuple[str, str], Callable[[Any, dict], None]] = {
+ROUTES: dict[tuple[str, str], Callable[[Any, dict[str, Any]], None]] = {
     ("GET", "/api/cron/jobs"): _handle_jobs,
     ("GET", "/api/cron/status"): _handle_status,
     ("GET", "/api/cron/runs"): _handle_runs,

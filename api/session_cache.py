@@ -19,7 +19,9 @@ from api import config as _config
 from api.session_fields import is_safe_session_id
 from api.session_files import disk_sig
 
-_LOAD_LOCKS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # sid -> lock while a load runs
+_LOAD_LOCKS: weakref.WeakValueDictionary[str, threading.Lock] = (
+    weakref.WeakValueDictionary()
+)  # sid -> lock while a load runs
 _LOAD_LOCKS_GUARD = threading.Lock()
 _NEW_SESSION_GRACE_S = 1800.0  # a never-saved empty session is kept this long
 
@@ -30,7 +32,7 @@ def is_stale(session: Any) -> bool:
         return False
     if session.saved_message_count is None or session.saved_message_count != len(session.messages):
         return False
-    return disk_sig(session.path) != session.read_signature
+    return bool(disk_sig(session.path) != session.read_signature)
 
 
 def _usable(cached: Any, metadata_only: bool) -> bool:
@@ -38,7 +40,7 @@ def _usable(cached: Any, metadata_only: bool) -> bool:
 
 
 def get_or_load(
-    sid: str, cache: OrderedDict, lock: Any, session_class: Any, *, metadata_only: bool = False
+    sid: str, cache: OrderedDict[str, Any], lock: Any, session_class: Any, *, metadata_only: bool = False
 ) -> Any:
     """The cached session (reloaded when the file changed underneath), else loaded from disk; KeyError if none.
 
@@ -75,7 +77,7 @@ def get_or_load(
     return session
 
 
-def put(session: Any, cache: OrderedDict, lock: Any) -> None:
+def put(session: Any, cache: OrderedDict[str, Any], lock: Any) -> None:
     """Cache ``session`` as the most recently used, evicting what is safe to evict over the cap."""
     with lock:
         cache[session.session_id] = session
@@ -96,11 +98,11 @@ def _evictable(session: Any, now: float) -> bool:
             return False
         created = getattr(session, "created_at", None) or 0
         return bool(not getattr(session, "messages", None) and now - float(created) > _NEW_SESSION_GRACE_S)
-    return saved >= len(getattr(session, "messages", []) or [])
+    return bool(saved >= len(getattr(session, "messages", []) or []))
 
 
 def evict_sessions_over_cap(
-    cache: OrderedDict, cap: int | None = None, clock: Callable[[], float] = time.time
+    cache: OrderedDict[str, Any], cap: int | None = None, clock: Callable[[], float] = time.time
 ) -> int:
     """Drop the oldest provably safe entries until ``cache`` fits. Caller holds the cache's lock."""
     cap = _config.setting("sessions_cache_max") if cap is None else cap

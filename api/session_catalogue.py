@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from api import agent_sessions, atomic, jsonio, models, session_index, tombstones, turn_journal
+from api import agent_sessions, atomic, jsonio, models, session_files, session_index, tombstones, turn_journal
 from api import workspace as _workspace
 from api.errors import BadRequest, Conflict, NotFound
 from api.render import plain_text
@@ -51,7 +51,7 @@ def clean_title(value: Any, field: str = "title") -> str:
 # ---------------------------------------------------------------------- create and edit
 
 
-def create_session(model: Any = None, workspace: Any = None, title: Any = None) -> dict:
+def create_session(model: Any = None, workspace: Any = None, title: Any = None) -> dict[str, Any]:
     """A new, empty session, saved at once; the full session as the page shows it."""
     if model is not None and (not isinstance(model, str) or len(model) > TITLE_MAX):
         raise BadRequest("model must be a string of at most 200 characters")
@@ -63,13 +63,13 @@ def create_session(model: Any = None, workspace: Any = None, title: Any = None) 
     return save_new(models.Session(**kwargs))
 
 
-def save_new(session: models.Session) -> dict:
+def save_new(session: models.Session) -> dict[str, Any]:
     """Save a session made here (a new id) and cache it; the full session as the page shows it."""
     create(session)
     return full_session(session)
 
 
-def set_workspace(sid: str, value: Any) -> dict:
+def set_workspace(sid: str, value: Any) -> dict[str, Any]:
     """Point a session's turns at another folder (``api.workspace.choose`` decides which are allowed)."""
     folder = _workspace.choose(value)
 
@@ -80,7 +80,7 @@ def set_workspace(sid: str, value: Any) -> dict:
     return session.compact()
 
 
-def rename_session(sid: str, title: Any) -> dict:
+def rename_session(sid: str, title: Any) -> dict[str, Any]:
     title = clean_title(title)
 
     # Metadata edits keep updated_at, so renaming or pinning does not reorder the sidebar.
@@ -90,7 +90,7 @@ def rename_session(sid: str, title: Any) -> dict:
     return session.compact()
 
 
-def set_flag(sid: str, name: str, value: Any) -> dict:
+def set_flag(sid: str, name: str, value: Any) -> dict[str, Any]:
     """Set ``pinned`` or ``archived``."""
     if name not in ("pinned", "archived"):
         raise BadRequest(f"unknown flag {name}")
@@ -129,7 +129,7 @@ def _new_trash_folder(sid: str) -> Path:
     return folder
 
 
-def delete_session(sid: str) -> dict:
+def delete_session(sid: str) -> dict[str, Any]:
     """Move ``<sid>.json``, its ``.bak``, set-aside backups and compression undo to ``<state>/trash/<sid>-<ms>/``;
     tombstone the id.
 
@@ -164,7 +164,7 @@ def delete_session(sid: str) -> dict:
     return {"ok": True, "undo_token": dest.name}
 
 
-def restore_deleted(token: Any) -> dict:
+def restore_deleted(token: Any) -> dict[str, Any]:
     """Undo a delete: move the files back from the trash and lift the tombstone."""
     match = _UNDO_TOKEN.fullmatch(token) if isinstance(token, str) else None
     if match is None:
@@ -230,7 +230,7 @@ def _snippet_around(text: str, needle: str) -> str | None:
     return snippet(text if len(lowered) == len(text) else lowered, pos, len(needle))
 
 
-def find_in_messages(messages: list, needle: str) -> dict | None:
+def find_in_messages(messages: list[Any], needle: str) -> dict[str, Any] | None:
     """``{"message_idx", "snippet"}`` of the first user/assistant message containing ``needle`` (lowercase).
 
     The snippet is plain text, as the message reads once rendered (no Markdown marks); a needle that only
@@ -246,13 +246,13 @@ def find_in_messages(messages: list, needle: str) -> dict | None:
     return None
 
 
-def _content_match(sid: str, needle: str) -> dict | None:
+def _content_match(sid: str, needle: str) -> dict[str, Any] | None:
     with models.LOCK:
         cached = models.SESSIONS.get(sid)
     if cached is not None and not cached.metadata_only:
         return find_in_messages(list(cached.messages), needle)
     try:
-        found = models.read_session_file(session_dir() / f"{sid}.json")
+        found = session_files.read_session_file(session_dir() / f"{sid}.json")
     except (OSError, ValueError):
         return None
     if found is None:
@@ -268,7 +268,7 @@ def _content_match(sid: str, needle: str) -> dict | None:
     return find_in_messages(messages, needle) if isinstance(messages, list) else None
 
 
-def search_sessions(query: Any, content: bool = False) -> dict:
+def search_sessions(query: Any, content: bool = False) -> dict[str, Any]:
     """Rows whose title contains ``query`` (case-insensitive), and with ``content`` those whose messages do.
 
     Newest first, at most ``SEARCH_MAX_RESULTS``; files are read one at a time, only when needed.
@@ -278,7 +278,7 @@ def search_sessions(query: Any, content: bool = False) -> dict:
     needle = " ".join(query.split()).lower()[:SEARCH_QUERY_MAX]
     if not needle:
         return {"sessions": []}
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     for row in models.sessions_newest_first():
         title = row.get("title")
         if isinstance(title, str) and needle in title.lower():
@@ -294,7 +294,7 @@ def search_sessions(query: Any, content: bool = False) -> dict:
     return {"sessions": out}
 
 
-def _agent_matches(needle: str, limit: int) -> list[dict]:
+def _agent_matches(needle: str, limit: int) -> list[dict[str, Any]]:
     """The agent's own conversations whose messages hold ``needle`` (found through its full-text index),
     as read-only match rows."""
     out = []

@@ -117,7 +117,7 @@ def _readable_tool_text(text: str) -> list[str]:
     return [*lines, ""] if lines[-1] else lines
 
 
-def _tool_calls(msg: dict) -> list[tuple[str, str]]:
+def _tool_calls(msg: dict[str, Any]) -> list[tuple[str, str]]:
     """(name, arguments text) of each tool call an assistant message declares."""
     out = []
     calls = msg.get("tool_calls")
@@ -140,7 +140,7 @@ def _tool_calls(msg: dict) -> list[tuple[str, str]]:
     return out
 
 
-def _role_label(msg: dict) -> str:
+def _role_label(msg: dict[str, Any]) -> str:
     role = msg.get("role")
     if role == "tool":
         name = msg.get("name")
@@ -148,7 +148,7 @@ def _role_label(msg: dict) -> str:
     return str(role).capitalize() if isinstance(role, str) and role else "Message"
 
 
-def _export_source(sid: str) -> dict:
+def _export_source(sid: str) -> dict[str, Any]:
     """The session file payload (Talaria session) or the read-only agent session."""
     try:
         return load_session(sid).to_payload()
@@ -159,7 +159,7 @@ def _export_source(sid: str) -> dict:
         return agent
 
 
-def to_markdown(payload: dict) -> str:
+def to_markdown(payload: dict[str, Any]) -> str:
     title = str(payload.get("title") or "Untitled")
     lines = [f"# {title}", ""]
     for label, value in (
@@ -189,7 +189,7 @@ def to_markdown(payload: dict) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _message_html(msg: dict) -> str:
+def _message_html(msg: dict[str, Any]) -> str:
     role = msg.get("role")
     css_role = role if role in ("user", "assistant", "system", "tool") else "other"
     when = _when(message_time(msg))
@@ -208,7 +208,7 @@ def _message_html(msg: dict) -> str:
     return f'<article class="{css_role}"><header>{header}</header><div class="body">{body}</div></article>'
 
 
-def to_html(payload: dict) -> str:
+def to_html(payload: dict[str, Any]) -> str:
     title = html.escape(str(payload.get("title") or "Untitled"))
     meta = " · ".join(
         html.escape(str(v))
@@ -257,7 +257,7 @@ _IMPORT_BOOL = ("pinned", "archived", "manual_title", "llm_title_generated")
 _DISPLAY_KEYS = ("html", "_idx")
 
 
-def _valid_messages(value: Any, field: str) -> list[dict]:
+def _valid_messages(value: Any, field: str) -> list[dict[str, Any]]:
     if not isinstance(value, list):
         raise BadRequest(f"Import must be a JSON object with a '{field}' list")
     if len(value) > IMPORT_MAX_MESSAGES:
@@ -277,7 +277,7 @@ def _finite(value: Any) -> float | None:
     return value if math.isfinite(value) and value >= 0 else None
 
 
-def import_fields(data: dict) -> dict:
+def import_fields(data: dict[str, Any]) -> dict[str, Any]:
     """The safe, typed subset of an imported session; paths, ids and live-turn state are dropped."""
     clean: dict[str, Any] = {"messages": _valid_messages(data.get("messages"), "messages")}
     for name, limit in _IMPORT_STR.items():
@@ -308,7 +308,7 @@ def import_fields(data: dict) -> dict:
     return clean
 
 
-def import_session(data: Any) -> dict:
+def import_session(data: Any) -> dict[str, Any]:
     """Store an exported session under a NEW safe id in the session folder; returns its row."""
     if not isinstance(data, dict):
         raise BadRequest("Import must be a JSON object")

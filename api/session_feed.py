@@ -38,11 +38,13 @@ class ChangeLog:
         self.seq = start
         self.floor = start  # changes numbered at or below this are forgotten
         self.closed = False
-        self._changes: collections.OrderedDict[str, tuple[int, dict | None]] = collections.OrderedDict()
-        self._agent: tuple[int, list[dict]] | None = None  # the agent's sessions as last changed
+        self._changes: collections.OrderedDict[str, tuple[int, dict[str, Any] | None]] = (
+            collections.OrderedDict()
+        )
+        self._agent: tuple[int, list[dict[str, Any]]] | None = None  # the agent's sessions as last changed
         self._cond = threading.Condition()
 
-    def record(self, sid: str, row: dict | None) -> None:
+    def record(self, sid: str, row: dict[str, Any] | None) -> None:
         """``row`` None means the session is gone."""
         with self._cond:
             self.seq += 1
@@ -53,14 +55,14 @@ class ChangeLog:
                 self.floor = dropped
             self._cond.notify_all()
 
-    def record_agent_sessions(self, rows: list[dict]) -> None:
+    def record_agent_sessions(self, rows: list[dict[str, Any]]) -> None:
         """The agent's own sessions changed: ``rows`` is their whole sidebar list now."""
         with self._cond:
             self.seq += 1
             self._agent = (self.seq, rows)
             self._cond.notify_all()
 
-    def agent_sessions_since(self, after: int) -> list[dict] | None:
+    def agent_sessions_since(self, after: int) -> list[dict[str, Any]] | None:
         """The agent's sessions if they changed after ``after``, else None."""
         with self._cond:
             return self._agent[1] if self._agent is not None and self._agent[0] > after else None

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
+from typing import Any
 
 from api.jsonio import loads as loads_json
 from api.safe_read import UnsafeFile, read_regular_file  # noqa: F401 - the store's callers import them here
@@ -29,7 +30,7 @@ def read_session_file(path: Path, limit: int | None = None) -> tuple[os.stat_res
     return read_regular_file(path, limit=limit)
 
 
-def disk_sig(path: Path) -> tuple | None:
+def disk_sig(path: Path) -> tuple[Any, ...] | None:
     """What tells one version of a file from another (inode, size, mtime); None when it cannot be seen."""
     try:
         st = os.stat(path)
@@ -38,7 +39,7 @@ def disk_sig(path: Path) -> tuple | None:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def read_metadata_prefix(path: Path) -> dict | None:
+def read_metadata_prefix(path: Path) -> dict[str, Any] | None:
     """Parse only the metadata ahead of ``"messages"`` (the first 64 KiB); None when that is not possible."""
     try:
         found = read_session_file(path, METADATA_PREFIX_BYTES)
@@ -58,7 +59,7 @@ def read_metadata_prefix(path: Path) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def bind_to_file_name(data: dict, sid: str) -> None:
+def bind_to_file_name(data: dict[str, Any], sid: str) -> None:
     """The file name decides the id: a save must land in the same file the session came from."""
     inner = data.get("session_id")
     if inner != sid:

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from api import atomic, jsonio
 from api import config as _config
@@ -42,9 +42,13 @@ class _IndexState:
         self.index_file = index_file
         self.order = SidebarOrder()
         self.stamps: dict[str, list[int]] = {}
-        self.encoded: dict[str, tuple[dict, bytes]] = {}  # each row's JSON in the file, while it is current
+        self.encoded: dict[
+            str, tuple[dict[str, Any], bytes]
+        ] = {}  # each row's JSON in the file, while it is current
         self.version = 0  # counts changes to the rows
-        self.listing: tuple[int, list[dict]] | None = None  # ``all_rows``'s copies and the version they show
+        self.listing: tuple[int, list[dict[str, Any]]] | None = (
+            None  # ``all_rows``'s copies and the version they show
+        )
         self.timer: threading.Timer | None = None
         self.dirty = False
         self.flush_lock = threading.Lock()
@@ -74,7 +78,7 @@ def _scan_session_files(session_dir: Path) -> dict[str, os.stat_result]:
     return out
 
 
-def _sweep_stale_tmp(entry: os.DirEntry, now: float) -> None:
+def _sweep_stale_tmp(entry: os.DirEntry[str], now: float) -> None:
     try:
         if now - entry.stat(follow_symlinks=False).st_mtime > _STALE_TMP_AGE_S:
             os.unlink(entry.path)
@@ -96,7 +100,7 @@ def use_session_readers(read_stub: Callable[[Path], Any], read_session: Callable
     _read_stub, _read_session = read_stub, read_session
 
 
-def _row_from_file(path: Path) -> dict | None:
+def _row_from_file(path: Path) -> dict[str, Any] | None:
     if _read_stub is None or _read_session is None:
         raise RuntimeError("api.models registers the session readers when it is imported")
     stub = _read_stub(path)
@@ -104,10 +108,10 @@ def _row_from_file(path: Path) -> dict | None:
     session = stub if stub is not None and stub.has_sidebar_figures() else _read_session(path)
     if session is None:
         return None
-    return session.compact()
+    return cast("dict[str, Any] | None", session.compact())
 
 
-def _read_index_file(index_file: Path) -> list:
+def _read_index_file(index_file: Path) -> list[Any]:
     try:
         found = read_regular_file(index_file)
         data = jsonio.loads(found[1]) if found is not None else []
@@ -118,7 +122,7 @@ def _read_index_file(index_file: Path) -> list:
 
 def _build_rows(
     session_dir: Path, index_file: Path, *, trust_index: bool
-) -> tuple[dict[str, dict], dict[str, list[int]], bool, int]:
+) -> tuple[dict[str, dict[str, Any]], dict[str, list[int]], bool, int]:
     """Rows and stamps for every session file: reuse index rows whose ``_stat`` still matches, re-read the
     rest."""
     existing = {}
@@ -127,7 +131,7 @@ def _build_rows(
             if isinstance(row, dict) and isinstance(row.get("session_id"), str):
                 existing[row["session_id"]] = row
     files = _scan_session_files(session_dir)
-    rows: dict[str, dict] = {}
+    rows: dict[str, dict[str, Any]] = {}
     stamps: dict[str, list[int]] = {}
     changed = len(existing) != len(files)
     files_read = 0
@@ -165,15 +169,15 @@ def _state(session_dir: Path, index_file: Path) -> _IndexState:
 
 
 # Who hears of every row change (the sidebar feed): (changed(sid, row or None), reset()).
-_LISTENERS: list[tuple[Callable[[str, dict | None], None], Callable[[], None]]] = []
+_LISTENERS: list[tuple[Callable[[str, dict[str, Any] | None], None], Callable[[], None]]] = []
 
 
-def add_listener(changed: Callable[[str, dict | None], None], reset: Callable[[], None]) -> None:
+def add_listener(changed: Callable[[str, dict[str, Any] | None], None], reset: Callable[[], None]) -> None:
     """``changed`` hears each saved row (None: removed); ``reset`` hears that the rows were rebuilt."""
     _LISTENERS.append((changed, reset))
 
 
-def _tell(sid: str | None, row: dict | None) -> None:
+def _tell(sid: str | None, row: dict[str, Any] | None) -> None:
     for changed, reset in _LISTENERS:
         try:
             changed(sid, row) if sid is not None else reset()
@@ -181,7 +185,7 @@ def _tell(sid: str | None, row: dict | None) -> None:
             log.exception("index listener failed")
 
 
-def note_saved(session_dir: Path, index_file: Path, row: dict, stat: tuple[int, int]) -> None:
+def note_saved(session_dir: Path, index_file: Path, row: dict[str, Any], stat: tuple[int, int]) -> None:
     """Record a just-saved session's row; ``_index.json`` follows within ``index_flush_delay``."""
     state = _state(session_dir, index_file)
     row = dict(row)  # the index's own: the caller may go on changing its dict
@@ -217,7 +221,7 @@ def _schedule(state: _IndexState) -> None:
         state.timer.start()
 
 
-def all_rows(session_dir: Path, index_file: Path) -> list[dict]:
+def all_rows(session_dir: Path, index_file: Path) -> list[dict[str, Any]]:
     """Copies of every row, newest first (pinned or not); made again after a change, in O(sessions), so
     never on a request's path."""
     state = _state(session_dir, index_file)
@@ -233,7 +237,7 @@ def all_rows(session_dir: Path, index_file: Path) -> list[dict]:
     return list(copies)
 
 
-def newest_first(session_dir: Path, index_file: Path) -> Iterator[dict]:
+def newest_first(session_dir: Path, index_file: Path) -> Iterator[dict[str, Any]]:
     """The rows newest first, pinned or not, read as the walk reaches them (for a walk that may stop early);
     the rows are the index's own: read them, never change them."""
     state = _state(session_dir, index_file)
@@ -262,9 +266,9 @@ def has_row(session_dir: Path, index_file: Path, sid: str) -> bool:
 
 def _file_bytes(
     state: _IndexState,
-    rows: Iterator[dict],
+    rows: Iterator[dict[str, Any]],
     stamps: dict[str, list[int]],
-    encoded: dict[str, tuple[dict, bytes]],
+    encoded: dict[str, tuple[dict[str, Any], bytes]],
 ) -> bytes:
     """``_index.json``: every row with its ``_stat``, newest first. Each row's JSON is kept until the row
     changes, so a flush while turns stream encodes only the rows that changed."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import math
-from typing import Any
+from typing import Any, cast
 
 from api import jsonio, models
 from api.errors import BadRequest
@@ -25,7 +25,7 @@ OPTIONAL_FIELDS: tuple[str, ...] = ("parent_session_id", "agent_session_id")  # 
 MAX_LIMIT = 500
 
 
-def sidebar_row(row: dict) -> dict:
+def sidebar_row(row: dict[str, Any]) -> dict[str, Any]:
     """The fields of an index row that the sidebar shows."""
     out = {name: row.get(name) for name in SIDEBAR_FIELDS}
     for name in OPTIONAL_FIELDS:
@@ -34,7 +34,7 @@ def sidebar_row(row: dict) -> dict:
     return out
 
 
-def encode_cursor(row: dict) -> str:
+def encode_cursor(row: dict[str, Any]) -> str:
     updated, sid = order_key(row)
     return base64.urlsafe_b64encode(f"{updated!r}|{sid}".encode()).decode("ascii").rstrip("=")
 
@@ -56,7 +56,7 @@ def _row_json(entry: Entry) -> bytes:
     data = entry.derived
     if data is None:
         data = entry.derived = jsonio.dumps(sidebar_row(entry.row))
-    return data
+    return cast("bytes", data)
 
 
 def page(limit: int | None, cursor: str | None) -> tuple[list[bytes], str | None, int]:

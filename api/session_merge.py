@@ -29,7 +29,7 @@ class MergeConflict(Exception):
         self.field = field
 
 
-def snapshot(payload: Mapping[str, Any]) -> dict:
+def snapshot(payload: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of ``payload`` that later in-place list appends and dict updates of the live object cannot change."""
     out = {}
     for key, value in payload.items():
@@ -59,7 +59,7 @@ def _same(a: Any, b: Any) -> bool:
         return len(a) == len(b) and all(x is y or x == y for x, y in zip(a, b, strict=True))
     if isinstance(a, bool) or isinstance(b, bool):  # True == 1, yet a flag is not a count
         return type(a) is type(b) and a == b
-    return a == b
+    return bool(a == b)
 
 
 def _extends(base: Any, longer: Any) -> bool:
@@ -83,7 +83,9 @@ def _merge_field(key: str, base: Any, ours: Any, theirs: Any) -> Any:
     raise MergeConflict(key)
 
 
-def _person_chosen_title(ours_title: Any, theirs_title: Any, ours: Mapping, theirs: Mapping) -> Any:
+def _person_chosen_title(
+    ours_title: Any, theirs_title: Any, ours: Mapping[str, Any], theirs: Mapping[str, Any]
+) -> Any:
     """Both sides retitled: a title a person chose wins over one made up from the first message."""
     if theirs.get("manual_title") and not ours.get("manual_title"):
         return theirs_title
@@ -100,10 +102,10 @@ def merge(
     theirs: Mapping[str, Any],
     *,
     absent_means_unchanged: Iterable[str] = (),
-) -> dict:
+) -> dict[str, Any]:
     """The merged payload; raises ``MergeConflict`` naming the first field both sides changed differently."""
     keep_when_absent = frozenset(absent_means_unchanged)
-    out: dict = {}
+    out: dict[str, Any] = {}
     for key in dict.fromkeys([*theirs, *ours, *base]):
         if key in DERIVED_KEYS:
             continue

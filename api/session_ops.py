@@ -20,7 +20,7 @@ from api.session_edit import edit
 from api.session_fields import float_or_none, message_text
 
 
-def _truncation_watermark_for(messages: list) -> float:
+def _truncation_watermark_for(messages: list[Any]) -> float:
     """The newest kept row's timestamp (``timestamp``, else ``_ts``); 0.0 for none or unreadable."""
     if not messages:
         return 0.0
@@ -42,7 +42,7 @@ def _stamp_intentional_shrink_generation(session: models.Session, old_n: int, ne
 # ---------------------------------------------------------------------- context alignment
 
 
-def _row_signature(msg: Any) -> tuple:
+def _row_signature(msg: Any) -> tuple[Any, ...]:
     if not isinstance(msg, dict):
         return ("non_dict", repr(msg))
     calls = msg.get("tool_calls")
@@ -55,7 +55,7 @@ def _row_signature(msg: Any) -> tuple:
     )
 
 
-def truncate_context_for_display_keep(display: list, context: list, keep: int) -> list:
+def truncate_context_for_display_keep(display: list[Any], context: list[Any], keep: int) -> list[Any]:
     """Cut the model context where the visible transcript is cut at ``keep`` (prefer keeping less)."""
     if not context:
         return []
@@ -132,7 +132,7 @@ def _stamp_edit_watermark(session: models.Session) -> None:
     session.truncation_watermark = session.truncation_boundary = mark
 
 
-def _last_user_index(messages: list) -> int | None:
+def _last_user_index(messages: list[Any]) -> int | None:
     for i in range(len(messages) - 1, -1, -1):
         m = messages[i]
         if isinstance(m, dict) and m.get("role") == "user":
@@ -140,7 +140,7 @@ def _last_user_index(messages: list) -> int | None:
     return None
 
 
-def _cut_to_last_user(session: models.Session, empty_message: str) -> tuple[dict, list]:
+def _cut_to_last_user(session: models.Session, empty_message: str) -> tuple[dict[str, Any], list[Any]]:
     idx = _last_user_index(session.messages)
     if idx is None:
         raise ValueError(empty_message)
@@ -159,7 +159,7 @@ def _cut_to_last_user(session: models.Session, empty_message: str) -> tuple[dict
     return last_user, removed
 
 
-def retry_last(sid: str) -> dict:
+def retry_last(sid: str) -> dict[str, Any]:
     """Remove the last user turn and what followed, returning its text for the composer to resend.
 
     The removed turn stays reachable as a version of that message.
@@ -173,7 +173,7 @@ def retry_last(sid: str) -> dict:
     return {"last_user_text": message_text(last_user), "removed_count": len(removed)}
 
 
-def undo_last(sid: str) -> dict:
+def undo_last(sid: str) -> dict[str, Any]:
     """Remove the last user turn and its answer."""
     with edit(sid) as session:
         interrupted_turns.close_unless_live(session, interrupted_turns.STILL_STREAMING)
@@ -187,7 +187,7 @@ def undo_last(sid: str) -> dict:
     }
 
 
-def truncate_session(sid: str, keep_count: Any) -> dict:
+def truncate_session(sid: str, keep_count: Any) -> dict[str, Any]:
     """Edit: keep the first ``keep_count`` visible messages."""
     if isinstance(keep_count, bool) or not isinstance(keep_count, int) or keep_count < 0:
         raise BadRequest("keep_count must be a non-negative integer")
@@ -200,7 +200,7 @@ def truncate_session(sid: str, keep_count: Any) -> dict:
     return {"removed_count": old_n - keep_count}
 
 
-def clear_session(sid: str) -> dict:
+def clear_session(sid: str) -> dict[str, Any]:
     """Empty the conversation; the 0.0 watermark and a ``clear_generation`` keep it empty."""
     with edit(sid) as session:
         interrupted_turns.close_unless_live(session, interrupted_turns.STILL_STREAMING)
@@ -224,7 +224,7 @@ def clear_session(sid: str) -> dict:
 # ---------------------------------------------------------------------- versions
 
 
-def context_tail(session: models.Session, index: int) -> list | None:
+def context_tail(session: models.Session, index: int) -> list[Any] | None:
     """The model context's rows for the transcript's rows from ``index`` on; None: the transcript is the context."""
     if not session.context_messages:
         return None
@@ -257,7 +257,7 @@ def forget_versions_from(session: models.Session, index: int) -> set[str]:
     return version_store.reachable(session.path, groups) - version_store.reachable(session.path, stay)
 
 
-def show_tail(session: models.Session, index: int, rows: list, context_rows: list | None) -> None:
+def show_tail(session: models.Session, index: int, rows: list[Any], context_rows: list[Any] | None) -> None:
     """Show ``rows`` from ``index`` on in place of the rows there (a version switch; the caller kept those).
 
     The context follows: a compression whose rows the cut reaches is forgotten, as for an edit. The

@@ -15,9 +15,9 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from api import atomic, config, models, recovery_audit, session_index
+from api import atomic, config, models, recovery_audit, session_index, settings_table
 from api.recovery_files import (
     Doc,
     bak_path,
@@ -51,11 +51,11 @@ class _Plan:
     live: Path
     live_doc: Doc
     bak_doc: Doc
-    status: dict
-    result: dict = field(default_factory=dict)
+    status: dict[str, Any]
+    result: dict[str, Any] = field(default_factory=dict)
 
 
-def _status(sid: str, live: Doc, bak: Doc, bak_exists: bool) -> dict:
+def _status(sid: str, live: Doc, bak: Doc, bak_exists: bool) -> dict[str, Any]:
     return {"session_id": sid, **recovery_verdict(live.doc, bak.doc, bak_exists=bak_exists)}
 
 
@@ -126,7 +126,7 @@ def _after_restore(folder: Path, sids: list[str]) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def _inspect(path: Path) -> tuple[dict, Doc, Doc]:
+def _inspect(path: Path) -> tuple[dict[str, Any], Doc, Doc]:
     folder = path.parent
     sid = path.name[: -len(".json")] if path.name.endswith(".json") else path.stem
     bak = read_doc(bak_path(path), folder)
@@ -138,12 +138,12 @@ def _inspect(path: Path) -> tuple[dict, Doc, Doc]:
     return status, live, bak
 
 
-def inspect_session_recovery_status(path: Path) -> dict:
+def inspect_session_recovery_status(path: Path) -> dict[str, Any]:
     """The recovery verdict for one live path ``<sid>.json`` (its ``.bak`` beside it); reads only."""
     return _inspect(Path(path))[0]
 
 
-def recover_session(path: Path) -> dict:
+def recover_session(path: Path) -> dict[str, Any]:
     """Restore one session from its backup when the verdict is ``restore``; the replaced file is kept."""
     path = Path(path)
     status, live, bak = _inspect(path)
@@ -160,13 +160,13 @@ def recover_session(path: Path) -> dict:
 
 def recover_all_sessions_on_startup(
     session_dir: Path, rebuild_index: bool = False, state_db_path: Path | None = None
-) -> dict:
+) -> dict[str, Any]:
     """Sweep a session folder, restoring every genuine loss (and every orphan backup of a live session).
 
     Returns ``{"scanned", "restored", "orphaned_backups", "details", "errors", "index_rebuilt"}``;
     ``details`` holds the result of each restore. Never raises.
     """
-    result: dict = {
+    result: dict[str, Any] = {
         "scanned": 0,
         "restored": 0,
         "orphaned_backups": 0,
@@ -224,12 +224,12 @@ def recover_all_sessions_on_startup(
     return result
 
 
-def audit_session_recovery(session_dir: Path, state_db_path: Path | None = None) -> dict:
+def audit_session_recovery(session_dir: Path, state_db_path: Path | None = None) -> dict[str, Any]:
     """Read-only report ``{"status": ok|warn|needs_manual_review, "summary", "items"}`` of a session folder."""
     return recovery_audit.audit(session_dir, state_db_path)
 
 
-def repair_safe_session_recovery(session_dir: Path, state_db_path: Path | None = None) -> dict:
+def repair_safe_session_recovery(session_dir: Path, state_db_path: Path | None = None) -> dict[str, Any]:
     """Audit, restore what is safe (startup recovery with an index rebuild), rebuild a stale index, audit
     again; ``{"status", "session_dir", "before", "recovery", "after"}``."""
     folder = Path(session_dir)
@@ -251,16 +251,21 @@ def repair_safe_session_recovery(session_dir: Path, state_db_path: Path | None =
 # The routes' answers name files relative to the state folder: the server's own folders stay on the server.
 
 
-def audit_live_sessions() -> dict:
+def audit_live_sessions() -> dict[str, Any]:
     """The audit of the server's own session folder and state.db (the recovery audit route)."""
     folder = Path(models.SESSION_DIR)
-    return relative_to(folder.parent, audit_session_recovery(folder, config.STATE_DB_PATH))
+    return cast(
+        "dict[str, Any]", relative_to(folder.parent, audit_session_recovery(folder, config.STATE_DB_PATH))
+    )
 
 
-def repair_safe_live_sessions() -> dict:
+def repair_safe_live_sessions() -> dict[str, Any]:
     """The safe repair of the server's own session folder and state.db (the repair-safe route)."""
     folder = Path(models.SESSION_DIR)
-    return relative_to(folder.parent, repair_safe_session_recovery(folder, config.STATE_DB_PATH))
+    return cast(
+        "dict[str, Any]",
+        relative_to(folder.parent, repair_safe_session_recovery(folder, config.STATE_DB_PATH)),
+    )
 
 
 def relative_to(folder: Path, report: Any) -> Any:
@@ -285,7 +290,7 @@ _EXIT = {"ok": 0, "warn": 1, "needs_manual_review": 2}
 def main(argv: list[str] | None = None) -> int:
     """CLI ``--audit | --repair-safe [--session-dir D] [--state-db F] [--json]``; exit 0 ok, 1 warn, 2 review."""
     # Lenient: a setting this command does not use (a bad port) must not stand between a person and an audit.
-    config.configure(config.load_settings(strict=False))
+    config.configure(settings_table.load_settings(strict=False))
     parser = argparse.ArgumentParser(prog="python -m api.session_recovery", description=main.__doc__)
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--audit", action="store_true", help="report what recovery would do; changes nothing")

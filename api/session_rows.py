@@ -5,7 +5,7 @@ turns of this process, not of the file."""
 from __future__ import annotations
 
 from itertools import repeat
-from typing import Any
+from typing import Any, cast
 
 from api import turn_journal
 from api.messages import message_text, message_time, visible_message_count
@@ -79,7 +79,7 @@ def index_row(session: Any) -> dict[str, Any]:
 
 def message_count(session: Any) -> int:
     if session._loaded_metadata_only and session._metadata_message_count is not None:
-        return session._metadata_message_count
+        return cast("int", session._metadata_message_count)
     count = len(session.messages)
     if not count and session.pending_user_message:
         count = 1
@@ -97,7 +97,7 @@ def has_sidebar_figures(session: Any) -> bool:
 
 def user_message_count(session: Any) -> int:
     if session._loaded_metadata_only and session._metadata_user_message_count is not None:
-        return session._metadata_user_message_count
+        return cast("int", session._metadata_user_message_count)
     try:  # at C speed: this runs on every save
         return list(map(dict.get, session.messages, repeat("role"))).count("user")
     except TypeError:  # a row that is not a dict
@@ -106,9 +106,9 @@ def user_message_count(session: Any) -> int:
 
 def last_message_at(session: Any) -> float:
     if session._loaded_metadata_only and session._metadata_last_message_at is not None:
-        return session._metadata_last_message_at
+        return cast("float", session._metadata_last_message_at)
     if session.pending_user_message and session.pending_started_at:
-        return session.pending_started_at
+        return cast("float", session.pending_started_at)
     for msg in reversed(session.messages):
         if not isinstance(msg, dict) or msg.get("role") == "tool":
             continue
@@ -117,4 +117,4 @@ def last_message_at(session: Any) -> float:
         ts = message_time(msg)
         if ts is not None:
             return ts
-    return session.updated_at
+    return cast("float", session.updated_at)

@@ -27,14 +27,14 @@ def _index(value: Any) -> int:
     return value
 
 
-def _group(groups: list[dict], index: int) -> dict:
+def _group(groups: list[dict[str, Any]], index: int) -> dict[str, Any]:
     _before, at, _after = version_rules.split_at(groups, index)
     if at is None:
         raise BadRequest("This message has no other versions.")
     return at
 
 
-def _preview(rows: list) -> dict:
+def _preview(rows: list[Any]) -> dict[str, Any]:
     first = next((m for m in rows if isinstance(m, dict) and m.get("role") == "user"), None)
     answer = next((m for m in rows if isinstance(m, dict) and m.get("role") == "assistant"), None)
     return {
@@ -44,7 +44,7 @@ def _preview(rows: list) -> dict:
     }
 
 
-def list_versions(sid: str, message_index: Any) -> dict:
+def list_versions(sid: str, message_index: Any) -> dict[str, Any]:
     """The versions of the message at ``message_index``: which is shown, and a preview of each."""
     index = _index(message_index)
     with lock(sid):
@@ -61,7 +61,7 @@ def list_versions(sid: str, message_index: Any) -> dict:
     return {"session_id": sid, "message_index": index, "current": at["current"], "versions": versions}
 
 
-def switch_version(sid: str, message_index: Any, version: Any) -> dict:
+def switch_version(sid: str, message_index: Any, version: Any) -> dict[str, Any]:
     """Show version ``version`` of the message at ``message_index``; the shown one is kept as a version."""
     index = _index(message_index)
     with edit(sid) as session:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any
+from typing import Any, cast
 
 from api import models, session_edit, session_feed, session_list, version_rules
 from api.agent_sessions import agent_session, agent_sessions, continued_agent_ids
@@ -41,7 +41,7 @@ def is_display_role(role: Any) -> bool:
     return isinstance(role, str) and role in DISPLAY_ROLES
 
 
-def display_message(msg: dict, idx: int) -> dict:
+def display_message(msg: dict[str, Any], idx: int) -> dict[str, Any]:
     """A stored message plus ``_idx`` and, for user/assistant text, the sanitized ``html``."""
     out = dict(msg)
     out["_idx"] = idx
@@ -63,7 +63,7 @@ def page_bounds(total: int, msg_limit: int | None, msg_before: int | None) -> tu
     return start, end
 
 
-def _paged_messages(messages: list, msg_limit: int | None, msg_before: int | None) -> dict:
+def _paged_messages(messages: list[Any], msg_limit: int | None, msg_before: int | None) -> dict[str, Any]:
     start, end = page_bounds(len(messages), msg_limit, msg_before)
     page = [display_message(m, i) for i, m in enumerate(messages[start:end], start) if isinstance(m, dict)]
     return {"messages": page, "has_more_before": start > 0, "total_messages": len(messages)}
@@ -71,7 +71,7 @@ def _paged_messages(messages: list, msg_limit: int | None, msg_before: int | Non
 
 def full_session(
     session: models.Session, msg_limit: int | None = None, msg_before: int | None = None
-) -> dict:
+) -> dict[str, Any]:
     """The sidebar row plus a page of messages and the context fields the page shows."""
     with session_edit.lock(session.session_id):  # a consistent snapshot
         row = session.compact()
@@ -92,11 +92,13 @@ def full_session(
     return row
 
 
-def full_session_by_id(sid: str, msg_limit: int | None = None) -> dict:
+def full_session_by_id(sid: str, msg_limit: int | None = None) -> dict[str, Any]:
     return full_session(load_session(sid), msg_limit)
 
 
-def get_session_payload(sid: str, msg_limit: int | None = None, msg_before: int | None = None) -> dict:
+def get_session_payload(
+    sid: str, msg_limit: int | None = None, msg_before: int | None = None
+) -> dict[str, Any]:
     """``{"session": full}`` for a Talaria session, or a read-only agent session from ``state.db``."""
     try:
         session = load_session(sid)
@@ -113,7 +115,7 @@ def get_session_payload(sid: str, msg_limit: int | None = None, msg_before: int 
 # ---------------------------------------------------------------------- the sidebar
 
 
-def list_sessions() -> dict:
+def list_sessions() -> dict[str, Any]:
     rows = models.all_sessions()
     talaria = {row["session_id"] for row in rows}
     return {
@@ -129,12 +131,12 @@ _AGENT_ROWS: dict[str, Any] = {"at": -AGENT_ROWS_MAX_AGE_S, "rows": []}
 _AGENT_ROWS_LOCK = threading.Lock()
 
 
-def _recent_agent_sessions() -> list[dict]:
+def _recent_agent_sessions() -> list[dict[str, Any]]:
     with _AGENT_ROWS_LOCK:
         if time.monotonic() - _AGENT_ROWS["at"] >= AGENT_ROWS_MAX_AGE_S:
             _AGENT_ROWS["rows"] = agent_sessions()
             _AGENT_ROWS["at"] = time.monotonic()
-        return _AGENT_ROWS["rows"]
+        return cast("list[dict[str, Any]]", _AGENT_ROWS["rows"])
 
 
 def forget_agent_rows() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from api import agent_runtime, atomic
+from api import agent_runtime, atomic, settings_table
 from api import config as _config
 from api.errors import BadRequest
 
@@ -24,7 +24,7 @@ EDITABLE: tuple[str, ...] = (
 _TYPE_NAMES = {bool: "bool", int: "int", float: "float", str: "str"}
 
 
-def _row(setting: _config.Setting) -> dict[str, Any]:
+def _row(setting: settings_table.Setting) -> dict[str, Any]:
     return {
         "name": setting.name,
         "type": _TYPE_NAMES.get(setting.type, "str"),
@@ -32,14 +32,14 @@ def _row(setting: _config.Setting) -> dict[str, Any]:
         "default": setting.default,
         "help": setting.help,
         "env": setting.env,
-        "locked_by": _config.environment_source(setting.name),
+        "locked_by": settings_table.environment_source(setting.name),
         "minimum": setting.minimum,
         "maximum": setting.maximum,
     }
 
 
-def _editable() -> dict[str, _config.Setting]:
-    return {s.name: s for s in _config.SETTINGS if s.name in EDITABLE}
+def _editable() -> dict[str, settings_table.Setting]:
+    return {s.name: s for s in settings_table.SETTINGS if s.name in EDITABLE}
 
 
 def list_settings() -> dict[str, Any]:
@@ -57,14 +57,14 @@ def update_settings(changes: Any) -> dict[str, Any]:
         setting = settings.get(name)
         if setting is None:
             raise BadRequest(f"{name!r} is not a setting the page changes")
-        locked = _config.environment_source(name)
+        locked = settings_table.environment_source(name)
         if locked:
             raise BadRequest(f"{name} is set by {locked} in the environment, which wins over config.yaml")
         if isinstance(raw, (dict, list)):
             raise BadRequest(f"{name}: must be {_TYPE_NAMES.get(setting.type, 'text')}")
         try:
-            values[name] = _config.coerce_setting(setting, raw)
-        except _config.SettingError as exc:
+            values[name] = settings_table.coerce_setting(setting, raw)
+        except settings_table.SettingError as exc:
             raise BadRequest(f"{name}: {exc}") from None
     _write(values)
     _config.SETTINGS_VALUES.update(values)

@@ -333,7 +333,7 @@ def coerce_setting(setting: Setting, raw: Any) -> Any:
     return value
 
 
-def _read_yaml_section(hermes_home: str) -> dict:
+def _read_yaml_section(hermes_home: str) -> dict[str, Any]:
     try:
         with open(Path(hermes_home) / "config.yaml", encoding="utf-8") as fh:
             data = yaml.safe_load(fh) or {}
@@ -347,7 +347,7 @@ def _raw_value(
     setting: Setting,
     overrides: Mapping[str, Any],
     environ: Mapping[str, str],
-    yaml_section: Callable[[], dict],
+    yaml_section: Callable[[], dict[str, Any]],
 ) -> tuple[Any, str] | None:
     """The value that decides ``setting`` and where it came from (for error messages); None: the default."""
     if setting.name in overrides:
@@ -367,7 +367,7 @@ def load_settings(
     overrides: Mapping[str, Any] | None = None,
     *,
     strict: bool = True,
-) -> dict:
+) -> dict[str, Any]:
     """Resolve every setting: explicit overrides, then environment, then config.yaml, then default.
 
     A value that does not fit raises ``SettingError`` naming its source (``--port 99999: must be
@@ -376,9 +376,9 @@ def load_settings(
     environ = os.environ if environ is None else environ
     overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
     values: dict[str, Any] = {}
-    cached_section: list[dict] = []
+    cached_section: list[dict[str, Any]] = []
 
-    def yaml_section() -> dict:
+    def yaml_section() -> dict[str, Any]:
         if not cached_section:
             cached_section.append(_read_yaml_section(values["hermes_home"]))
         return cached_section[0]

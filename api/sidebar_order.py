@@ -27,7 +27,7 @@ def _number(value: Any) -> float:
     return 0.0 if math.isnan(number) else number  # NaN has no place in an order
 
 
-def order_key(row: dict) -> Key:
+def order_key(row: dict[str, Any]) -> Key:
     """Newest first by ``updated_at``; the id breaks ties so the order (and a cursor) is total."""
     return _number(row.get("updated_at")), str(row.get("session_id") or "")
 
@@ -37,7 +37,7 @@ class Entry:
 
     __slots__ = ("derived", "key", "pinned", "row")
 
-    def __init__(self, sid: str, row: dict):
+    def __init__(self, sid: str, row: dict[str, Any]):
         self.row = row
         self.key = (_number(row.get("updated_at")), sid)
         self.pinned = bool(row.get("pinned"))
@@ -58,7 +58,7 @@ class Page:
 class SidebarOrder:
     """Rows by session id, in sidebar order. Not thread-safe: the owner serialises calls."""
 
-    def __init__(self, rows: dict[str, dict] | None = None):
+    def __init__(self, rows: dict[str, dict[str, Any]] | None = None):
         self._entries: dict[str, Entry] = {}
         self._pinned: list[Key] = []
         self._others: list[Key] = []
@@ -75,11 +75,11 @@ class SidebarOrder:
     def __contains__(self, sid: object) -> bool:
         return sid in self._entries
 
-    def get(self, sid: str) -> dict | None:
+    def get(self, sid: str) -> dict[str, Any] | None:
         entry = self._entries.get(sid)
         return None if entry is None else entry.row
 
-    def put(self, sid: str, row: dict) -> None:
+    def put(self, sid: str, row: dict[str, Any]) -> None:
         """Add ``row`` or replace the row held for ``sid``: its key moves to its new place."""
         self.remove(sid)
         entry = Entry(sid, row)
@@ -105,13 +105,13 @@ class SidebarOrder:
         next_key = self._others[start] if 0 < start < end else None
         return Page(pinned, rows, next_key, len(self._entries))
 
-    def newest_first(self) -> Iterator[dict]:
+    def newest_first(self) -> Iterator[dict[str, Any]]:
         """Every row, pinned or not, newest first. The keys are copied at the call, so the caller may walk
         the rows while others change them: a row removed since is skipped, a changed one is read as it is."""
         keys = self._pinned + self._others
         return self._rows_of(keys)
 
-    def _rows_of(self, keys: list[Key]) -> Iterator[dict]:
+    def _rows_of(self, keys: list[Key]) -> Iterator[dict[str, Any]]:
         keys.sort(reverse=True)  # two sorted runs: merged in one linear pass
         for _, sid in keys:
             entry = self._entries.get(sid)

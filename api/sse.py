@@ -7,18 +7,24 @@ from __future__ import annotations
 
 import json
 import time
+from http.server import BaseHTTPRequestHandler
+from typing import Any
 
 from api import http_io, jsonio
+from api.session_feed import ChangeLog
+from api.turn_journal import Turn
 
 HEARTBEAT_S = 15.0
 
 
-def frame(seq: int, name: str, data: dict) -> bytes:
+def frame(seq: int, name: str, data: dict[str, Any]) -> bytes:
     payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
     return f"id: {seq}\nevent: {name}\ndata: {payload}\n\n".encode()
 
 
-def serve_turn_events(handler, turn, last_event_id: int | None, heartbeat_s: float = HEARTBEAT_S) -> None:
+def serve_turn_events(
+    handler: BaseHTTPRequestHandler, turn: Turn, last_event_id: int | None, heartbeat_s: float = HEARTBEAT_S
+) -> None:
     http_io.start_stream(handler)
     seq = max(int(last_event_id or 0), 0)
     try:
@@ -46,11 +52,13 @@ def serve_turn_events(handler, turn, last_event_id: int | None, heartbeat_s: flo
 FEED_POLL_S = 1.0  # how soon a closed tab frees its place in the stream budget
 
 
-def change_frame(seq: int, name: str, payload: dict) -> bytes:
+def change_frame(seq: int, name: str, payload: dict[str, Any]) -> bytes:
     return b"id: %d\nevent: %s\ndata: %s\n\n" % (seq, name.encode("ascii"), jsonio.dumps(payload))
 
 
-def serve_session_changes(handler, changes, after: int | None, heartbeat_s: float = HEARTBEAT_S) -> None:
+def serve_session_changes(
+    handler: BaseHTTPRequestHandler, changes: ChangeLog, after: int | None, heartbeat_s: float = HEARTBEAT_S
+) -> None:
     """Relay a ``session_feed.ChangeLog`` after ``after`` (None: from now on) until the client leaves
     or the log closes (the server stops); ``event: reset`` when the tab must load the list again."""
     http_io.start_stream(handler)

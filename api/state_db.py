@@ -21,7 +21,7 @@ import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import api.config
@@ -54,6 +54,7 @@ _SESSION_COLUMNS = (
     "archived",
 )
 _TIMEOUT_S = 1.0
+_T = TypeVar("_T")
 # (path, schema_version) -> {table: frozenset(columns)}; schema_version changes with any schema change.
 _COLUMNS_CACHE: dict[tuple[str, int], dict[str, frozenset[str]]] = {}
 
@@ -90,7 +91,7 @@ def _stat_key(path: Path) -> tuple[tuple[int, int, int] | None, ...]:
     return tuple(out)
 
 
-def files_stamp(db_path: Path | str | None = None) -> tuple:
+def files_stamp(db_path: Path | str | None = None) -> tuple[Any, ...]:
     """The stat of ``state.db`` and its ``-wal``: it changes whenever the agent writes (no connection)."""
     return _stat_key(Path(db_path) if db_path is not None else default_state_db_path())
 
@@ -99,7 +100,7 @@ def _connect(path: Path, params: str) -> sqlite3.Connection:
     return sqlite3.connect(_uri(path, params), uri=True, timeout=_TIMEOUT_S, check_same_thread=False)
 
 
-def _with_connection(path: Path, read: Callable[[sqlite3.Connection, str], Any]) -> Any:
+def _with_connection(path: Path, read: Callable[[sqlite3.Connection, str], _T]) -> _T:
     """Run ``read(conn, path_key)`` on a read-only connection chosen so the read changes no file.
 
     Raises ``OSError``/``sqlite3.Error`` when the database cannot be read; callers map that to empty.
@@ -164,7 +165,7 @@ def _decode_json(value: Any) -> Any:
     return value
 
 
-def _row_to_message(names: tuple[str, ...], row: tuple) -> dict:
+def _row_to_message(names: tuple[str, ...], row: tuple[Any, ...]) -> dict[str, Any]:
     values = dict(zip(names, row, strict=True))
     msg = {"role": values["role"], "content": values["content"], "timestamp": values["timestamp"]}
     for col in _MESSAGE_OPTIONAL:
@@ -186,7 +187,7 @@ def _read_messages(
     include_inactive: bool,
     since_timestamp: float | None,
     limit: int | None,
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     cols = _columns(conn, key, "messages")
     if not cols or any(c not in cols for c in _MESSAGE_REQUIRED) or "session_id" not in cols:
         return []
@@ -217,7 +218,7 @@ def get_state_db_session_messages(
     since_timestamp: float | None = None,
     limit: int | None = None,
     db_path: Path | str | None = None,
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """The agent's stored messages of one session, oldest first; ``[]`` when unavailable.
 
     Rows archived by the agent's compaction (``active = 0``) are left out unless ``include_inactive``;
@@ -240,7 +241,7 @@ def get_state_db_session_messages(
 # ----------------------------------------------------------------------------------------------
 
 
-def _read_sessions(conn: sqlite3.Connection, key: str, limit: int) -> list[dict]:
+def _read_sessions(conn: sqlite3.Connection, key: str, limit: int) -> list[dict[str, Any]]:
     cols = _columns(conn, key, "sessions")
     if "id" not in cols:
         raise sqlite3.OperationalError("no sessions table")
@@ -250,10 +251,10 @@ def _read_sessions(conn: sqlite3.Connection, key: str, limit: int) -> list[dict]
     return [dict(zip(names, row, strict=True)) for row in rows]
 
 
-_SESSIONS_CACHE: dict[tuple, list[dict]] = {}
+_SESSIONS_CACHE: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
 
 
-def list_agent_sessions(db_path: Path | str | None = None, *, limit: int = 500) -> list[dict]:
+def list_agent_sessions(db_path: Path | str | None = None, *, limit: int = 500) -> list[dict[str, Any]]:
     """Rows of the agent's ``sessions`` table, newest first; ``[]`` when unavailable.
 
     Kept while the database and its WAL keep the same stat: the sidebar asks on every poll.
@@ -378,10 +379,10 @@ def session_lineage(sid: str, db_path: Path | str | None = None) -> list[str]:
         return [sid]
 
 
-def lineage_messages(sid: str, db_path: Path | str | None = None) -> tuple[list[str], list[dict]]:
+def lineage_messages(sid: str, db_path: Path | str | None = None) -> tuple[list[str], list[dict[str, Any]]]:
     """``(segment ids, messages)`` of ``sid``'s whole conversation: every segment's active rows in order."""
     segments = session_lineage(sid, db_path)
-    messages: list[dict] = []
+    messages: list[dict[str, Any]] = []
     for segment in segments:
         messages.extend(get_state_db_session_messages(segment, db_path=db_path))
     return segments, messages

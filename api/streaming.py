@@ -41,6 +41,7 @@ from api import (
     workspace,
 )
 from api import config as _config
+from api.agent_turn import TurnResult
 from api.errors import ApiError, BadRequest, Conflict, NotFound, redact_paths
 from api.live_render import LiveRender
 from api.sanitize import sanitize_messages_for_api, scrub_surrogates
@@ -59,7 +60,7 @@ _SHUTTING_DOWN = threading.Event()
 # ---------------------------------------------------------------------- start
 
 
-def _history_for(session: models.Session) -> list[dict]:
+def _history_for(session: models.Session) -> list[dict[str, Any]]:
     """The reconciled model context before this turn, in the provider-safe shape."""
     try:
         merged = models.reconciled_state_db_messages_for_session(session, prefer_context=True)
@@ -69,7 +70,9 @@ def _history_for(session: models.Session) -> list[dict]:
     return sanitize_messages_for_api(merged)
 
 
-def start_turn(session_id: str, message: Any, model: str | None = None, attachment_paths: Any = None) -> dict:
+def start_turn(
+    session_id: str, message: Any, model: str | None = None, attachment_paths: Any = None
+) -> dict[str, Any]:
     """Commit the user message durably, then run the agent in the background; answers ``{stream_id}``.
 
     ``message`` comes as the request sent it; anything but a non-empty string is a 400 here.
@@ -134,7 +137,7 @@ def start_turn(session_id: str, message: Any, model: str | None = None, attachme
 # ---------------------------------------------------------------------- the worker
 
 
-def _run_turn(turn: Turn, session: models.Session, message: str, history: list, user_ts: float) -> None:
+def _run_turn(turn: Turn, session: models.Session, message: str, history: list[Any], user_ts: float) -> None:
     result = None
     error: tuple[str, str | None] | None = None
     save_error: tuple[str, str | None] | None = None
@@ -211,7 +214,7 @@ def _save_failed_text(exc: BaseException, what: str) -> str:
     return f"Saving {what} failed ({reason}); the turn was stopped. The conversation is kept as last saved."
 
 
-def _checkpoint_until_done(turn: Turn, runner) -> None:
+def _checkpoint_until_done(turn: Turn, runner: agent_turn.TurnRunner) -> None:
     """Checkpoint the partial answer every interval; a checkpoint that cannot be saved stops the turn."""
     interval = float(_config.setting("checkpoint_interval"))
     checkpointed = 0
@@ -228,7 +231,7 @@ def _checkpoint_until_done(turn: Turn, runner) -> None:
             raise _SaveFailed(_save_failed_text(exc, "the conversation")) from exc
 
 
-def _release_agent(key: str, agent, runner, stopped: bool) -> None:
+def _release_agent(key: str, agent: Any, runner: agent_turn.TurnRunner | None, stopped: bool) -> None:
     """Back to the pool once its turn has ended, unless the turn was stopped: then it is closed.
 
     A stopped agent can still have a model call in flight (the HTTP client retries an abandoned
@@ -239,7 +242,7 @@ def _release_agent(key: str, agent, runner, stopped: bool) -> None:
     if done and not stopped:
         agent_pool.give_back(key, agent)
         return
-    if not done:
+    if not done and runner is not None:
         log.warning("an agent did not stop within %.0f s; closing it", _AGENT_STOP_S)
         runner.interrupt("Talaria closed this agent")
     agent_runtime.close_agent(agent)
@@ -280,7 +283,7 @@ def _checkpoint(turn: Turn) -> None:
         return
 
 
-def _model_of(result, session: models.Session) -> str:
+def _model_of(result: TurnResult | None, session: models.Session) -> str:
     """The model that wrote the turn's answer: the agent's own report, else the session's pick."""
     reported = result.raw.get("model") if result is not None and isinstance(result.raw, dict) else None
     if isinstance(reported, str) and reported.strip():
@@ -288,7 +291,7 @@ def _model_of(result, session: models.Session) -> str:
     return session.model or agent_runtime.configured_default_model()
 
 
-def _stamp_model(rows: list[dict], model: str) -> None:
+def _stamp_model(rows: list[dict[str, Any]], model: str) -> None:
     if not model:
         return
     for row in rows:
@@ -306,7 +309,7 @@ _ROW_USAGE_KEYS = (
 )
 
 
-def _stamp_usage(rows: list[dict], result) -> None:
+def _stamp_usage(rows: list[dict[str, Any]], result: TurnResult | None) -> None:
     usage = {
         k: v for k, v in (result.usage if result is not None else {}).items() if k in _ROW_USAGE_KEYS and v
     }
@@ -315,7 +318,9 @@ def _stamp_usage(rows: list[dict], result) -> None:
         answers[-1]["usage"] = usage
 
 
-def _finalize(turn: Turn, result, error: tuple[str, str | None] | None, needs_setup: bool = False) -> None:
+def _finalize(
+    turn: Turn, result: TurnResult | None, error: tuple[str, str | None] | None, needs_setup: bool = False
+) -> None:
     merged = None
     try:
         with session_edit.edit(turn.session_id) as session:
@@ -343,8 +348,12 @@ def _finalize(turn: Turn, result, error: tuple[str, str | None] | None, needs_se
 
 
 def _merge_turn(
-    session: models.Session, turn: Turn, result, error: tuple[str, str | None] | None, needs_setup: bool
-) -> tuple[Any, dict | None, str | None]:
+    session: models.Session,
+    turn: Turn,
+    result: TurnResult | None,
+    error: tuple[str, str | None] | None,
+    needs_setup: bool,
+) -> tuple[Any, dict[str, Any] | None, str | None]:
     """The turn's rows replace its checkpoint; the pending fields clear: (outcome, compressed event, title)."""
     compressed_event = None
     _drop_partial_tail(session)
@@ -379,7 +388,7 @@ def _merge_turn(
     return outcome, compressed_event, _auto_title(session)
 
 
-def _apply_usage(session: models.Session, result) -> None:
+def _apply_usage(session: models.Session, result: TurnResult | None) -> None:
     if result is None:
         return
     usage = result.usage or {}
@@ -415,7 +424,7 @@ def _auto_title(session: models.Session) -> str | None:
 # ---------------------------------------------------------------------- cancel, interrupted turns, shutdown
 
 
-def cancel_turn(stream_id: str | None = None, session_id: str | None = None) -> dict:
+def cancel_turn(stream_id: str | None = None, session_id: str | None = None) -> dict[str, Any]:
     turn = turn_journal.get_turn(stream_id) if stream_id else turn_journal.live_turn_for(session_id or "")
     if turn is None:
         raise NotFound("No such stream")

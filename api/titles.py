@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from typing import Any
 
 from api import agent_runtime, models, session_edit
 from api.errors import NotFound
@@ -33,7 +34,7 @@ def persons_words(text: str) -> str:
     return f"/{skill} {extract(text) or ''}".strip()
 
 
-def first_exchange(messages: list) -> tuple[str, str] | None:
+def first_exchange(messages: list[Any]) -> tuple[str, str] | None:
     """``(user text, answer text)`` when the transcript is exactly one answered user message."""
     users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
     if len(users) != 1:
@@ -76,7 +77,7 @@ def apply_title(session_id: str, title: str | None) -> bool:
     return stored
 
 
-def _generate(session_id: str, user_text: str, answer_text: str, runtime: dict | None) -> None:
+def _generate(session_id: str, user_text: str, answer_text: str, runtime: dict[str, Any] | None) -> None:
     try:
         title = agent_runtime.generate_title(user_text, answer_text, runtime)
     except Exception:  # noqa: BLE001 - a title is a nicety; the turn is already saved
@@ -85,7 +86,7 @@ def _generate(session_id: str, user_text: str, answer_text: str, runtime: dict |
     apply_title(session_id, title)
 
 
-def after_turn(session_id: str, agent) -> threading.Thread | None:
+def after_turn(session_id: str, agent: Any) -> threading.Thread | None:
     """After a turn: start the title call in the background when this was the first exchange."""
     with session_edit.lock(session_id):
         try:

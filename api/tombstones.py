@@ -13,6 +13,7 @@ import logging
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 from api import atomic
 from api.errors import BadRequest
@@ -29,7 +30,7 @@ PRUNED_CAP = 500
 _LOCK = threading.RLock()
 # path -> (stat signature, ids oldest..newest, corrupt?); saves call remove_deleted on every write,
 # so an unchanged file costs one stat.
-_CACHE: dict[Path, tuple[tuple, tuple[str, ...], bool]] = {}
+_CACHE: dict[Path, tuple[tuple[Any, ...], tuple[str, ...], bool]] = {}
 
 
 def _parse(data: bytes) -> list[str] | None:

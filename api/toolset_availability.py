@@ -56,7 +56,7 @@ def _ask_the_agent() -> dict[str, str]:
     }
 
 
-def with_availability(rows: list[dict]) -> list[dict]:
+def with_availability(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each toolset row with ``available`` and, when it is not, ``unavailable_reason``."""
     reasons = unavailable_reasons()
     return [

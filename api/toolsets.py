@@ -13,6 +13,7 @@ unusable here (a missing key) is listed unavailable too (``api.toolset_availabil
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Any
 
 from api import (
@@ -62,7 +63,7 @@ def _unavailable_reason() -> str:
     return f"Not allowed on this server (TALARIA_AGENT_TOOLSETS={raw})"
 
 
-def _tools_config():
+def _tools_config() -> ModuleType:
     return agent_runtime.agent_module("hermes_cli.tools_config")
 
 
@@ -83,7 +84,7 @@ def session_toolsets(session: Any) -> list[str]:
     return _capped(list(chosen)) if isinstance(chosen, list) else default_toolsets()
 
 
-def available_toolsets() -> list[dict]:
+def available_toolsets() -> list[dict[str, Any]]:
     """``[{name, label, description}]`` in the agent's order (built-in, then plugins), then the MCP servers."""
     tools_config = _tools_config()
     rows = []
@@ -94,7 +95,7 @@ def available_toolsets() -> list[dict]:
     return rows + mcp_servers.server_toolsets()
 
 
-def list_for_session(sid: str | None) -> dict:
+def list_for_session(sid: str | None) -> dict[str, Any]:
     """Every toolset with ``enabled`` for the session (or for a new session when ``sid`` is None), and
     ``available``/``unavailable_reason`` by the setting's ceiling."""
     chosen = None
@@ -138,7 +139,7 @@ def clean_choice(value: Any, known: set[str]) -> list[str] | None:
     return names
 
 
-def set_session_toolsets(sid: str, value: Any) -> dict:
+def set_session_toolsets(sid: str, value: Any) -> dict[str, Any]:
     """Set (or with ``None`` reset) the toolsets of the session's next turn; the sidebar row after it."""
     session_lookup.load_session(sid)
     known = {row["name"] for row in available_toolsets()} | set(default_toolsets())

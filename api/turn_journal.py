@@ -18,7 +18,7 @@ import bisect
 import threading
 import time
 from array import array
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from api import render_patches
 from api.sanitize import scrub_surrogates
@@ -30,7 +30,7 @@ _FINISHED_TTL_S = 600.0  # how long a finished turn's journal stays readable (a 
 COMPACT_MIN_CHARS = 64_000  # render patches of a segment kept before they are folded into a snapshot
 RUN_MAX_TOKENS = 512  # tokens gathered before a run's text is joined and a new run starts
 
-Event = tuple[int, str, dict]
+Event = tuple[int, str, dict[str, Any]]
 
 
 class _TokenRun:
@@ -119,7 +119,7 @@ class Turn:
         with self.cond:
             return self._events_from(0)
 
-    def append(self, name: str, data: dict) -> int:
+    def append(self, name: str, data: dict[str, Any]) -> int:
         data = scrub_surrogates(data)  # the SSE writer encodes UTF-8: a lone surrogate would kill the stream
         with self.cond:
             seq = self._next_seq
@@ -145,7 +145,7 @@ class Turn:
             self.cond.notify_all()
             return seq
 
-    def _journal_patch(self, seq: int, patch: dict) -> None:
+    def _journal_patch(self, seq: int, patch: dict[str, Any]) -> None:
         renders = self._renders.setdefault(patch["segment"], _Renders())
         if renders.last_seq and renders.patch_chars > max(COMPACT_MIN_CHARS, renders.snapshot_chars):
             self._fold(patch["segment"], renders)

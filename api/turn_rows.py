@@ -11,18 +11,19 @@ from __future__ import annotations
 import copy
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from api.sanitize import scrub_surrogates
 from api.session_fields import message_text
 
 if TYPE_CHECKING:  # the type only: these rules read a turn, they need nothing of the journal at run time
+    from api.agent_turn import TurnResult
     from api.turn_journal import Turn
 
 log = logging.getLogger("talaria.turn_rows")
 
 
-def partial_row(turn: Turn, now: float) -> dict:
+def partial_row(turn: Turn, now: float) -> dict[str, Any]:
     row = {"role": "assistant", "content": "".join(turn.partial_text), "timestamp": now, "_partial": True}
     if turn.partial_reasoning:
         row["reasoning"] = "".join(turn.partial_reasoning)
@@ -39,7 +40,7 @@ def is_turn_user_row(row: Any, turn: Turn) -> bool:
     return message_text(row) == turn.user_text
 
 
-def new_rows(result_messages: list, turn: Turn) -> list[dict]:
+def new_rows(result_messages: list[Any], turn: Turn) -> list[dict[str, Any]]:
     """The rows the agent added after this turn's user row, in order."""
     rows = [r for r in result_messages if isinstance(r, dict)]
     stamped = [
@@ -53,14 +54,14 @@ def new_rows(result_messages: list, turn: Turn) -> list[dict]:
     return [stored_row(r) for r in rows[found[-1] + 1 :]]
 
 
-def stored_row(row: dict) -> dict:
+def stored_row(row: dict[str, Any]) -> dict[str, Any]:
     """A copy of an agent row without the agent's own bookkeeping keys."""
     out = scrub_surrogates(copy.deepcopy(row))
     out.pop("_db_persisted", None)
-    return out
+    return cast("dict[str, Any]", out)
 
 
-def stamp(rows: list[dict], base: float) -> None:
+def stamp(rows: list[dict[str, Any]], base: float) -> None:
     for k, row in enumerate(rows):
         if not row.get("timestamp"):
             row["timestamp"] = base + k * 1e-6
@@ -70,14 +71,16 @@ def stamp(rows: list[dict], base: float) -> None:
 class Outcome:
     """How a turn ends, decided from its result alone (``turn_outcome``), then applied by ``api.streaming``."""
 
-    rows: list[dict]  # the answer rows to append to the transcript
+    rows: list[dict[str, Any]]  # the answer rows to append to the transcript
     error: tuple[str, str | None] | None  # (message, hint) of an error event and its visible row
     stopped: bool  # the person stopped it (or a shutdown did)
     interrupted: bool  # a shutdown stopped it: keep the text as partial and add the interrupted marker
 
 
-def turn_outcome(turn: Turn, result, error: tuple[str, str | None] | None, now: float) -> Outcome:
-    rows: list[dict] = []
+def turn_outcome(
+    turn: Turn, result: TurnResult | None, error: tuple[str, str | None] | None, now: float
+) -> Outcome:
+    rows: list[dict[str, Any]] = []
     if result is not None:
         failed = result.failed or (result.error and not result.completed and not result.interrupted)
         rows = new_rows(result.messages, turn)

@@ -36,16 +36,18 @@ def _valid_group(group: Any) -> bool:
     )
 
 
-def groups_of(value: Any) -> list[dict]:
+def groups_of(value: Any) -> list[dict[str, Any]]:
     """The well-formed groups of a stored value, by index, one per index (a malformed one is dropped)."""
-    seen: dict[int, dict] = {}
+    seen: dict[int, dict[str, Any]] = {}
     for group in value if isinstance(value, list) else ():
         if _valid_group(group) and group["index"] not in seen:
             seen[group["index"]] = copy.deepcopy(group)
     return [seen[i] for i in sorted(seen)]
 
 
-def split_at(groups: list[dict], index: int) -> tuple[list[dict], dict | None, list[dict]]:
+def split_at(
+    groups: list[dict[str, Any]], index: int
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None, list[dict[str, Any]]]:
     """(groups before ``index``, the group at it or None, the groups after it: they belong to its tail)."""
     before = [g for g in groups if g["index"] < index]
     at = next((g for g in groups if g["index"] == index), None)
@@ -53,7 +55,7 @@ def split_at(groups: list[dict], index: int) -> tuple[list[dict], dict | None, l
     return before, at, after
 
 
-def add_version(groups: list[dict], index: int, kept_id: str) -> list[dict]:
+def add_version(groups: list[dict[str, Any]], index: int, kept_id: str) -> list[dict[str, Any]]:
     """The groups once the tail from ``index`` is kept as ``kept_id`` and a new, empty version is shown.
 
     The groups past ``index`` went into the kept tail with its rows.
@@ -69,7 +71,7 @@ def add_version(groups: list[dict], index: int, kept_id: str) -> list[dict]:
     return [*before, at]
 
 
-def chosen_slot(group: dict, version: Any) -> str:
+def chosen_slot(group: dict[str, Any], version: Any) -> str:
     """The kept id of version ``version`` of ``group``: 400 out of range, 409 for the version shown."""
     if not _is_index(version) or version >= len(group["versions"]):
         raise BadRequest(f"version must be an integer from 0 to {len(group['versions']) - 1}")
@@ -79,8 +81,8 @@ def chosen_slot(group: dict, version: Any) -> str:
 
 
 def switch_to(
-    groups: list[dict], index: int, version: Any, kept_id: str, tail_groups: list[dict]
-) -> list[dict]:
+    groups: list[dict[str, Any]], index: int, version: Any, kept_id: str, tail_groups: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """The groups once version ``version`` of ``index`` is shown (the shown tail kept as ``kept_id``).
 
     ``tail_groups`` are the groups the chosen version's tail carries; those of the tail put aside go with it.
@@ -97,16 +99,16 @@ def switch_to(
     return [*before, at, *inner]
 
 
-def drop_from(groups: list[dict], index: int) -> tuple[list[dict], list[dict]]:
+def drop_from(groups: list[dict[str, Any]], index: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(groups that stay, groups dropped) when the transcript loses its rows from ``index`` on for good."""
     return [g for g in groups if g["index"] < index], [g for g in groups if g["index"] >= index]
 
 
-def kept_ids(groups: list[dict]) -> list[str]:
+def kept_ids(groups: list[dict[str, Any]]) -> list[str]:
     """The ids of the kept files the groups name directly (not those inside the kept tails)."""
     return [slot for g in groups for slot in g["versions"] if slot is not None]
 
 
-def summary(groups: list[dict]) -> list[dict]:
+def summary(groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """What the page needs to draw "‹ 2/3 ›": each group's index, version count and shown version."""
     return [{"index": g["index"], "count": len(g["versions"]), "current": g["current"]} for g in groups]

@@ -31,7 +31,12 @@ def version_path(session_path: Path, version_id: str) -> Path:
 
 
 def keep(
-    session_path: Path, parent_id: str, index: int, messages: list, context_tail: list | None, groups: list
+    session_path: Path,
+    parent_id: str,
+    index: int,
+    messages: list[Any],
+    context_tail: list[Any] | None,
+    groups: list[Any],
 ) -> str:
     """Durably write a version's tail to a new kept file; answers its id."""
     version_id = uuid.uuid4().hex
@@ -48,7 +53,7 @@ def keep(
     return version_id
 
 
-def load(session_path: Path, version_id: str) -> dict:
+def load(session_path: Path, version_id: str) -> dict[str, Any]:
     """A kept version's document; ``Conflict`` when its file is gone or unreadable (nothing is changed)."""
     if not version_rules.VERSION_ID.fullmatch(version_id):
         raise Conflict("That version's file is missing.")
@@ -66,7 +71,7 @@ def load(session_path: Path, version_id: str) -> dict:
     return doc
 
 
-def reachable(session_path: Path, groups: list[dict]) -> set[str]:
+def reachable(session_path: Path, groups: list[dict[str, Any]]) -> set[str]:
     """Every kept id the groups name, and those named inside the tails they name (unreadable ones stop)."""
     found: set[str] = set()
     todo = version_rules.kept_ids(groups)

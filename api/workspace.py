@@ -101,7 +101,7 @@ def for_turn(session: models.Session) -> str:
     return str(folder)
 
 
-def overview() -> dict:
+def overview() -> dict[str, Any]:
     """The default, the roots, and recently used workspaces (newest session first) for the picker."""
     recent: list[str] = []
     for row in models.sessions_newest_first():
