@@ -23,7 +23,6 @@ from api import (
     session_merge,
     session_rows,
     tombstones,
-    version_rules,
 )
 from api import config as _config
 from api.errors import Conflict
@@ -31,8 +30,10 @@ from api.safe_read import UnsafeFile
 from api.session_fields import (
     BULK_FIELDS,
     DERIVED_KEYS,
+    FIELDS,
     KNOWN_FIELDS,
     METADATA_FIELDS,
+    NORMALISE,
     TALARIA_FIELDS,
     SessionFields,
     collapse_adjacent_duplicate_partials,
@@ -40,8 +41,6 @@ from api.session_fields import (
     float_or_none,
     is_safe_session_id,
     new_session_id,
-    non_negative_int_or_none,
-    normalise_field,
     resolve_path_str,
 )
 from api.session_files import (  # noqa: F401 - read_session_file and read_metadata_prefix: public here too
@@ -75,6 +74,10 @@ SESSIONS = _config.SESSIONS
 LOCK = _config.LOCK
 
 _METADATA_REQUIRED = ("session_id", "title", "created_at", "updated_at")
+# The stored fields the table normalises; ``Session.__init__`` fills the "given" ones itself.
+_NORMALISERS = tuple(
+    (f.name, NORMALISE[f.kind][0]) for f in FIELDS if f.name in KNOWN_FIELDS and f.kind != "given"
+)
 
 
 class UnsafeSessionId(ValueError):
@@ -100,30 +103,16 @@ class Session(SessionFields):
     def __init__(self, **kw: Any) -> None:
         sid = kw.get("session_id") or new_session_id()
         self.session_id = sid
-        self.title = kw.get("title") or "Untitled"
         workspace = kw.get("workspace")
         self.workspace = resolve_path_str(_config.default_workspace() if workspace is None else workspace)
         created_ws = kw.get("created_workspace")
         self.created_workspace = resolve_path_str(created_ws) if created_ws else self.workspace
         self.model = kw.get("model") or _config.setting("default_model")
-        provider = kw.get("model_provider")
-        self.model_provider = str(provider).strip().lower() if provider else None
-        self.model_explicit_pick_signature = kw.get("model_explicit_pick_signature") or None
         now = time.time()
         self.created_at = kw.get("created_at") or now
         self.updated_at = kw.get("updated_at") or now
-        messages = kw.get("messages")
-        self.messages = messages if isinstance(messages, list) and messages else []
-        for name in METADATA_FIELDS:
-            if name in self.__dict__:
-                continue
-            setattr(self, name, normalise_field(name, kw.get(name)))
-        calls = kw.get("tool_calls")
-        self.tool_calls = calls if isinstance(calls, list) else []
-        scenes = kw.get("anchor_activity_scenes")
-        self.anchor_activity_scenes = scenes if isinstance(scenes, dict) else {}
-        ctx = kw.get("context_messages")
-        self.context_messages = ctx if isinstance(ctx, list) else []
+        for name, normalise in _NORMALISERS:
+            setattr(self, name, normalise(kw.get(name)))
         gen = kw.get("compression_generation") or compression_undo.generation_in(
             self.compression_anchor_details
         )
@@ -133,21 +122,9 @@ class Session(SessionFields):
                 **self.compression_anchor_details,
                 compression_undo.GENERATION_KEY: gen,
             }
-        undo = kw.get(
-            "compression_undo"
-        )  # files of older versions hold it here; saves put it beside the file
-        self.compression_undo = undo if isinstance(undo, dict) else None
         # The generation whose undo file is on disk, and the one the other undo files were last removed for.
         self._undo_stored: str | None = None
         self._undo_cleaned: str | None = None
-        question = kw.get("pending_question")  # an approval or clarify question a live turn waits on
-        self.pending_question = question if isinstance(question, dict) else None
-        effort = kw.get("reasoning_effort")  # the session's reasoning effort; None follows the agent's config
-        self.reasoning_effort = effort if isinstance(effort, str) and effort else None
-        self.message_versions = version_rules.groups_of(kw.get("message_versions")) or None
-        self.post_compression_context_tokens_estimate = non_negative_int_or_none(
-            kw.get("post_compression_context_tokens_estimate")
-        )
         scene_index = kw.get("anchor_scene_index")
         self._anchor_scene_index = scene_index if isinstance(scene_index, dict) else None
         # The sidebar figures a metadata-only stub reports (written by Talaria ahead of "messages").

@@ -8,9 +8,12 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from api import version_rules
 from api.messages import message_text as message_text  # re-exported: its importers predate api.messages
 
 # A leading "_" is reserved for the folder's own files (_index.json, tombstones).
@@ -25,44 +28,137 @@ def new_session_id() -> str:
     return uuid.uuid4().hex[:12]
 
 
-# Metadata first: a reader of the first 64 KiB (up to "messages") gets every one of these.
-METADATA_FIELDS: tuple[str, ...] = (
-    "session_id", "title", "workspace", "created_workspace", "model", "model_provider",
-    "model_explicit_pick_signature", "created_at", "updated_at", "pinned", "archived", "project_id",
-    "profile", "input_tokens", "output_tokens", "estimated_cost", "cache_read_tokens",
-    "cache_write_tokens", "personality", "active_stream_id", "pending_user_message",
-    "pending_attachments", "pending_started_at", "pending_user_source",
-    "compression_anchor_visible_idx", "compression_anchor_message_key", "compression_anchor_summary",
-    "pre_compression_snapshot", "context_engine", "compression_anchor_engine",
-    "compression_anchor_mode", "compression_anchor_details", "context_engine_state", "context_length",
-    "threshold_tokens", "last_prompt_tokens", "post_compression_context_tokens_estimate",
-    "compression_recovery", "recommended_recovery_action", "compression_recovery_source_session_id",
-    "compression_recovery_action", "truncation_watermark", "truncation_boundary", "clear_generation",
-    "intentional_shrink_generation", "gateway_routing", "gateway_routing_history",
-    "llm_title_generated", "manual_title", "parent_session_id", "worktree_path", "worktree_branch",
-    "worktree_repo_root", "worktree_created_at", "is_cli_session", "source_tag", "raw_source",
-    "session_source", "source_label", "read_only", "enabled_toolsets", "composer_draft",
-    "process_wakeup_pause", "share_token", "share_created_at", "agent_session_id",
-)  # fmt: skip
+@dataclass(frozen=True)
+class Field:
+    """One key of a session file or of its index row.
 
-BULK_FIELDS: tuple[str, ...] = ("messages", "tool_calls", "anchor_activity_scenes")
+    ``place``: ``metadata`` (written before ``messages``, so a prefix read has it), ``bulk`` (the long lists),
+    ``talaria`` (Talaria's own, after the lists; hermes-webui drops keys it does not know and each has a safe
+    meaning when absent), ``derived`` (computed at save, written ahead of ``messages``) or ``row`` (computed
+    for the index row only). ``kind``: how a value read from a file is normalised (``NORMALISE``); ``given``
+    for the few ``Session.__init__`` fills from the settings or the clock. ``index``: whether the index row
+    (``Session.compact()``, hermes-webui's ``_index.json`` row) carries it: ``always``, ``if_set``, or with its
+    group (``worktree``: when ``worktree_path`` is set; ``recovery``: when either recovery field is).
+    ``sidebar``: whether the sidebar list sends it (``always`` or ``if_set``).
+    """
 
-# Talaria's own fields, written after the bulky lists. hermes-webui drops keys it does not know;
-# each of these has a safe meaning when absent.
-TALARIA_FIELDS: tuple[str, ...] = (
-    "context_messages",
-    "compression_generation",
-    "compression_undo",
-    "pending_question",
-    "reasoning_effort",
-    "message_versions",
+    name: str
+    kind: str
+    place: str = "metadata"
+    index: str = ""
+    sidebar: str = ""
+
+
+# The file's order: metadata, the lists, Talaria's own; then the keys derived from them.
+FIELDS: tuple[Field, ...] = (
+    Field("session_id", "given", index="always", sidebar="always"),
+    Field("title", "title", index="always", sidebar="always"),
+    Field("workspace", "given", index="always", sidebar="always"),
+    Field("created_workspace", "given", index="always"),
+    Field("model", "given", index="always", sidebar="always"),
+    Field("model_provider", "lower_text_or_none", index="always", sidebar="always"),
+    Field("model_explicit_pick_signature", "or_none"),
+    Field("created_at", "given", index="always", sidebar="always"),
+    Field("updated_at", "given", index="always", sidebar="always"),
+    Field("pinned", "bool", index="always", sidebar="always"),
+    Field("archived", "bool", index="always", sidebar="always"),
+    Field("project_id", "or_none", index="always", sidebar="always"),
+    Field("profile", "as_is", index="always", sidebar="always"),
+    Field("input_tokens", "zero", index="always"),
+    Field("output_tokens", "zero", index="always"),
+    Field("estimated_cost", "as_is", index="always"),
+    Field("cache_read_tokens", "zero", index="always"),
+    Field("cache_write_tokens", "zero", index="always"),
+    Field("personality", "as_is", index="always"),
+    Field("active_stream_id", "as_is", index="always", sidebar="always"),
+    Field("pending_user_message", "as_is", index="always"),
+    Field("pending_attachments", "list"),
+    Field("pending_started_at", "as_is"),
+    Field("pending_user_source", "as_is"),
+    Field("compression_anchor_visible_idx", "as_is", index="always"),
+    Field("compression_anchor_message_key", "as_is", index="always"),
+    Field("compression_anchor_summary", "as_is", index="always"),
+    Field("pre_compression_snapshot", "bool", index="always"),
+    Field("context_engine", "as_is", index="always"),
+    Field("compression_anchor_engine", "as_is", index="always"),
+    Field("compression_anchor_mode", "as_is", index="always"),
+    Field("compression_anchor_details", "dict", index="always"),
+    Field("context_engine_state", "dict", index="always"),
+    Field("context_length", "as_is", index="always"),
+    Field("threshold_tokens", "as_is", index="always"),
+    Field("last_prompt_tokens", "as_is", index="always"),
+    Field("post_compression_context_tokens_estimate", "positive_int_or_none", index="always"),
+    Field("compression_recovery", "dict", index="always"),
+    Field("recommended_recovery_action", "as_is", index="always"),
+    Field("compression_recovery_source_session_id", "stripped_text_or_none", index="recovery"),
+    Field("compression_recovery_action", "stripped_text_or_none", index="recovery"),
+    Field("truncation_watermark", "float_or_none"),
+    Field("truncation_boundary", "float_or_none"),
+    Field("clear_generation", "text_or_none"),
+    Field("intentional_shrink_generation", "text_or_none"),
+    Field("gateway_routing", "dict_or_none", index="always"),
+    Field("gateway_routing_history", "list", index="always"),
+    Field("llm_title_generated", "bool"),
+    Field("manual_title", "bool", index="always"),
+    Field("parent_session_id", "as_is", index="if_set", sidebar="if_set"),
+    Field("worktree_path", "path_or_none", index="worktree"),
+    Field("worktree_branch", "str_or_none", index="worktree"),
+    Field("worktree_repo_root", "path_or_none", index="worktree"),
+    Field("worktree_created_at", "as_is", index="worktree"),
+    Field("is_cli_session", "bool", index="always"),
+    Field("source_tag", "as_is", index="always"),
+    Field("raw_source", "as_is", index="always"),
+    Field("session_source", "as_is", index="always"),
+    Field("source_label", "as_is", index="always"),
+    Field("read_only", "bool", index="always"),
+    Field("enabled_toolsets", "as_is", index="always"),
+    Field("composer_draft", "dict", index="always"),
+    Field("process_wakeup_pause", "dict", index="always"),
+    Field("share_token", "stripped_text_or_none", index="always"),
+    Field("share_created_at", "as_is", index="always"),
+    Field("agent_session_id", "session_id_or_none", index="always", sidebar="if_set"),
+    Field("messages", "list", "bulk"),
+    Field("tool_calls", "list", "bulk"),
+    Field("anchor_activity_scenes", "dict", "bulk"),
+    Field("context_messages", "list", "talaria"),
+    Field("compression_generation", "given", "talaria"),
+    Field("compression_undo", "dict_or_none", "talaria"),
+    Field("pending_question", "dict_or_none", "talaria"),  # an approval or clarify question a turn waits on
+    Field("reasoning_effort", "text_or_none", "talaria"),  # None follows the agent's config
+    Field(
+        "message_versions", "version_groups", "talaria"
+    ),  # api/version_rules.py; None: no message has versions
+    Field("message_count", "count_or_none", "derived", index="always", sidebar="always"),
+    Field("anchor_scene_index", "dict_or_none", "derived"),
+    Field("user_message_count", "count_or_none", "derived", index="always"),
+    Field("last_message_at", "float_or_none", "derived", index="always", sidebar="always"),
+    Field("cache_hit_percent", "given", "row", index="always"),
+    Field("visible_message_count", "given", "row", index="always", sidebar="always"),
+    Field("has_pending_user_message", "given", "row", index="always"),
+    Field("is_streaming", "given", "row", index="always", sidebar="always"),
 )
 
 
+def _names(place: str) -> tuple[str, ...]:
+    return tuple(f.name for f in FIELDS if f.place == place)
+
+
+METADATA_FIELDS: tuple[str, ...] = _names("metadata")
+BULK_FIELDS: tuple[str, ...] = _names("bulk")
+TALARIA_FIELDS: tuple[str, ...] = _names("talaria")
+# Computed at save and written ahead of "messages", so a prefix read gives the whole sidebar row.
+DERIVED_KEYS: frozenset[str] = frozenset(_names("derived"))
+KNOWN_FIELDS: frozenset[str] = frozenset(METADATA_FIELDS) | frozenset(BULK_FIELDS) | frozenset(TALARIA_FIELDS)
+# The fields a session's index row copies from it (the rest of the row is computed: ``api.session_rows``).
+INDEX_COPIED: tuple[Field, ...] = tuple(f for f in FIELDS if f.index and f.place not in ("derived", "row"))
+SIDEBAR_FIELDS: tuple[str, ...] = tuple(f.name for f in FIELDS if f.sidebar == "always")
+SIDEBAR_IF_SET: tuple[str, ...] = tuple(f.name for f in FIELDS if f.sidebar == "if_set")
+
+
 class SessionFields:
-    """The fields above, declared with the type a loaded session holds (``Any`` where a file's value is
-    kept as it is). ``api.models.Session`` inherits them, so tools see its attributes; a test checks that
-    these name exactly the fields of the table."""
+    """The stored fields of the table, declared with the type a loaded session holds (``Any`` where a file's
+    value is kept as it is). ``api.models.Session`` inherits them, so tools see its attributes; a test checks
+    that these name exactly the stored fields and that each declared type is the one its kind gives."""
 
     session_id: str
     title: Any
@@ -129,7 +225,7 @@ class SessionFields:
     process_wakeup_pause: dict[str, Any]
     share_token: str | None
     share_created_at: Any
-    agent_session_id: Any  # the agent's session (state.db) this one continues, if imported
+    agent_session_id: str | None  # the agent's session (state.db) this one continues, if imported
     messages: list[Any]
     tool_calls: list[Any]
     anchor_activity_scenes: dict[str, Any]
@@ -138,46 +234,7 @@ class SessionFields:
     compression_undo: dict[str, Any] | None
     pending_question: dict[str, Any] | None
     reasoning_effort: str | None
-    message_versions: list[Any] | None  # api/version_rules.py
-
-
-# Computed at save and written ahead of "messages", so a prefix read gives the whole sidebar row.
-DERIVED_KEYS: frozenset[str] = frozenset(
-    {"message_count", "anchor_scene_index", "user_message_count", "last_message_at"}
-)
-
-BOOL_FIELDS = frozenset(
-    {
-        "pinned",
-        "archived",
-        "pre_compression_snapshot",
-        "llm_title_generated",
-        "manual_title",
-        "read_only",
-        "is_cli_session",
-    }
-)
-ZERO_FIELDS = frozenset({"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"})
-DICT_FIELDS = frozenset(
-    {
-        "compression_anchor_details",
-        "context_engine_state",
-        "compression_recovery",
-        "composer_draft",
-        "anchor_activity_scenes",
-        "process_wakeup_pause",
-    }
-)
-LIST_FIELDS = frozenset(
-    {"messages", "tool_calls", "pending_attachments", "gateway_routing_history", "context_messages"}
-)
-STRIPPED_STR_FIELDS = frozenset(
-    {"compression_recovery_source_session_id", "compression_recovery_action", "share_token"}
-)
-FLOAT_OR_NONE_FIELDS = frozenset({"truncation_watermark", "truncation_boundary"})
-PATH_OR_NONE_FIELDS = frozenset({"worktree_path", "worktree_repo_root"})
-
-KNOWN_FIELDS: frozenset[str] = frozenset(METADATA_FIELDS) | frozenset(BULK_FIELDS) | frozenset(TALARIA_FIELDS)
+    message_versions: list[dict[str, Any]] | None
 
 
 def resolve_path_str(value: Any) -> str:
@@ -208,35 +265,39 @@ def count_or_none(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
+def _number_or_zero(value: Any) -> Any:
+    # A count kept as the file had it when it is a number (hermes-webui writes ints), else 0.
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+
+# Each kind: the normaliser, and the type a session holds (what ``SessionFields`` declares for it).
+NORMALISE: dict[str, tuple[Callable[[Any], Any], Any]] = {
+    "as_is": (lambda value: value, Any),
+    "bool": (bool, bool),
+    "zero": (_number_or_zero, Any),
+    "dict": (lambda value: value if isinstance(value, dict) else {}, dict[str, Any]),
+    "list": (lambda value: value if isinstance(value, list) else [], list[Any]),
+    "dict_or_none": (lambda value: value if isinstance(value, dict) else None, dict[str, Any] | None),
+    "or_none": (lambda value: value or None, Any),
+    "title": (lambda value: value or "Untitled", Any),
+    "text_or_none": (lambda value: value if isinstance(value, str) and value else None, str | None),
+    "str_or_none": (lambda value: str(value) if value else None, str | None),
+    "stripped_text_or_none": (lambda value: str(value).strip() if value else None, str | None),
+    "lower_text_or_none": (lambda value: str(value).strip().lower() if value else None, str | None),
+    "float_or_none": (float_or_none, float | None),
+    "path_or_none": (lambda value: resolve_path_str(value) if value else None, str | None),
+    "positive_int_or_none": (non_negative_int_or_none, int | None),
+    "count_or_none": (count_or_none, int | None),
+    "session_id_or_none": (lambda value: value if is_safe_session_id(value) else None, str | None),
+    "version_groups": (lambda value: version_rules.groups_of(value) or None, list[dict[str, Any]] | None),
+}
+_KIND_OF: dict[str, str] = {f.name: f.kind for f in FIELDS}
+
+
 def normalise_field(name: str, value: Any) -> Any:
-    """A metadata field's value as a session holds it, whatever the file had (missing, wrong type)."""
-    if name in BOOL_FIELDS:
-        return bool(value)
-    if name in ZERO_FIELDS:
-        return value or 0
-    if name in DICT_FIELDS:
-        return value if isinstance(value, dict) else {}
-    if name in LIST_FIELDS:
-        return value if isinstance(value, list) else []
-    if name in STRIPPED_STR_FIELDS:
-        return str(value).strip() if value else None
-    if name in FLOAT_OR_NONE_FIELDS:
-        return float_or_none(value)
-    if name in PATH_OR_NONE_FIELDS:
-        return resolve_path_str(value) if value else None
-    if name == "project_id":
-        return value or None
-    if name == "agent_session_id":
-        return value if is_safe_session_id(value) else None
-    if name == "clear_generation" or name == "intentional_shrink_generation":
-        return value if isinstance(value, str) and value else None
-    if name == "gateway_routing":
-        return value if isinstance(value, dict) else None
-    if name == "worktree_branch":
-        return str(value) if value else None
-    if name == "title":
-        return value or "Untitled"
-    return value
+    """A field's value as a session holds it, whatever the file had (missing, wrong type)."""
+    kind = _KIND_OF.get(name, "as_is")
+    return NORMALISE[kind][0](value) if kind != "given" else value
 
 
 def _partial_signature(msg: dict[str, Any]) -> tuple[str, str, tuple[str, ...]]:

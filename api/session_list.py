@@ -1,7 +1,7 @@
 """The sidebar list: the fields the sidebar shows, newest first, in pages, pinned rows always on the first.
 
 A row of ``_index.json`` carries some fifty fields (compression state, drafts, token counts...); the list
-sends only ``SIDEBAR_FIELDS``, the ones the page and hermes-webui's session list read. Pages are cut by an
+sends only the fields the table (``api.session_fields``) marks for the sidebar, the ones the page and hermes-webui's session list read. Pages are cut by an
 opaque cursor (the ``updated_at`` and id of the last row sent), so a page is stable while sessions
 change; the page follows changes through ``api.session_feed`` rather than fetching the list again.
 """
@@ -14,21 +14,16 @@ from typing import Any, cast
 
 from api import jsonio, models
 from api.errors import BadRequest
+from api.session_fields import SIDEBAR_FIELDS, SIDEBAR_IF_SET
 from api.sidebar_order import Entry, order_key
 
-SIDEBAR_FIELDS: tuple[str, ...] = (
-    "session_id", "title", "model", "model_provider", "workspace", "message_count", "visible_message_count",
-    "created_at", "updated_at",
-    "last_message_at", "pinned", "archived", "project_id", "profile", "is_streaming", "active_stream_id",
-)  # fmt: skip
-OPTIONAL_FIELDS: tuple[str, ...] = ("parent_session_id", "agent_session_id")  # sent only when set
 MAX_LIMIT = 500
 
 
 def sidebar_row(row: dict[str, Any]) -> dict[str, Any]:
     """The fields of an index row that the sidebar shows."""
     out = {name: row.get(name) for name in SIDEBAR_FIELDS}
-    for name in OPTIONAL_FIELDS:
+    for name in SIDEBAR_IF_SET:
         if row.get(name):
             out[name] = row[name]
     return out

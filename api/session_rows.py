@@ -9,63 +9,34 @@ from typing import Any, cast
 
 from api import turn_journal
 from api.messages import message_text, message_time, visible_message_count
+from api.session_fields import INDEX_COPIED
+
+
+def _copied(group: str) -> tuple[str, ...]:
+    return tuple(f.name for f in INDEX_COPIED if f.index == group)
+
+
+_ALWAYS, _IF_SET, _WORKTREE, _RECOVERY = (_copied(g) for g in ("always", "if_set", "worktree", "recovery"))
 
 
 def index_row(session: Any) -> dict[str, Any]:
-    """The row of ``session`` (an ``api.models.Session``)."""
+    """The row of ``session`` (an ``api.models.Session``): the fields the table marks for the index, then
+    the figures computed from it."""
+    row = {name: getattr(session, name) for name in _ALWAYS}
+    row.update((name, getattr(session, name)) for name in _IF_SET if getattr(session, name))
+    if session.worktree_path:
+        row.update((name, getattr(session, name)) for name in _WORKTREE)
+    if session.compression_recovery_source_session_id or session.compression_recovery_action:
+        row.update((name, getattr(session, name)) for name in _RECOVERY)
     reads = session.cache_read_tokens or 0
     prompt_total = (session.input_tokens or 0) + reads
-    row = {
-        "session_id": session.session_id,
-        "title": session.title,
-        "workspace": session.workspace,
-        "model": session.model,
-        "model_provider": session.model_provider,
-        "message_count": session.message_count(),
-        "created_at": session.created_at,
-        "updated_at": session.updated_at,
-        "last_message_at": session.last_message_at(),
-        "pinned": session.pinned,
-        "archived": session.archived,
-        "project_id": session.project_id,
-        "profile": session.profile,
-        "input_tokens": session.input_tokens,
-        "output_tokens": session.output_tokens,
-        "estimated_cost": session.estimated_cost,
-        "cache_read_tokens": session.cache_read_tokens,
-        "cache_write_tokens": session.cache_write_tokens,
-        "cache_hit_percent": round(100.0 * reads / prompt_total, 1) if prompt_total else 0,
-        "personality": session.personality,
-    }
-    for name in (
-        "compression_anchor_visible_idx", "compression_anchor_message_key", "compression_anchor_summary",
-        "pre_compression_snapshot", "context_engine", "compression_anchor_engine", "compression_anchor_mode",
-        "compression_anchor_details", "context_engine_state", "context_length", "threshold_tokens",
-        "last_prompt_tokens", "post_compression_context_tokens_estimate", "compression_recovery",
-        "recommended_recovery_action", "gateway_routing", "gateway_routing_history", "manual_title",
-    ):  # fmt: skip
-        row[name] = getattr(session, name)
-    if session.parent_session_id:
-        row["parent_session_id"] = session.parent_session_id
-    row["created_workspace"] = session.created_workspace
-    if session.compression_recovery_source_session_id or session.compression_recovery_action:
-        row["compression_recovery_source_session_id"] = session.compression_recovery_source_session_id
-        row["compression_recovery_action"] = session.compression_recovery_action
-    if session.worktree_path:
-        for name in ("worktree_path", "worktree_branch", "worktree_repo_root", "worktree_created_at"):
-            row[name] = getattr(session, name)
+    row["cache_hit_percent"] = round(100.0 * reads / prompt_total, 1) if prompt_total else 0
+    row["message_count"] = session.message_count()
     row["user_message_count"] = session.user_message_count()
+    row["last_message_at"] = session.last_message_at()
     # What the sidebar counts; a metadata-only stub has no messages to count (None: the page falls back).
     row["visible_message_count"] = None if session.metadata_only else visible_message_count(session.messages)
-    for name in ("active_stream_id", "pending_user_message"):
-        row[name] = getattr(session, name)
     row["has_pending_user_message"] = bool(session.pending_user_message)
-    for name in (
-        "is_cli_session", "source_tag", "raw_source", "session_source", "source_label", "read_only",
-        "enabled_toolsets", "composer_draft", "process_wakeup_pause", "share_token", "share_created_at",
-        "agent_session_id",
-    ):  # fmt: skip
-        row[name] = getattr(session, name)
     # A file can name a turn no turn of this process runs (its final save failed, or the process is
     # gone): the sidebar says "streaming" only while one does.
     row["is_streaming"] = (
