@@ -34,6 +34,7 @@ from api import (
     session_feed,
     session_ops,
     session_recovery,
+    session_versions,
     session_views,
     sse,
     streaming,
@@ -214,6 +215,20 @@ def _handle_session_branch(handler: BaseHTTPRequestHandler, body: dict[str, Any]
     j(handler, {"session": branch.branch_session(_sid(body), body.get("keep_count"))})
 
 
+def _handle_session_versions(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
+    j(handler, session_versions.list_versions(_sid(query), query.get("message_index")))
+
+
+def _handle_session_version(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+    sid = _sid(body)
+    j(
+        handler,
+        _with_full_session(
+            session_versions.switch_version(sid, body.get("message_index"), body.get("version")), sid
+        ),
+    )
+
+
 def _handle_session_import_cli(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     j(handler, {"session": agent_import.import_agent_session(_sid(body))})
 
@@ -370,6 +385,8 @@ ROUTES: dict[tuple[str, str], Callable[[Any, dict[str, Any]], None]] = {
     ("POST", "/api/session/truncate"): _handle_session_truncate,
     ("POST", "/api/session/clear"): _handle_session_clear,
     ("POST", "/api/session/branch"): _handle_session_branch,
+    ("GET", "/api/session/versions"): _handle_session_versions,
+    ("POST", "/api/session/version"): _handle_session_version,
     ("POST", "/api/session/import_cli"): _handle_session_import_cli,
     ("GET", "/api/media"): _handle_media,
     ("POST", "/api/session/attach"): _handle_session_attach,

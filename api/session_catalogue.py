@@ -152,6 +152,7 @@ def delete_session(sid: str) -> dict[str, Any]:
             bak,
             *folder.glob(f"{sid}.json.bak.precompress-*"),
             *folder.glob(f"{sid}.json.undo-*"),
+            *folder.glob(f"{sid}.json.version-*"),
         ):
             if path.exists():
                 _move_durable(path, dest / path.name)
@@ -181,6 +182,7 @@ def restore_deleted(token: Any) -> dict[str, Any]:
             src / f"{sid}.json.bak",
             *src.glob(f"{sid}.json.bak.precompress-*"),
             *src.glob(f"{sid}.json.undo-*"),
+            *src.glob(f"{sid}.json.version-*"),
         ]:
             if kept.is_file() and not (folder / kept.name).exists():
                 _move_durable(kept, folder / kept.name)

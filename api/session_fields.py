@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from api import version_rules
 from api.messages import message_text as message_text  # re-exported: its importers predate api.messages
 
 # A leading "_" is reserved for the folder's own files (_index.json, tombstones).
@@ -125,6 +126,7 @@ FIELDS: tuple[Field, ...] = (
     Field("pending_question", "dict_or_none", "talaria"),  # an approval or clarify question a turn waits on
     Field("reasoning_effort", "text_or_none", "talaria"),  # None follows the agent's config
     Field("environment", "text_or_none", "talaria", index="if_set"),  # where its tools run; None is local
+    Field("message_versions", "version_groups", "talaria"),  # api/version_rules.py; None: no versions
     Field("message_count", "count_or_none", "derived", index="always", sidebar="always"),
     Field("anchor_scene_index", "dict_or_none", "derived"),
     Field("user_message_count", "count_or_none", "derived", index="always"),
@@ -232,6 +234,7 @@ class SessionFields:
     pending_question: dict[str, Any] | None
     reasoning_effort: str | None
     environment: str | None
+    message_versions: list[dict[str, Any]] | None
 
 
 def resolve_path_str(value: Any) -> str:
@@ -286,6 +289,7 @@ NORMALISE: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "positive_int_or_none": (non_negative_int_or_none, int | None),
     "count_or_none": (count_or_none, int | None),
     "session_id_or_none": (lambda value: value if is_safe_session_id(value) else None, str | None),
+    "version_groups": (lambda value: version_rules.groups_of(value) or None, list[dict[str, Any]] | None),
 }
 _KIND_OF: dict[str, str] = {f.name: f.kind for f in FIELDS}
 

@@ -2,17 +2,19 @@
 
 Each edit that shrinks ``messages`` stamps its provenance (``intentional_shrink_generation`` or
 ``clear_generation``) and a truncation watermark, so neither reconciliation nor recovery revives
-what the person removed.
+what the person removed. A retry or an edit first keeps the rows it cuts as a version the person can
+switch back to (``api/version_rules.py``); an undo or a clear drops the versions of what it removes.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 import uuid
 from typing import Any
 
-from api import interrupted_turns, models
+from api import interrupted_turns, models, version_rules, version_store
 from api.errors import BadRequest
 from api.session_edit import edit
 from api.session_fields import float_or_none, message_text
@@ -158,9 +160,15 @@ def _cut_to_last_user(session: models.Session, empty_message: str) -> tuple[dict
 
 
 def retry_last(sid: str) -> dict[str, Any]:
-    """Remove the last user turn and what followed, returning its text for the composer to resend."""
+    """Remove the last user turn and what followed, returning its text for the composer to resend.
+
+    The removed turn stays reachable as a version of that message.
+    """
     with edit(sid) as session:
         interrupted_turns.close_unless_live(session, interrupted_turns.STILL_STREAMING)
+        idx = _last_user_index(session.messages)
+        if idx is not None:
+            keep_tail_as_version(session, idx)
         last_user, removed = _cut_to_last_user(session, "No previous message to retry.")
     return {"last_user_text": message_text(last_user), "removed_count": len(removed)}
 
@@ -170,6 +178,8 @@ def undo_last(sid: str) -> dict[str, Any]:
     with edit(sid) as session:
         interrupted_turns.close_unless_live(session, interrupted_turns.STILL_STREAMING)
         last_user, removed = _cut_to_last_user(session, "Nothing to undo.")
+        path, gone = session.path, forget_versions_from(session, len(session.messages))
+    version_store.remove(path, gone)
     preview = message_text(last_user)
     return {
         "removed_count": len(removed),
@@ -185,6 +195,7 @@ def truncate_session(sid: str, keep_count: Any) -> dict[str, Any]:
         interrupted_turns.close_unless_live(session, interrupted_turns.STILL_STREAMING)
         if keep_count > len(session.messages):
             raise BadRequest("keep_count is larger than the conversation")
+        keep_tail_as_version(session, keep_count)
         old_n, _ = truncate_session_at_keep(session, keep_count)
     return {"removed_count": old_n - keep_count}
 
@@ -205,7 +216,65 @@ def clear_session(sid: str) -> dict[str, Any]:
             session.clear_generation = uuid.uuid4().hex
         if not session.manual_title:
             session.title = "Untitled"
+        path, gone = session.path, forget_versions_from(session, 0)
+    version_store.remove(path, gone)
     return {"removed_count": old_n}
+
+
+# ---------------------------------------------------------------------- versions
+
+
+def context_tail(session: models.Session, index: int) -> list[Any] | None:
+    """The model context's rows for the transcript's rows from ``index`` on; None: the transcript is the context."""
+    if not session.context_messages:
+        return None
+    kept = truncate_context_for_display_keep(session.messages, session.context_messages, index)
+    return session.context_messages[len(kept) :]
+
+
+def keep_tail_as_version(session: models.Session, index: int) -> None:
+    """Before a cut at ``index`` (edit, regenerate): keep the rows from there on as a version of that message.
+
+    The kept file is written before the session file that names it; the groups inside the tail go with it.
+    """
+    if index >= len(session.messages):
+        return
+    groups = version_rules.groups_of(session.message_versions)
+    _before, _at, inner = version_rules.split_at(groups, index)
+    kept = version_store.keep(
+        session.path, session.session_id, index, session.messages[index:], context_tail(session, index), inner
+    )
+    session.message_versions = version_rules.add_version(groups, index, kept)
+
+
+def forget_versions_from(session: models.Session, index: int) -> set[str]:
+    """Drop the versions of rows removed for good (undo, clear); answers the kept ids to remove after the save."""
+    groups = version_rules.groups_of(session.message_versions)
+    stay, dropped = version_rules.drop_from(groups, index)
+    if not dropped:
+        return set()
+    session.message_versions = stay or None
+    return version_store.reachable(session.path, groups) - version_store.reachable(session.path, stay)
+
+
+def show_tail(session: models.Session, index: int, rows: list[Any], context_rows: list[Any] | None) -> None:
+    """Show ``rows`` from ``index`` on in place of the rows there (a version switch; the caller kept those).
+
+    The context follows: a compression whose rows the cut reaches is forgotten, as for an edit. The
+    watermark moves past every row either version holds, so no row of the version now hidden comes back
+    from state.db.
+    """
+    hidden_newest = _truncation_watermark_for(session.messages)
+    old_n, old_shrink = len(session.messages), session.intentional_shrink_generation
+    truncate_session_at_keep(session, index)
+    if session.context_messages:
+        added = context_rows if context_rows is not None else rows
+        session.context_messages = [*session.context_messages, *copy.deepcopy(added)]
+    session.messages = [*session.messages, *rows]
+    if len(session.messages) >= old_n:
+        session.intentional_shrink_generation = old_shrink  # nothing shrank: no deliberate-shrink mark
+    newest = max(hidden_newest, _truncation_watermark_for(session.messages))
+    session.truncation_watermark = session.truncation_boundary = max(time.time(), newest)
 
 
 def _is_snapshot_parent(parent_sid: str) -> bool:

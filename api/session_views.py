@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Any, cast
 
-from api import models, projects, session_edit, session_feed, session_list
+from api import models, projects, session_edit, session_feed, session_list, version_rules
 from api.agent_sessions import agent_session, agent_sessions, continued_agent_ids
 from api.anchor import anchor_message_index
 from api.errors import NotFound
@@ -81,6 +81,7 @@ def full_session(
             value = getattr(session, name, None)
             row[name] = list(value) if isinstance(value, list) else value
         row["can_uncompress"] = isinstance(getattr(session, "compression_undo", None), dict)
+        row["message_versions"] = version_rules.summary(version_rules.groups_of(session.message_versions))
         details = session.compression_anchor_details
         row["compression_anchor_idx"] = anchor_message_index(
             messages,

@@ -42,6 +42,26 @@ def grow_session_forever(session_dir: str, sid: str, conn) -> None:
         conn.send(n)
 
 
+class PausingHook:
+    """A ``STEP_HOOK`` that reports every durable step on ``conn`` and pauses at step ``stop_at``."""
+
+    def __init__(self, conn, stop_at: int):
+        self.conn, self.stop_at, self.count = conn, stop_at, 0
+
+    def __call__(self, step: str, path: Path) -> None:
+        self.count += 1
+        self.conn.send(("step", self.count, step, Path(path).name))
+        if self.count == self.stop_at:
+            self.conn.send(("paused", self.count))
+            _block()
+
+    def done(self) -> None:
+        """Report the operation's end; with ``AFTER_DONE`` wait there to be killed."""
+        self.conn.send(("done", self.count))
+        if self.stop_at == AFTER_DONE:
+            _block()
+
+
 def step_child(name: str, root: str, info: dict, stop_at: int, conn) -> None:
     """Run scenario ``name`` against ``root``; report every durable step and pause at step ``stop_at``."""
     from api import atomic
@@ -49,16 +69,7 @@ def step_child(name: str, root: str, info: dict, stop_at: int, conn) -> None:
 
     scenario = BY_NAME[name]
     with bound(Path(root), restore=False) as sessions:
-        count = 0
-
-        def hook(step: str, path: Path) -> None:
-            nonlocal count
-            count += 1
-            conn.send(("step", count, step, Path(path).name))
-            if count == stop_at:
-                conn.send(("paused", count))
-                _block()
-
+        hook = PausingHook(conn, stop_at)
         atomic.STEP_HOOK = hook
         try:
             scenario.run(sessions, info)
@@ -66,9 +77,7 @@ def step_child(name: str, root: str, info: dict, stop_at: int, conn) -> None:
             conn.send(("error", f"{type(exc).__name__}: {exc}"))
             raise
         atomic.STEP_HOOK = None
-        conn.send(("done", count))
-        if stop_at == AFTER_DONE:
-            _block()
+        hook.done()
 
 
 # ---------------------------------------------------------------------- random operations, killed at random moments

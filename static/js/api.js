@@ -102,6 +102,8 @@ export const api = {
   truncate: (sessionId, keepCount) => postJSON("/api/session/truncate", { session_id: sessionId, keep_count: keepCount }),
   clear: (sessionId) => postJSON("/api/session/clear", { session_id: sessionId }),
   importAgentSession: (sessionId) => postJSON("/api/session/import_cli", { session_id: sessionId }),
+  switchVersion: (sessionId, messageIndex, version) =>
+    postJSON("/api/session/version", { session_id: sessionId, message_index: messageIndex, version }),
   branch: (sessionId, keepCount) => postJSON("/api/session/branch", { session_id: sessionId, keep_count: keepCount }),
   compress: (sessionId, focusTopic) =>
     postJSON("/api/session/compress", focusTopic ? { session_id: sessionId, focus_topic: focusTopic } : { session_id: sessionId }),

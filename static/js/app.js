@@ -21,6 +21,7 @@ import { LiveFiles } from "./live_files.js";
 import { ReasoningPicker } from "./reasoning_picker.js";
 import { openToolbox } from "./toolbox.js";
 import { messageText } from "./render.js";
+import { steppedVersion } from "./versions.js";
 import { SessionList } from "./sessions.js";
 import { ProjectPanel } from "./projects.js";
 import { Selection } from "./bulk_select.js";
@@ -362,6 +363,23 @@ class App {
       else if (user) this.send(messageText(user));
     } else if (action === "branch") {
       this.branch(msg._idx + 1);
+    } else if (action === "version-prev" || action === "version-next") {
+      this.switchVersion(msg, action === "version-prev" ? -1 : 1);
+    }
+  }
+
+  // Shows the previous or next version of an edited or regenerated message (its answer and what followed).
+  async switchVersion(msg, step) {
+    const sid = this.chat.sessionId;
+    const version = steppedVersion(this.chat.session?.message_versions, msg._idx, step);
+    if (version === null || this.chat.streaming) return;
+    try {
+      const data = await api.switchVersion(sid, msg._idx, version);
+      if (this.chat.sessionId !== sid) return;
+      this.chat.keepReadingPosition(() => this.chat.applySession(data.session, { replace: true }));
+      this.sessions.upsert(data.session);
+    } catch (err) {
+      toastError(err);
     }
   }
 
@@ -385,10 +403,11 @@ class App {
     const choice = later
       ? await ask({
           title: "Edit an earlier message",
-          message: "The messages after it can be replaced, or kept here while the edit continues in a new branch.",
+          message:
+            "The edit can continue here as a new version of the message (‹ › on it switches back to the earlier one), or in a new branch.",
           buttons: [
             { label: "Branch", value: "branch", kind: "primary" },
-            { label: "Replace the rest", value: "replace", kind: "danger" },
+            { label: "New version", value: "replace" },
           ],
         })
       : "replace";

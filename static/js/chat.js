@@ -7,6 +7,7 @@ import { showQuestion } from "./questions.js";
 import { anchorMessageIdx, compressionMarker } from "./markers.js";
 import { messageText, renderMessages, setToolResult } from "./render.js";
 import { copyText, decorateMessages } from "./actions.js";
+import { decorateVersions } from "./versions.js";
 import { ScrollFollow } from "./follow.js";
 import { hydrateMedia } from "./media.js";
 import { followStream } from "./sse.js";
@@ -234,6 +235,7 @@ export class ChatView {
 
   markEditable() {
     decorateMessages(this.list, this.messages, { readOnly: this.readOnly, streaming: this.streaming });
+    decorateVersions(this.list, this.session?.message_versions, { readOnly: this.readOnly, streaming: this.streaming });
     this.onRendered?.();
   }
 

@@ -190,7 +190,7 @@ def test_editing_an_earlier_message_can_replace_the_rest(page, server, llm):
     dialog = page.locator("dialog.modal")
     expect(dialog).to_be_visible()
     screenshots(page, "edit-replace-or-branch")
-    dialog.get_by_role("button", name="Replace the rest").click()
+    dialog.get_by_role("button", name="New version").click()
     wait_turn_done(page, turn)
     saved = server.get_json(f"/api/session?session_id={sid}")["session"]["messages"]
     assert [m["content"] for m in saved] == ["New first question", "Answer to the new first question."]
