@@ -33,6 +33,7 @@ from api import (
     routes,
     session_recovery,
     state_lock,
+    turn_queue,
     workspace,
 )
 
@@ -213,6 +214,10 @@ def main(argv: list[str] | None = None) -> int:
         agent_pool.start_warm_up()
     mcp_servers.start_discovery()
     agent_watch.WATCH.start()
+    # Messages queued behind a turn the last run of the server did not finish run now, tab or no tab.
+    threading.Thread(
+        target=turn_queue.resume_waiting, args=(config.SESSION_DIR,), name="queue-resume", daemon=True
+    ).start()
     app_server.serve(server)
     log.info("stopped")
     return 0

@@ -55,6 +55,7 @@ TALARIA_FIELDS: tuple[str, ...] = (
     "compression_undo",
     "pending_question",
     "reasoning_effort",
+    "queued_messages",
 )
 
 
@@ -137,11 +138,12 @@ class SessionFields:
     compression_undo: dict[str, Any] | None
     pending_question: dict[str, Any] | None
     reasoning_effort: str | None
+    queued_messages: list[dict[str, Any]]  # messages waiting for the live turn to end (api.queue_items)
 
 
 # Computed at save and written ahead of "messages", so a prefix read gives the whole sidebar row.
 DERIVED_KEYS: frozenset[str] = frozenset(
-    {"message_count", "anchor_scene_index", "user_message_count", "last_message_at"}
+    {"message_count", "anchor_scene_index", "user_message_count", "last_message_at", "queued_count"}
 )
 
 BOOL_FIELDS = frozenset(

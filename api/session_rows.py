@@ -60,6 +60,9 @@ def index_row(session: Any) -> dict[str, Any]:
     for name in ("active_stream_id", "pending_user_message"):
         row[name] = getattr(session, name)
     row["has_pending_user_message"] = bool(session.pending_user_message)
+    row["queued_count"] = (
+        session._metadata_queued_count if session._loaded_metadata_only else len(session.queued_messages)
+    )
     for name in (
         "is_cli_session", "source_tag", "raw_source", "session_source", "source_label", "read_only",
         "enabled_toolsets", "composer_draft", "process_wakeup_pause", "share_token", "share_created_at",

@@ -30,6 +30,7 @@ _FULL_FIELDS = (
     "last_prompt_tokens",
     "compression_generation",
     "reasoning_effort",
+    "queued_messages",
 )
 
 
