@@ -7,6 +7,7 @@ import { el } from "./dom.js";
 import { sendMode } from "./queue.js";
 
 const STREAMING_HINT = "Enter queues · Ctrl+Enter steers · Alt+Enter interrupts";
+const STREAMING_HINT_SHORT = "Queue a message (▾: steer, interrupt)"; // a phone has no such keys
 
 export class Composer {
   constructor({ form, input, sendButton, stopButton, queueGroup, list, editNote, editCancel, status, onSend, onCommand, onStop }) {
@@ -202,7 +203,8 @@ export class Composer {
     this.queueGroup.hidden = !streaming;
     this.stopButton.hidden = !streaming;
     if (!streaming) this.toggleQueueMenu(false);
-    if (!this.input.disabled) this.input.placeholder = streaming ? STREAMING_HINT : this.placeholder;
+    const hint = window.matchMedia("(max-width: 760px)").matches ? STREAMING_HINT_SHORT : STREAMING_HINT;
+    if (!this.input.disabled) this.input.placeholder = streaming ? hint : this.placeholder;
   }
 
   setEnabled(enabled, placeholder) {
