@@ -147,7 +147,8 @@ def drain(session_id: str) -> str | None:
             _refuse(session_id, head["id"], exc.message)  # not a race with another start: it cannot start
         return None  # another turn started first, or the item is gone: that turn's end drains again
     except ApiError as exc:
-        _refuse(session_id, head["id"], exc.message)
+        if exc.status < 500:  # a refusal of this message; a server stopping or a full disk passes
+            _refuse(session_id, head["id"], exc.message)
         return None
     return started["stream_id"]
 

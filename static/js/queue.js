@@ -34,7 +34,9 @@ export class QueuePanel {
     this.root.replaceChildren();
     this.root.hidden = this.items.length === 0;
     if (!this.items.length) return;
-    this.root.append(el("p", "queue-head", this.items.length === 1 ? "1 message waits for this turn" : `${this.items.length} messages wait for this turn`));
+    const count = this.items.length === 1 ? "1 message waits" : `${this.items.length} messages wait`;
+    const head = this.items[0].error ? `${count}: the first could not start — edit it to try again, or cancel it` : `${count} for this turn`;
+    this.root.append(el("p", "queue-head", head));
     const list = el("ol", "queue-items");
     for (const item of this.items) list.append(this.row(item, item.id === this.editing ? draft ?? item.text : null));
     this.root.append(list);

@@ -33,7 +33,7 @@ def test_two_tabs_see_one_queue_during_a_turn_and_the_same_turns_after_it(browse
     with tabs_on_session(browser, server, sid) as (first, second):
         expect(second.locator(".msg")).to_have_count(2)
         send(first, "Tell me twelve words")
-        assert llm.wait_for_hang(30)
+        assert llm.wait_for_hang(60)
         expect(second.locator("#queue-send")).to_be_visible()
         expect(first.locator("#composer-input")).to_have_attribute(
             "placeholder", "Enter queues · Ctrl+Enter steers · Alt+Enter interrupts"
@@ -75,7 +75,7 @@ def test_steer_from_the_keyboard_shows_in_both_tabs_and_interrupt_sends_next(bro
     llm.script(Reply(text=WORDS, hang_after=4), Reply(text=WORDS, hang_after=4))
     with tabs_on_session(browser, server, sid) as (first, second):
         send(first, "Count for me")
-        assert llm.wait_for_hang(30)
+        assert llm.wait_for_hang(60)
         expect(second.locator(".msg.live")).to_be_visible()
         _type(second, "Count in French", "Control+Enter")
         for page in (first, second):
@@ -87,7 +87,7 @@ def test_steer_from_the_keyboard_shows_in_both_tabs_and_interrupt_sends_next(bro
             expect(page.locator(".msg-user .msg-body")).to_have_text(
                 ["Count for me", "Count in French"], timeout=30000
             )
-        assert llm.wait_for_hang(30)  # the steer's own turn is held
+        assert llm.wait_for_hang(60)  # the steer's own turn is held
         _type(first, "Stop and say hi", "Alt+Enter")
         for page in (first, second):
             expect(page.locator(".msg-user .msg-body")).to_have_text(

@@ -67,7 +67,7 @@ def _users_sent(request: dict) -> list[str]:
 
 def _hold_a_turn(srv: ServerProc, fake, sid: str, text: str = "one") -> str:
     stream_id = start(srv, sid, text)
-    assert fake.wait_for_hang(10)
+    assert fake.wait_for_hang(60)
     return stream_id
 
 
@@ -209,7 +209,7 @@ def test_interrupt_stops_the_turn_keeping_what_streamed_and_sends_the_message_ne
         for event in sse:
             seen.append(event)
             if len(named(seen, "token")) == 2 and answer is None:
-                assert fake.wait_for_hang(10)
+                assert fake.wait_for_hang(60)
                 answer = _send(srv, sid, "stop, do this instead", "interrupt")
                 assert answer["mode"] == "interrupt" and [i["text"] for i in answer["queue"]] == [
                     "stop, do this instead"
@@ -251,3 +251,32 @@ def test_a_queued_message_left_by_a_killed_server_runs_when_it_starts_again(fake
         assert _users_sent(fake.chat_requests()[-1])[-1] == "after the restart"
     finally:
         srv.stop()
+
+
+def test_a_queued_message_that_cannot_start_waits_with_the_reason_until_edited(srv, fake):
+    folder = srv.root / "queue-workspace"
+    folder.mkdir()
+    sid = new_session(srv)
+    srv.post_json("/api/session/workspace", {"session_id": sid, "workspace": str(folder)})
+    fake.script(Reply(text="held answer", hang_after=1), Reply(text="after the fix"))
+    _hold_a_turn(srv, fake, sid)
+    item = _send(srv, sid, "needs the folder")["queued"]
+    folder.rmdir()  # the workspace is gone when the queued message's turn would start
+    fake.release()
+    deadline = time.monotonic() + 30
+    while not (waiting := session(srv, sid)["queued_messages"]) or "error" not in waiting[0]:
+        assert time.monotonic() < deadline, waiting
+        time.sleep(0.1)
+    assert waiting[0]["id"] == item["id"] and "workspace" in waiting[0]["error"].lower()
+    assert [m["content"] for m in session(srv, sid)["messages"] if m["role"] == "user"] == ["one"]
+    folder.mkdir()
+    edited = srv.post_json(
+        "/api/session/queue/edit",
+        {"session_id": sid, "queue_id": item["id"], "message": "needs the folder, again"},
+    )
+    assert edited["stream_id"] and edited["queue"] == []
+    data = _settled_with(srv, sid, 4)
+    assert roles_and_text(data["messages"])[2:] == [
+        ("user", "needs the folder, again"),
+        ("assistant", "after the fix"),
+    ]
