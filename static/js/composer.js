@@ -7,12 +7,14 @@ import { el } from "./dom.js";
 import { sendMode } from "./queue.js";
 
 const STREAMING_HINT = "Enter queues · Ctrl+Enter steers · Alt+Enter interrupts";
-const STREAMING_HINT_SHORT = "Queue a message (▾: steer, interrupt)"; // a phone has no such keys
+const STREAMING_HINT_SHORT = "Queue a message…"; // a phone has no such keys
 
 export class Composer {
   constructor({ form, input, sendButton, stopButton, queueGroup, list, editNote, editCancel, status, onSend, onCommand, onStop }) {
     Object.assign(this, { form, input, sendButton, stopButton, queueGroup, list, editNote, status });
     this.streaming = false;
+    this.narrow = window.matchMedia("(max-width: 760px)");
+    this.narrow.addEventListener("change", () => this.setStreaming(this.streaming)); // the hint fits the width
     this.onSend = onSend;
     this.onCommand = onCommand;
     this.onStop = onStop;
@@ -203,7 +205,7 @@ export class Composer {
     this.queueGroup.hidden = !streaming;
     this.stopButton.hidden = !streaming;
     if (!streaming) this.toggleQueueMenu(false);
-    const hint = window.matchMedia("(max-width: 760px)").matches ? STREAMING_HINT_SHORT : STREAMING_HINT;
+    const hint = this.narrow.matches ? STREAMING_HINT_SHORT : STREAMING_HINT;
     if (!this.input.disabled) this.input.placeholder = streaming ? hint : this.placeholder;
   }
 
