@@ -409,6 +409,20 @@ def interrupt(agent: Any, message: str | None = None) -> None:
     agent.interrupt(message)
 
 
+def steer(agent: Any, text: str) -> bool:
+    """Hand ``text`` to the running turn (the agent's ``/steer``): it is appended, marked as the person's,
+    to the next tool result the model reads. False when the agent refuses it (empty text, no support)."""
+    method = getattr(agent, "steer", None)
+    return bool(method(text)) if callable(method) else False
+
+
+def take_pending_steer(agent: Any) -> str:
+    """A steer the agent holds but has not delivered, taken out of it (so no later turn receives it)."""
+    drain = getattr(agent, "_drain_pending_steer", None)
+    text = drain() if callable(drain) else None
+    return text if isinstance(text, str) else ""
+
+
 def estimate_tokens(messages: list[dict[str, Any]]) -> int:
     """The agent's rough token estimate of a message list (chars / 4 if unavailable)."""
     try:

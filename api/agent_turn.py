@@ -12,9 +12,12 @@ from typing import Any
 
 from api.agent_binding import TurnScope, session_bound
 from api.agent_events import OnEvent
-from api.agent_runtime import accepted_kwargs, callbacks_for, interrupt
+from api.agent_runtime import accepted_kwargs, callbacks_for, interrupt, steer, take_pending_steer
 
 log = logging.getLogger(__name__)
+
+# Events that come from a model request under way: a steer handed over after one reaches this turn's tools.
+_MODEL_EVENTS = frozenset({"token", "reasoning", "tool", "tool_complete", "interim"})
 
 # fmt: off
 _USAGE_KEYS = ("input_tokens", "output_tokens", "prompt_tokens", "completion_tokens", "total_tokens",
@@ -65,6 +68,7 @@ class TurnResult:
     context_length: int | None = None
     threshold_tokens: int | None = None
     duration_s: float = 0.0
+    pending_steer: str = ""  # steer text the turn ended without delivering (it runs as the next message)
     raw: dict[str, Any] = field(default_factory=dict)  # the agent's result dict, untouched
 
     @property
@@ -162,9 +166,15 @@ class TurnRunner:
         self.result: TurnResult | None = None
         self.done = threading.Event()
         self._thread: threading.Thread | None = None
+        # Steers: held until the model is first asked (the agent would put an earlier one into a tool
+        # result of the history), refused once the turn has returned (none may reach a later turn).
+        self._steer_lock = threading.Lock()
+        self._asked = False
+        self._held: list[str] = []
+        self._closed = False
 
     def start(self) -> TurnRunner:
-        callbacks_for(self.agent).begin_turn(self.on_event)
+        callbacks_for(self.agent).begin_turn(self._on_event)
         clear = getattr(self.agent, "clear_interrupt", None)
         if callable(clear):  # a cancel that arrived after the previous turn ended must not kill this one
             clear()
@@ -179,7 +189,38 @@ class TurnRunner:
     def interrupt(self, message: str | None = None) -> None:
         """Stop the turn; a no-op once it has finished (a pending interrupt would hit the next turn)."""
         if not self.done.is_set():
+            with self._steer_lock:  # the agent drops a steer it holds when interrupted: keep it for the queue
+                rescued = take_pending_steer(self.agent)
+                if rescued:
+                    self._held.append(rescued)
             interrupt(self.agent, message)
+
+    def steer(self, text: str) -> bool:
+        """Give ``text`` to this turn; False when it cannot take it (it ended, or the agent refused)."""
+        with self._steer_lock:
+            if self._closed or self.done.is_set():
+                return False
+            if not self._asked:
+                self._held.append(text)
+                return True
+            return steer(self.agent, text)
+
+    def _on_event(self, name: str, data: dict[str, Any]) -> None:
+        if not self._asked and name in _MODEL_EVENTS:
+            with self._steer_lock:
+                self._asked = True
+                held, self._held = self._held, []
+                for text in held:
+                    steer(self.agent, text)
+        self.on_event(name, data)
+
+    def _undelivered_steer(self, raw: dict[str, Any]) -> str:
+        """Close the turn to steers; what it was handed but did not deliver, in order."""
+        with self._steer_lock:
+            self._closed = True
+            texts = [*self._held, raw.get("pending_steer") or "", take_pending_steer(self.agent)]
+            self._held = []
+        return "\n".join(t for t in texts if isinstance(t, str) and t.strip())
 
     def _call_kwargs(self) -> dict[str, Any]:
         sid = self.agent.session_id
@@ -211,6 +252,7 @@ class TurnRunner:
             raw = {"failed": True, "completed": False, "error": f"{type(exc).__name__}: {exc}"}
         finally:
             compress_events = callbacks.end_turn()
+        leftover = self._undelivered_steer(raw)
         try:
             self.result = summarize_result(
                 raw,
@@ -224,6 +266,7 @@ class TurnRunner:
             log.exception("summarizing the turn failed")
             self.result = TurnResult(failed=True, error=f"{type(exc).__name__}: {exc}", raw=raw)
         self.result.duration_s = time.monotonic() - started
+        self.result.pending_steer = leftover
         self.done.set()
 
 

@@ -35,6 +35,7 @@ from api import (
     session_recovery,
     settings_table,
     state_lock,
+    turn_queue,
     workspace,
 )
 
@@ -215,6 +216,10 @@ def main(argv: list[str] | None = None) -> int:
         agent_pool.start_warm_up()
     mcp_servers.start_discovery()
     agent_watch.WATCH.start()
+    # Messages queued behind a turn the last run of the server did not finish run now, tab or no tab.
+    threading.Thread(
+        target=turn_queue.resume_waiting, args=(config.SESSION_DIR,), name="queue-resume", daemon=True
+    ).start()
     app_server.serve(server)
     log.info("stopped")
     return 0

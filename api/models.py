@@ -129,6 +129,7 @@ class Session(SessionFields):
         self._anchor_scene_index = scene_index if isinstance(scene_index, dict) else None
         # The sidebar figures a metadata-only stub reports (written by Talaria ahead of "messages").
         self._metadata_message_count = count_or_none(kw.get("message_count"))
+        self._metadata_queued_count = count_or_none(kw.get("queued_count")) or 0  # written only when not 0
         self._metadata_user_message_count = count_or_none(kw.get("user_message_count"))
         self._metadata_last_message_at = float_or_none(kw.get("last_message_at"))
         self._loaded_metadata_only = False
@@ -187,6 +188,8 @@ class Session(SessionFields):
         payload["user_message_count"] = self.user_message_count()
         payload["last_message_at"] = self.last_message_at()
         payload["anchor_scene_index"] = self.anchor_scene_index()
+        if self.queued_messages:  # ahead of "messages": the startup finds waiting queues from the prefix
+            payload["queued_count"] = len(self.queued_messages)
         for name in BULK_FIELDS:
             payload[name] = getattr(self, name)
         payload["context_messages"] = self.context_messages
@@ -194,6 +197,8 @@ class Session(SessionFields):
             value = getattr(self, name)
             if name == "compression_undo" and self.compression_generation:
                 continue  # kept beside the file (api/compression_undo.py)
+            if name == "queued_messages" and not value:
+                continue  # an empty queue leaves the file as hermes-webui writes it
             if value is not None:
                 payload[name] = value
         for key, value in self._extra.items():

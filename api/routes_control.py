@@ -1,4 +1,5 @@
-"""Routes for the person's control of a turn: approvals, clarify answers, the session's workspace.
+"""Routes for the person's control of a turn: approvals, clarify answers, the queue (queue, steer,
+interrupt), the session's workspace.
 
 Thin handlers as in ``api.routes`` (parse → one domain call → ``j``); ``api.routes`` merges ``ROUTES``.
 """
@@ -9,7 +10,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from api import approvals, clarify, session_catalogue, workspace
+from api import approvals, clarify, session_catalogue, turn_queue, workspace
 from api.http_io import j, require_session_id
 
 
@@ -37,6 +38,21 @@ def _handle_clarify_pending(handler: BaseHTTPRequestHandler, query: dict[str, An
     j(handler, clarify.pending(_sid(query)))
 
 
+def _handle_queue_send(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+    j(
+        handler,
+        turn_queue.send(_sid(body), body.get("message"), body.get("mode", "queue"), body.get("attachments")),
+    )
+
+
+def _handle_queue_edit(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+    j(handler, turn_queue.edit(_sid(body), body.get("queue_id"), body.get("message")))
+
+
+def _handle_queue_cancel(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+    j(handler, turn_queue.cancel(_sid(body), body.get("queue_id")))
+
+
 def _handle_session_workspace(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     j(handler, {"session": session_catalogue.set_workspace(_sid(body), body.get("workspace"))})
 
@@ -51,6 +67,9 @@ ROUTES: dict[tuple[str, str], Callable[[Any, dict[str, Any]], None]] = {
     ("POST", "/api/approval/yolo"): _handle_approval_yolo,
     ("POST", "/api/clarify/respond"): _handle_clarify_respond,
     ("GET", "/api/clarify/pending"): _handle_clarify_pending,
+    ("POST", "/api/session/queue"): _handle_queue_send,
+    ("POST", "/api/session/queue/edit"): _handle_queue_edit,
+    ("POST", "/api/session/queue/cancel"): _handle_queue_cancel,
     ("POST", "/api/session/workspace"): _handle_session_workspace,
     ("GET", "/api/workspaces"): _handle_workspaces,
 }

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from api import version_rules
+from api import queue_items, version_rules
 from api.messages import message_text as message_text  # re-exported: its importers predate api.messages
 
 # A leading "_" is reserved for the folder's own files (_index.json, tombstones).
@@ -127,10 +127,12 @@ FIELDS: tuple[Field, ...] = (
     Field("reasoning_effort", "text_or_none", "talaria"),  # None follows the agent's config
     Field("environment", "text_or_none", "talaria", index="if_set"),  # where its tools run; None is local
     Field("message_versions", "version_groups", "talaria"),  # api/version_rules.py; None: no versions
+    Field("queued_messages", "queue_items", "talaria"),  # sent while a turn ran, to run after it in order
     Field("message_count", "count_or_none", "derived", index="always", sidebar="always"),
     Field("anchor_scene_index", "dict_or_none", "derived"),
     Field("user_message_count", "count_or_none", "derived", index="always"),
     Field("last_message_at", "float_or_none", "derived", index="always", sidebar="always"),
+    Field("queued_count", "count_or_none", "derived", index="always"),  # written only when not 0
     Field("cache_hit_percent", "given", "row", index="always"),
     Field("visible_message_count", "given", "row", index="always", sidebar="always"),
     Field("has_pending_user_message", "given", "row", index="always"),
@@ -235,6 +237,7 @@ class SessionFields:
     reasoning_effort: str | None
     environment: str | None
     message_versions: list[dict[str, Any]] | None
+    queued_messages: list[dict[str, Any]]  # messages waiting for the live turn to end (api.queue_items)
 
 
 def resolve_path_str(value: Any) -> str:
@@ -289,6 +292,7 @@ NORMALISE: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "positive_int_or_none": (non_negative_int_or_none, int | None),
     "count_or_none": (count_or_none, int | None),
     "session_id_or_none": (lambda value: value if is_safe_session_id(value) else None, str | None),
+    "queue_items": (queue_items.valid_items, list[dict[str, Any]]),
     "version_groups": (lambda value: version_rules.groups_of(value) or None, list[dict[str, Any]] | None),
 }
 _KIND_OF: dict[str, str] = {f.name: f.kind for f in FIELDS}

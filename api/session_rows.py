@@ -37,6 +37,9 @@ def index_row(session: Any) -> dict[str, Any]:
     # What the sidebar counts; a metadata-only stub has no messages to count (None: the page falls back).
     row["visible_message_count"] = None if session.metadata_only else visible_message_count(session.messages)
     row["has_pending_user_message"] = bool(session.pending_user_message)
+    row["queued_count"] = (
+        session._metadata_queued_count if session._loaded_metadata_only else len(session.queued_messages)
+    )
     # A file can name a turn no turn of this process runs (its final save failed, or the process is
     # gone): the sidebar says "streaming" only while one does.
     row["is_streaming"] = (

@@ -20,6 +20,7 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from api import (
@@ -32,6 +33,7 @@ from api import (
     interrupted_turns,
     models,
     provider_errors,
+    queue_items,
     session_edit,
     session_ops,
     session_views,
@@ -72,7 +74,11 @@ def _history_for(session: models.Session) -> list[dict[str, Any]]:
 
 
 def start_turn(
-    session_id: str, message: Any, model: str | None = None, attachment_paths: Any = None
+    session_id: str,
+    message: Any,
+    model: str | None = None,
+    attachment_paths: Any = None,
+    queued_id: str | None = None,
 ) -> dict[str, Any]:
     """Commit the user message durably, then run the agent in the background; answers ``{stream_id}``.
 
@@ -80,6 +86,9 @@ def start_turn(
 
     ``attachment_paths`` are workspace paths of files attached to the message (``api.attachments``);
     the message the agent reads, and the one saved, names each of them.
+
+    ``queued_id`` names the queued message this turn sends (``api.turn_queue``): it leaves the queue in the
+    same save that writes the user message, so a crash loses it or runs it, never both.
     """
     if _SHUTTING_DOWN.is_set():
         raise ApiError("Talaria is shutting down", status=503)
@@ -104,6 +113,8 @@ def start_turn(
                 "A reply is still streaming in this session (perhaps started in another tab or window); "
                 "follow it there or here, stop it, or wait for it to finish.",
             )
+            if queued_id is not None:
+                session.queued_messages = queue_items.without(session.queued_messages, queued_id)
             history = _history_for(session)
             now = time.time()
             turn.user_ts = now
@@ -203,6 +214,21 @@ def _run_turn(turn: Turn, session: models.Session, message: str, history: list[A
             titles.after_turn(turn.session_id, agent)
         except Exception:  # noqa: BLE001 - a title is a nicety; the turn is saved
             log.exception("starting the title of %s failed", turn.session_id)
+    if not _SHUTTING_DOWN.is_set():
+        for listener in list(_TURN_END_LISTENERS):
+            try:
+                listener(turn.session_id)
+            except Exception:  # noqa: BLE001 - the turn is saved; what follows it reports its own failure
+                log.exception("after the turn %s in %s", turn.stream_id, turn.session_id)
+
+
+_TURN_END_LISTENERS: list[Callable[[str], object]] = []
+
+
+def on_turn_end(listener: Callable[[str], object]) -> None:
+    """Call ``listener(session_id)`` once each turn has ended and been saved (not while shutting down):
+    the queue (``api.turn_queue``) sends its next message from here, with or without a tab open."""
+    _TURN_END_LISTENERS.append(listener)
 
 
 class _SaveFailed(Exception):
@@ -385,9 +411,22 @@ def _merge_turn(
         session.context_messages.extend(copy.deepcopy(outcome.rows))
     if outcome.interrupted:
         session.messages.append(interrupted_turns.interrupted_marker())
+    if result is not None and result.pending_steer:
+        _queue_undelivered_steer(session, turn, result.pending_steer, now)
     _apply_usage(session, result)
     session.clear_pending_turn()
     return outcome, compressed_event, _auto_title(session)
+
+
+STEER_QUEUED_TEXT = "The agent finished before it could read your steer; it is sent as the next message."
+
+
+def _queue_undelivered_steer(session: models.Session, turn: Turn, text: str, now: float) -> None:
+    """A steer the turn ended without reading runs next, at the head of the queue."""
+    item = queue_items.new_item(text, now, source="steer")
+    session.queued_messages = [item, *session.queued_messages]
+    turn.append("status", {"kind": "info", "message": STEER_QUEUED_TEXT})
+    turn.append("queue", {"queue": list(session.queued_messages)})
 
 
 def _apply_usage(session: models.Session, result: TurnResult | None) -> None:

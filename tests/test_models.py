@@ -451,3 +451,22 @@ def test_a_save_over_something_that_is_not_a_regular_file_moves_it_aside_and_nev
     assert Session.load("odd").messages == session.messages
     assert [p.name.split("-")[0] for p in state_dir.glob("odd.json.unsafe-*")] == ["odd.json.unsafe"]
     assert outside.read_text() == "{}"
+
+
+def test_a_queue_is_kept_after_the_messages_and_counted_ahead_of_them_and_an_empty_one_not_written(state_dir):
+    s = Session(session_id="q1", messages=[message_row("user", "hi", 1.0)])
+    s.save()
+    assert "queued_messages" not in json.loads(s.path.read_text())
+    s.queued_messages = [{"id": "a1", "text": "next", "created_at": 2.0}]
+    s.save()
+    text = s.path.read_text()
+    assert text.index('"queued_count"') < text.index('"messages"') < text.index('"queued_messages"')
+    loaded = Session.load("q1")
+    assert loaded.queued_messages == [{"id": "a1", "text": "next", "created_at": 2.0}]
+    assert loaded.compact()["queued_count"] == 1
+    stub = models.metadata_stub(s.path)
+    assert stub is not None and stub.compact()["queued_count"] == 1  # read from the prefix alone
+    raw = json.loads(text)
+    raw["queued_messages"].append({"id": "", "text": "mangled by another program"})
+    s.path.write_text(json.dumps(raw))
+    assert Session.load("q1").queued_messages == [{"id": "a1", "text": "next", "created_at": 2.0}]

@@ -112,6 +112,10 @@ export const api = {
   chatStart: (sessionId, message, attachments) =>
     postJSON("/api/chat/start", attachments?.length ? { session_id: sessionId, message, attachments } : { session_id: sessionId, message }),
   attach: (sessionId, name, data) => postJSON("/api/session/attach", { session_id: sessionId, name, data }),
+  queueSend: (sessionId, message, mode, attachments) =>
+    postJSON("/api/session/queue", { session_id: sessionId, message, mode, ...(attachments?.length ? { attachments } : {}) }),
+  queueEdit: (sessionId, queueId, message) => postJSON("/api/session/queue/edit", { session_id: sessionId, queue_id: queueId, message }),
+  queueCancel: (sessionId, queueId) => postJSON("/api/session/queue/cancel", { session_id: sessionId, queue_id: queueId }),
   chatCancel: (streamId, sessionId) =>
     postJSON("/api/chat/cancel", streamId ? { stream_id: streamId } : { session_id: sessionId }),
 

@@ -14,6 +14,7 @@ import { ask, confirmAction } from "./dialog.js";
 import { ModelPicker } from "./model_picker.js";
 import { Notifier, registerShellWorker } from "./notify.js";
 import { PendingAction } from "./pending.js";
+import { QueuePanel } from "./queue.js";
 import { showRecoveryReport } from "./recovery.js";
 import { showCommands, showShortcuts } from "./shortcuts.js";
 import { FilesPanel } from "./files_panel.js";
@@ -98,6 +99,12 @@ class App {
       onTool: (name, data) => this.liveFiles.event(name, data, this.files.workspaceRoot || this.chat.session?.workspace),
       onTurnEvent: (name, data, context) =>
         this.notifier.turnEvent(name, data, { ...context, title: this.sessions.find(context.sessionId)?.title }),
+      onQueue: (items) => this.queue.show(items),
+    });
+    this.queue = new QueuePanel({
+      root: $("queue-panel"),
+      onEdit: (id, text) => this.queueChange(() => api.queueEdit(this.chat.sessionId, id, text)),
+      onCancel: (id) => this.queueChange(() => api.queueCancel(this.chat.sessionId, id)),
     });
     this.turnChanges = new TurnChanges({
       list: $("messages"),
@@ -113,6 +120,7 @@ class App {
       input: $("composer-input"),
       sendButton: $("send"),
       stopButton: $("stop"),
+      queueGroup: $("queue-group"),
       list: $("slash-list"),
       editNote: $("edit-note"),
       editCancel: $("edit-cancel"),
@@ -243,6 +251,7 @@ class App {
   }
 
   onSession(session) {
+    this.queue.show(session?.read_only ? [] : session?.queued_messages);
     if (session && !session.read_only && session.session_id) {
       this.sessions.upsert(session);
       // The sidebar keeps the newest copy of the row: an answer older than it shows the row's header fields.
@@ -419,12 +428,9 @@ class App {
   }
 
   // Sends a message (after replacing or branching at an edited message).
-  async send(text, { editIdx = null } = {}) {
+  async send(text, { editIdx = null, mode } = {}) {
     await this.flushPending();
-    if (this.chat.streaming) {
-      toast("Wait for the answer to finish, or stop it first.");
-      return false;
-    }
+    if (this.chat.streaming) return this.sendDuringTurn(text, mode || "queue");
     try {
       let sid = await this.ensureSession();
       if (editIdx !== null && editIdx !== undefined) {
@@ -449,6 +455,37 @@ class App {
       return false;
     } finally {
       this.chat.starting = false;
+    }
+  }
+
+  // A message sent while the answer streams: queued, steered into the turn, or sent after stopping it.
+  async sendDuringTurn(text, mode) {
+    const sid = this.chat.sessionId;
+    if (this.attachments.busy) {
+      toast("Wait for the attachments to finish uploading.");
+      return false;
+    }
+    try {
+      const answer = await api.queueSend(sid, text, mode, this.attachments.paths());
+      this.attachments.clear();
+      if (answer.note) toast(answer.note);
+      if (sid === this.chat.sessionId) this.queue.show(answer.queue);
+      return true;
+    } catch (err) {
+      toastError(err);
+      return false;
+    }
+  }
+
+  async queueChange(request) {
+    const sid = this.chat.sessionId;
+    try {
+      const answer = await request();
+      if (sid === this.chat.sessionId) this.queue.show(answer.queue);
+      return true;
+    } catch (err) {
+      toastError(err);
+      return false;
     }
   }
 

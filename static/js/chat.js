@@ -21,7 +21,7 @@ export function indexMessages(messages, total) {
 }
 
 export class ChatView {
-  constructor({ transcript, list, sentinel, empty, onSession, onStreaming, onAction, onError, onRendered, onTool, onTurnEvent }) {
+  constructor({ transcript, list, sentinel, empty, onSession, onStreaming, onAction, onError, onRendered, onTool, onTurnEvent, onQueue }) {
     this.transcript = transcript;
     this.list = list;
     this.empty = empty;
@@ -32,6 +32,7 @@ export class ChatView {
     this.onRendered = onRendered; // after rows are drawn (what decorates them draws again)
     this.onTool = onTool; // a live turn's tool events, as they come
     this.onTurnEvent = onTurnEvent; // every event of the followed turn, before it is drawn
+    this.onQueue = onQueue; // the session's queue as the followed turn last said it
     this.session = null;
     this.messages = [];
     this.toolCards = new Map();
@@ -413,6 +414,12 @@ export class ChatView {
         break;
       case "cancelled":
         live.cancelled();
+        break;
+      case "queue":
+        this.onQueue?.(data.queue || []);
+        break;
+      case "steer":
+        live.note("steer", `Steered: ${data.text || ""}`);
         break;
       case "approval":
       case "approval_resolved":

@@ -1,12 +1,20 @@
 // The composer: Enter sends, Shift+Enter adds a line, slash commands (commands.js) with a completion list,
-// and the "edit your last message" mode.
+// and the "edit your last message" mode. While a turn runs, Send becomes Queue, with Steer and Interrupt in
+// its menu (and on Ctrl/⌘+Enter and Alt+Enter, queue.js `sendMode`).
 
 import { completions, parseSlash } from "./commands.js";
 import { el } from "./dom.js";
+import { sendMode } from "./queue.js";
+
+const STREAMING_HINT = "Enter queues · Ctrl+Enter steers · Alt+Enter interrupts";
+const STREAMING_HINT_SHORT = "Queue a message…"; // a phone has no such keys
 
 export class Composer {
-  constructor({ form, input, sendButton, stopButton, list, editNote, editCancel, status, onSend, onCommand, onStop }) {
-    Object.assign(this, { form, input, sendButton, stopButton, list, editNote, status });
+  constructor({ form, input, sendButton, stopButton, queueGroup, list, editNote, editCancel, status, onSend, onCommand, onStop }) {
+    Object.assign(this, { form, input, sendButton, stopButton, queueGroup, list, editNote, status });
+    this.streaming = false;
+    this.narrow = window.matchMedia("(max-width: 760px)");
+    this.narrow.addEventListener("change", () => this.setStreaming(this.streaming)); // the hint fits the width
     this.onSend = onSend;
     this.onCommand = onCommand;
     this.onStop = onStop;
@@ -23,6 +31,25 @@ export class Composer {
     input.addEventListener("input", () => this.updateCompletions());
     input.addEventListener("blur", () => setTimeout(() => this.closeCompletions(), 150));
     stopButton.addEventListener("click", () => this.onStop?.());
+    this.queueMenu = queueGroup.querySelector('[role="menu"]');
+    this.queueToggle = queueGroup.querySelector("[aria-haspopup]");
+    queueGroup.querySelector("#queue-send").addEventListener("click", () => this.submit("queue"));
+    this.queueToggle.addEventListener("click", () => this.toggleQueueMenu());
+    this.queueMenu.addEventListener("click", (event) => {
+      const item = event.target.closest("[data-mode]");
+      if (!item) return;
+      this.toggleQueueMenu(false);
+      this.submit(item.dataset.mode);
+    });
+    this.queueMenu.addEventListener("keydown", (event) => {
+      if (event.key !== "Escape") return;
+      event.stopPropagation();
+      this.toggleQueueMenu(false);
+      this.queueToggle.focus();
+    });
+    document.addEventListener("click", (event) => {
+      if (!queueGroup.contains(event.target)) this.toggleQueueMenu(false);
+    });
     editCancel.addEventListener("click", () => this.cancelEdit());
   }
 
@@ -57,11 +84,18 @@ export class Composer {
     }
     if (event.key === "Enter" && !event.shiftKey) {
       event.preventDefault();
-      this.submit();
+      this.submit(this.streaming ? sendMode(event) : undefined);
     }
   }
 
-  async submit() {
+  toggleQueueMenu(open = this.queueMenu.hidden) {
+    this.queueMenu.hidden = !open;
+    this.queueToggle.setAttribute("aria-expanded", String(open));
+    if (open) this.queueMenu.querySelector("[data-mode]")?.focus();
+  }
+
+  // `mode` (queue, steer, interrupt) only while a turn runs: how the message reaches it.
+  async submit(mode) {
     const text = this.input.value;
     if (!text.trim() || this.busy) return;
     this.closeCompletions();
@@ -73,7 +107,9 @@ export class Composer {
     const editing = this.editing;
     this.busy = true;
     try {
-      const accepted = command ? await this.onCommand?.(command.name, command.arg) : await this.onSend?.(text, { editIdx: editing });
+      const accepted = command
+        ? await this.onCommand?.(command.name, command.arg)
+        : await this.onSend?.(text, { editIdx: editing, mode });
       if (accepted !== false) {
         this.input.value = "";
         if (editing !== null) this.cancelEdit({ keepText: true });
@@ -164,8 +200,13 @@ export class Composer {
   }
 
   setStreaming(streaming) {
+    this.streaming = streaming;
     this.sendButton.hidden = streaming;
+    this.queueGroup.hidden = !streaming;
     this.stopButton.hidden = !streaming;
+    if (!streaming) this.toggleQueueMenu(false);
+    const hint = this.narrow.matches ? STREAMING_HINT_SHORT : STREAMING_HINT;
+    if (!this.input.disabled) this.input.placeholder = streaming ? hint : this.placeholder;
   }
 
   setEnabled(enabled, placeholder) {

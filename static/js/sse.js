@@ -19,6 +19,8 @@ export const EVENT_NAMES = [
   "approval_resolved",
   "clarify",
   "clarify_resolved",
+  "queue",
+  "steer",
   "done",
 ];
 

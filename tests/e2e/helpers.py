@@ -147,6 +147,18 @@ def open_page(browser, base_url: str, *, viewport=DESKTOP, color_scheme="light",
         yield page
 
 
+GREETING = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]
+
+
+@contextlib.contextmanager
+def tabs_on_session(browser, server, sid: str, count: int = 2):
+    """``count`` tabs of one person (``open_tabs``), each open on session ``sid``."""
+    with open_tabs(browser, server.base_url, count) as pages:
+        for page in pages:
+            goto_app(page, f"/#/s/{sid}")
+        yield pages
+
+
 def screenshot(page, name: str) -> Path:
     SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOT_DIR / f"{name}.png"

@@ -7,7 +7,17 @@ from playwright.sync_api import expect
 
 from talaria_testing.fake_llm import Reply
 
-from .helpers import goto_app, import_session, open_tabs, screenshots, send, transcript_state, wait_turn_done
+from .helpers import (
+    GREETING,
+    goto_app,
+    import_session,
+    open_tabs,
+    screenshots,
+    send,
+    tabs_on_session,
+    transcript_state,
+    wait_turn_done,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -21,15 +31,9 @@ def _sidebar_count(page, sid: str) -> str:
 def test_a_turn_started_in_one_tab_streams_live_in_the_other_and_both_end_identical(browser, server, llm):
     """A tab open on a session never showed a turn started in another tab, during it or after it: its
     transcript stayed as it was while its sidebar count moved on."""
-    sid = import_session(
-        server,
-        "Shared between tabs",
-        [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}],
-    )["session_id"]
+    sid = import_session(server, "Shared between tabs", GREETING)["session_id"]
     llm.script(Reply(text=WORDS, hang_after=6))
-    with open_tabs(browser, server.base_url, 2) as (first, second):
-        goto_app(first, f"/#/s/{sid}")
-        goto_app(second, f"/#/s/{sid}")
+    with tabs_on_session(browser, server, sid) as (first, second):
         expect(second.locator(".msg")).to_have_count(2)
         turn = send(first, "Tell me twelve words")
         assert llm.wait_for_hang(10)
@@ -57,11 +61,7 @@ def test_a_tab_that_missed_a_turn_reads_the_transcript_again_when_the_feed_says_
 ):
     """A turn that ended elsewhere before this tab could follow it (here: through the HTTP API alone)
     still reaches the open transcript: the feed's row says the session changed, and the tab reads it."""
-    sid = import_session(
-        server,
-        "Changed elsewhere",
-        [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}],
-    )["session_id"]
+    sid = import_session(server, "Changed elsewhere", GREETING)["session_id"]
     with open_tabs(browser, server.base_url, 1) as (page,):
         goto_app(page, f"/#/s/{sid}")
         expect(page.locator(".msg")).to_have_count(2)
@@ -73,11 +73,7 @@ def test_a_tab_that_missed_a_turn_reads_the_transcript_again_when_the_feed_says_
 def test_sending_while_another_tab_streams_says_so_and_offers_to_follow(browser, server, llm):
     """Sending from a tab that did not know of the other tab's turn answered "A reply is still
     streaming" without saying where; the page now says so and offers to follow that turn."""
-    sid = import_session(
-        server,
-        "Busy elsewhere",
-        [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}],
-    )["session_id"]
+    sid = import_session(server, "Busy elsewhere", GREETING)["session_id"]
     llm.script(Reply(text=WORDS, hang_after=4))
     with open_tabs(browser, server.base_url, 1) as (page,):
         page.guard.allowed_statuses.add(409)
