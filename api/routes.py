@@ -24,6 +24,7 @@ from api import (
     routes_agent,
     routes_control,
     routes_cron,
+    routes_drafts,
     routes_files,
     routes_toolbox,
     session_catalogue,
@@ -388,6 +389,7 @@ ROUTES: dict[tuple[str, str], Callable[[Any, dict], None]] = {
     **routes_agent.ROUTES,
     **routes_control.ROUTES,
     **routes_cron.ROUTES,
+    **routes_drafts.ROUTES,
     **routes_files.ROUTES,
     **routes_toolbox.ROUTES,
 }

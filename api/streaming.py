@@ -112,6 +112,7 @@ def start_turn(session_id: str, message: Any, model: str | None = None, attachme
                 session.model = model
             session.active_stream_id = stream_id
             session.pending_user_message = message
+            session.composer_draft = {}  # sent: the draft kept for other tabs and devices is gone
             session.pending_started_at = now
             session_ops.advance_watermark_after_turn(session, now)
             turn_journal.start(turn)  # live before the save, so the row it indexes says "streaming"
@@ -214,11 +215,12 @@ def _save_failed_text(exc: BaseException, what: str) -> str:
 def _checkpoint_until_done(turn: Turn, runner) -> None:
     """Checkpoint the partial answer every interval; a checkpoint that cannot be saved stops the turn."""
     interval = float(_config.setting("checkpoint_interval"))
-    checkpointed = 0
+    checkpointed = (0, 0)
     while not runner.done.wait(interval):
-        if len(turn.partial_text) == checkpointed:
+        seen = (len(turn.partial_text), turn.work_changes)
+        if seen == checkpointed:
             continue
-        checkpointed = len(turn.partial_text)
+        checkpointed = seen
         try:
             _checkpoint(turn)
         except Exception as exc:  # noqa: BLE001 - the disk refused: stop the agent rather than lose more

@@ -76,6 +76,7 @@ export class Composer {
       const accepted = command ? await this.onCommand?.(command.name, command.arg) : await this.onSend?.(text, { editIdx: editing });
       if (accepted !== false) {
         this.input.value = "";
+        this.input.dispatchEvent(new Event("input")); // listeners (the kept draft) see the box emptied
         if (editing !== null) this.cancelEdit({ keepText: true });
       }
     } finally {
