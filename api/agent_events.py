@@ -159,6 +159,10 @@ class AgentCallbacks:
             "truncated": len(text) > TOOL_RESULT_CAP,
         }
         self.emit("tool_complete", data)
+        if name == work_cards.BACKGROUND_TOOL:
+            card = work_cards.process_card(tool_call_id, args, result, time.time())
+            if card is not None:
+                self.emit("work", card)
 
     def on_status(self, kind: str, message: str = "") -> None:
         message = str(message or "")

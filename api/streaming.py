@@ -30,6 +30,7 @@ from api import (
     compression,
     interrupted_turns,
     models,
+    process_cards,
     provider_errors,
     session_edit,
     session_ops,
@@ -194,6 +195,7 @@ def _run_turn(turn: Turn, session: models.Session, message: str, history: list, 
         except Exception:  # noqa: BLE001 - the sidebar row is derived; the stream still ends
             log.exception("re-indexing %s after its turn failed", turn.session_id)
         turn.finish()
+    process_cards.watch_after(turn)  # the background processes it started outlive it
     if agent is not None and error is None:
         try:
             titles.after_turn(turn.session_id, agent)
@@ -216,10 +218,14 @@ def _checkpoint_until_done(turn: Turn, runner) -> None:
     """Checkpoint the partial answer every interval; a checkpoint that cannot be saved stops the turn."""
     interval = float(_config.setting("checkpoint_interval"))
     checkpointed = (0, 0)
-    while not runner.done.wait(interval):
+    due = time.monotonic() + interval
+    # Background processes' cards refresh each second; the checkpoint keeps its own interval.
+    while not runner.done.wait(min(interval, process_cards.WATCH_INTERVAL_S)):
+        process_cards.refresh(turn)
         seen = (len(turn.partial_text), turn.work_changes)
-        if seen == checkpointed:
+        if seen == checkpointed or time.monotonic() < due:
             continue
+        due = time.monotonic() + interval
         checkpointed = seen
         try:
             _checkpoint(turn)

@@ -12,13 +12,14 @@ final or last-known state.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 GOAL_CHARS = 300  # of a subagent's goal on its card
-STEP_CHARS = 200  # of the latest step (a tool's preview, a thought)
+STEP_CHARS = 200  # of the latest step (a tool's preview, an output line)
 SUMMARY_CHARS = 2000  # of the result the card shows; the tool row holds the whole
 ROW_KEY = "work_cards"  # the answer row's field holding its cards (the model never sees it: api.sanitize)
-_ENDED = {"completed", "failed", "error", "timeout", "interrupted", "stopped"}
+_ENDED = {"completed", "failed", "error", "timeout", "interrupted", "stopped", "lost"}
 # Streamed text and batched summaries repeat the tools; "thinking" is the child's spinner line ("mulling...").
 _SKIPPED = {"subagent.text", "subagent.progress", "subagent.thinking"}
 
@@ -81,11 +82,12 @@ class Cards:
 
 
 def settled(cards: list[dict], status: str, now: float) -> list[dict]:
-    """Copies of ``cards`` with those still running marked ended as ``status`` (the turn ended first)."""
+    """Copies of ``cards`` with the subagents still running marked ended as ``status`` (the turn ended first);
+    a background process outlives its turn and stays as it is."""
     out = []
     for card in cards:
         copy = dict(card)
-        if copy.get("status") == "running":
+        if copy.get("status") == "running" and copy.get("kind") != "process":
             copy.update(status=status, ended_at=now, tool=None)
         out.append(copy)
     return out
@@ -104,3 +106,59 @@ def attach(rows: list[dict], cards: list[dict]) -> None:
     for card in cards:
         row = by_call.get(card.get("tool_id") or "") or answers[-1]
         row[ROW_KEY] = [c for c in row.get(ROW_KEY) or [] if c.get("id") != card["id"]] + [card]
+
+
+# -- background processes (the terminal tool with ``background: true``) -------------------------------
+
+BACKGROUND_TOOL = "terminal"
+OUTPUT_CHARS = 1500  # of a background process's output kept on its card
+
+
+def _json_object(value: Any) -> dict:
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return {}
+        return parsed if isinstance(parsed, dict) else {}
+    return {}
+
+
+def process_card(tool_id: str | None, args: Any, result: Any, now: float) -> dict | None:
+    """The card of a background process the terminal tool started, or None for any other terminal call."""
+    started = _json_object(result)
+    proc_id = started.get("session_id")
+    if not (_json_object(args).get("background") and isinstance(proc_id, str) and proc_id):
+        return None
+    return {
+        "id": proc_id,
+        "kind": "process",
+        "tool_id": tool_id,
+        "goal": _cut(_json_object(args).get("command"), GOAL_CHARS),
+        "status": "running",
+        "started_at": now,
+        "pid": started.get("pid") if isinstance(started.get("pid"), int) else None,
+        "tool": None,
+        "step": "",
+        "tool_count": 0,
+    }
+
+
+def process_update(card: dict, state: dict | None, now: float) -> dict:
+    """``card`` as the registry's ``state`` (``{exited, exit_code, output}``) says it is now; a process the
+    registry no longer knows (it drops old finished ones) is ``lost``."""
+    out = dict(card)
+    if state is None:
+        out.update(status="lost", ended_at=now)
+        return out
+    output = str(state.get("output") or "")
+    lines = [line for line in output.splitlines() if line.strip()]
+    out["step"] = _cut(lines[-1], STEP_CHARS) if lines else ""
+    if state.get("exited"):
+        code = state.get("exit_code")
+        out.update(status="completed" if code == 0 else "failed", ended_at=now, exit_code=code)
+        out["summary"] = output[-OUTPUT_CHARS:].strip()
+        out["duration_seconds"] = round(now - float(card.get("started_at") or now), 2)
+    return out

@@ -82,3 +82,45 @@ def test_a_card_still_running_when_the_turn_ended_is_marked_so_and_an_ended_one_
     ended = work_cards.settled(cards, "stopped", 9.0)
     assert ended[0] == {"id": "a", "status": "stopped", "tool": None, "ended_at": 9.0}
     assert ended[1] == cards[1] and cards[0]["status"] == "running"
+
+
+def test_a_background_terminal_call_makes_a_process_card_and_a_foreground_one_none():
+    started = '{"output": "Background process started", "session_id": "proc_abc", "pid": 42, "exit_code": 0}'
+    card = work_cards.process_card("call_7", {"command": "make test", "background": True}, started, 10.0)
+    assert card is not None
+    assert (card["id"], card["kind"], card["goal"], card["pid"], card["status"]) == (
+        "proc_abc",
+        "process",
+        "make test",
+        42,
+        "running",
+    )
+    assert (
+        work_cards.process_card("call_8", {"command": "ls"}, '{"output": "a", "exit_code": 0}', 1.0) is None
+    )
+    assert work_cards.process_card("call_9", '{"background": true}', "not json", 1.0) is None
+
+
+def test_a_process_card_shows_its_latest_output_line_then_its_exit_code_and_output():
+    card = {"id": "proc_abc", "kind": "process", "status": "running", "started_at": 10.0, "step": ""}
+    running = work_cards.process_update(
+        card, {"exited": False, "exit_code": None, "output": "one\ntwo\n\n"}, 11.0
+    )
+    assert running["status"] == "running" and running["step"] == "two" and "summary" not in running
+    failed = work_cards.process_update(card, {"exited": True, "exit_code": 2, "output": "boom\n"}, 14.0)
+    assert (failed["status"], failed["exit_code"], failed["summary"], failed["duration_seconds"]) == (
+        "failed",
+        2,
+        "boom",
+        4.0,
+    )
+    assert (
+        work_cards.process_update(card, {"exited": True, "exit_code": 0, "output": ""}, 12.0)["status"]
+        == "completed"
+    )
+    assert work_cards.process_update(card, None, 12.0)["status"] == "lost"
+
+
+def test_a_process_still_running_when_its_turn_ends_stays_running():
+    cards = [{"id": "proc_1", "kind": "process", "status": "running"}]
+    assert work_cards.settled(cards, "completed", 5.0) == cards

@@ -1,5 +1,6 @@
-// Long-running work as cards: a subagent `delegate_task` started, with its goal, the tool in use, the
-// latest step, the time it has run and, once it ends, its result. Live cards come from `work` events (the
+// Long-running work as cards: a subagent `delegate_task` started (its goal, the tool in use, the latest
+// step) or a background process the terminal tool started (its command, its latest output line), with the
+// time it has run and, once it ends, its result. Live cards come from `work` events (the
 // card whole each time); saved ones from the answer row's `work_cards`. A card saved as running whose turn
 // is over is shown as last seen: the server stopped before it ended.
 
@@ -12,6 +13,7 @@ const STATUS_TEXT = {
   timeout: "timed out",
   stopped: "stopped",
   interrupted: "interrupted",
+  lost: "no longer followed",
 };
 
 // "42 s", "3 min 5 s", "1 h 2 min".
@@ -38,6 +40,10 @@ export function stateLabel(card, now, live) {
 
 // The step line: the tool in use and what it works on, else the latest thought.
 export function stepLabel(card) {
+  if (card.kind === "process") {
+    if (card.status === "running") return card.step || "started";
+    return typeof card.exit_code === "number" ? `Exit code ${card.exit_code}` : "";
+  }
   const tools = card.tool_count ? ` (${card.tool_count} tool call${card.tool_count === 1 ? "" : "s"})` : "";
   if (card.status !== "running") return card.tool_count ? `Used ${card.tool_count} tool call${card.tool_count === 1 ? "" : "s"}` : "";
   if (card.tool) return `${card.tool}${card.step ? `: ${card.step}` : ""}${tools}`;
@@ -49,7 +55,7 @@ function fill(node, card, live) {
   node.dataset.status = card.status || "running";
   node.classList.toggle("work-ended", card.status !== "running");
   node.classList.toggle("work-failed", ["failed", "error", "timeout"].includes(card.status));
-  node.querySelector(".work-goal").textContent = card.goal || "Subagent";
+  node.querySelector(".work-goal").textContent = card.goal || (card.kind === "process" ? "a command" : "Subagent");
   node.querySelector(".work-state").textContent = stateLabel(card, Date.now() / 1000, live);
   node.querySelector(".work-step").textContent = stepLabel(card);
   const summary = node.querySelector(".work-summary");
@@ -61,10 +67,12 @@ function fill(node, card, live) {
 export function workCard(card, { live = false } = {}) {
   const node = el("section", "work-card");
   node.dataset.workId = card.id || "";
-  node.setAttribute("aria-label", "Subagent");
+  const process = card.kind === "process";
+  if (process) node.classList.add("work-process");
+  node.setAttribute("aria-label", process ? "Background process" : "Subagent");
   const head = el("div", "work-head");
   const task = card.task_count > 1 ? ` ${card.task_index + 1}/${card.task_count}` : "";
-  head.append(el("span", "work-kind", `Subagent${task}`), el("span", "work-state"));
+  head.append(el("span", "work-kind", process ? "Background process" : `Subagent${task}`), el("span", "work-state"));
   node.append(head, el("div", "work-goal"), el("div", "work-step"), el("div", "work-summary"));
   fill(node, card, live);
   return node;

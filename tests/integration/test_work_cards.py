@@ -107,3 +107,50 @@ def _eventually(check, timeout: float = 10.0) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+@pytest.fixture(scope="module")
+def terminal_srv(llm, tmp_path_factory):
+    root = tmp_path_factory.mktemp("process_cards")
+    with agent_server(
+        root,
+        llm.base_url,
+        toolsets="terminal",
+        env={"TALARIA_CHECKPOINT_INTERVAL": "0.2", "TALARIA_WORKSPACE_ROOTS": str(root)},
+    ) as server:
+        yield server
+
+
+def _background(call_id: str, command: str) -> Reply:
+    args = {"command": command, "background": True}
+    return Reply(text="", tool_calls=[{"id": call_id, "name": "terminal", "arguments": args}])
+
+
+def test_a_background_process_card_follows_the_process_live_to_its_exit(terminal_srv, fake):
+    sid = new_session(terminal_srv)
+    command = "sleep 0.5; echo finished-ok"
+    fake.script(_background("call_p1", command), Reply(text="It ran.", delay=3.0))
+    with SSE(terminal_srv, start(terminal_srv, sid, "run it in the background")) as sse:
+        events = list(sse)
+    assert_well_formed(events)
+    cards = named(events, "work")
+    assert cards[0]["kind"] == "process" and cards[0]["goal"] == command and cards[0]["status"] == "running"
+    assert cards[0]["tool_id"] == "call_p1" and cards[0]["id"].startswith("proc_")
+    last = cards[-1]
+    assert last["status"] == "completed" and last["exit_code"] == 0 and "finished-ok" in last["summary"]
+    assert _saved_cards(on_disk(terminal_srv, sid)) == [last]
+
+
+def test_a_background_process_that_outlives_its_turn_has_its_end_saved_on_the_card(terminal_srv, fake):
+    sid = new_session(terminal_srv)
+    command = "sleep 2; echo later; exit 3"
+    fake.script(_background("call_p2", command), Reply(text="Started it."))
+    events = list(SSE(terminal_srv, start(terminal_srv, sid, "start it and go")))
+    assert_well_formed(events)
+    (card,) = _saved_cards(on_disk(terminal_srv, sid))
+    assert card["status"] == "running" and card["goal"] == command
+    updated_at = on_disk(terminal_srv, sid)["updated_at"]
+    assert _eventually(lambda: _saved_cards(on_disk(terminal_srv, sid))[0]["status"] != "running", 15)
+    (card,) = _saved_cards(on_disk(terminal_srv, sid))
+    assert card["status"] == "failed" and card["exit_code"] == 3 and "later" in card["summary"]
+    assert on_disk(terminal_srv, sid)["updated_at"] == updated_at  # not activity: the sidebar order stays

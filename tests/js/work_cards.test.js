@@ -29,3 +29,10 @@ test("the step names the tool in use and what it works on, then how many calls t
   assert.equal(stepLabel({ status: "running", tool: null, step: "", tool_count: 0 }), "starting…");
   assert.equal(stepLabel({ status: "completed", tool_count: 1 }), "Used 1 tool call");
 });
+
+test("a background process's step is its latest output line, then its exit code", () => {
+  assert.equal(stepLabel({ kind: "process", status: "running", step: "listening on :8000" }), "listening on :8000");
+  assert.equal(stepLabel({ kind: "process", status: "running", step: "" }), "started");
+  assert.equal(stepLabel({ kind: "process", status: "failed", exit_code: 2 }), "Exit code 2");
+  assert.equal(stateLabel({ kind: "process", status: "lost", started_at: 0, ended_at: 4 }, 9, false), "no longer followed · 4 s");
+});
