@@ -39,7 +39,13 @@ def state_of(proc_id: str) -> dict | None:
         return {"exited": False, "exit_code": None, "output": ""}
     if found is None:
         return None
-    return {"exited": bool(found.exited), "exit_code": found.exit_code, "output": found.output_buffer or ""}
+    output = found.output_buffer or ""
+    clean = getattr(registry, "_clean_shell_noise", None)  # the agent's own: bash's startup warnings go
+    return {
+        "exited": bool(found.exited),
+        "exit_code": found.exit_code,
+        "output": clean(output) if callable(clean) else output,
+    }
 
 
 def _running(cards: list[dict]) -> list[dict]:

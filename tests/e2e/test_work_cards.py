@@ -23,6 +23,7 @@ def work_server(tmp_path_factory, llm):
     root = tmp_path_factory.mktemp("work-cards-e2e")
     env = {"TALARIA_CHECKPOINT_INTERVAL": "0.5"}
     with agent_server(root, llm.base_url, toolsets="delegation,todo", env=env) as srv:
+        _wait_for_the_model_list(srv)
         yield srv
 
 
