@@ -3,7 +3,8 @@
 Events (``on_event(name, data)``, called from agent threads, serialized by a lock):
 ``token {text}``, ``reasoning {text}``, ``tool {id, name, args}``,
 ``tool_complete {id, name, result, is_error, truncated}``, ``status {kind, message}``,
-``compressing {message}``, ``interim {text, already_streamed}``.
+``compressing {message}``, ``interim {text, already_streamed}``, ``work {card}`` (a subagent's card as it
+is now, ``api.work_cards``).
 
 hermes-agent is not imported here: the one verdict that needs it (did a tool fail, when the agent's
 completion event carried no error flag) is ``AgentCallbacks.tool_failed``, which ``api.agent_runtime`` (the
@@ -14,9 +15,11 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
+from api import work_cards
 from api.errors import Conflict
 
 log = logging.getLogger(__name__)
@@ -25,6 +28,7 @@ OnEvent = Callable[[str, dict[str, Any]], object]  # what a sink returns is not 
 
 TOOL_RESULT_CAP = 8000  # characters of a tool result carried in a tool_complete event
 _COMPACTION_MARKERS = ("Compacting context", "Preflight compression")
+DELEGATE_TOOL = "delegate_task"  # the agent's tool whose children report through tool_progress
 
 
 def _squash(text: str) -> str:
@@ -44,6 +48,8 @@ class AgentCallbacks:
         self._streamed: list[str] = []
         self._compressing_sent = False
         self._compress_events: list[dict[str, Any]] = []
+        self._cards = work_cards.Cards()
+        self._delegations: list[str] = []  # delegate_task calls running, oldest first
         # tool.completed carries is_error; the id-tagged tool_complete callback follows on the same thread
         self._tool_outcome = threading.local()
 
@@ -60,6 +66,8 @@ class AgentCallbacks:
             self._streamed = []
             self._compressing_sent = False
             self._compress_events = []
+            self._cards = work_cards.Cards()
+            self._delegations = []
 
     def end_turn(self) -> list[dict[str, Any]]:
         """Detach the sink; returns the ``session:compress`` payloads seen during the turn."""
@@ -110,7 +118,9 @@ class AgentCallbacks:
     def on_tool_progress(
         self, event_type: str, name: str = "", preview: Any = None, args: Any = None, **kw: Any
     ) -> None:
-        if event_type == "tool.completed":
+        if isinstance(event_type, str) and event_type.startswith("subagent."):
+            self._subagent_event(event_type, name, preview, kw)
+        elif event_type == "tool.completed":
             self._tool_outcome.last = (name, bool(kw.get("is_error")))
         elif event_type == "reasoning.available" and isinstance(preview, str) and preview.strip():
             with self._lock:
@@ -118,10 +128,25 @@ class AgentCallbacks:
             if _squash(preview) not in streamed:  # otherwise it only echoes the streamed answer
                 self.emit("reasoning", {"text": preview})
 
+    def _subagent_event(self, event_type: str, name: Any, preview: Any, extra: dict[str, Any]) -> None:
+        with self._lock:
+            # A child names its subagent, not the call that started it: the newest running delegation.
+            tool_id = self._delegations[-1] if self._delegations else None
+            card = self._cards.fold(event_type, name, preview, extra, tool_id, time.time())
+        if card is not None:
+            self.emit("work", card)
+
     def on_tool_start(self, tool_call_id: str, name: str, args: Any) -> None:
+        if name == DELEGATE_TOOL:
+            with self._lock:
+                self._delegations.append(tool_call_id)
         self.emit("tool", {"id": tool_call_id, "name": name, "args": args})
 
     def on_tool_complete(self, tool_call_id: str, name: str, args: Any, result: Any) -> None:
+        if name == DELEGATE_TOOL:
+            with self._lock:
+                if tool_call_id in self._delegations:
+                    self._delegations.remove(tool_call_id)
         last = getattr(self._tool_outcome, "last", None)
         self._tool_outcome.last = None
         is_error = last[1] if last and last[0] == name else self.tool_failed(name, result)
@@ -134,6 +159,10 @@ class AgentCallbacks:
             "truncated": len(text) > TOOL_RESULT_CAP,
         }
         self.emit("tool_complete", data)
+        if name == work_cards.BACKGROUND_TOOL:
+            card = work_cards.process_card(tool_call_id, args, result, time.time())
+            if card is not None:
+                self.emit("work", card)
 
     def on_status(self, kind: str, message: str = "") -> None:
         message = str(message or "")

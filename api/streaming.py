@@ -32,6 +32,7 @@ from api import (
     environments,
     interrupted_turns,
     models,
+    process_cards,
     provider_errors,
     queue_items,
     session_edit,
@@ -128,6 +129,7 @@ def start_turn(
                 session.model = model
             session.active_stream_id = stream_id
             session.pending_user_message = message
+            session.composer_draft = {}  # sent: the draft kept for other tabs and devices is gone
             session.pending_started_at = now
             session_ops.advance_watermark_after_turn(session, now)
             turn_journal.start(turn)  # live before the save, so the row it indexes says "streaming"
@@ -209,6 +211,7 @@ def _run_turn(turn: Turn, session: models.Session, message: str, history: list[A
         except Exception:  # noqa: BLE001 - the sidebar row is derived; the stream still ends
             log.exception("re-indexing %s after its turn failed", turn.session_id)
         turn.finish()
+    process_cards.watch_after(turn)  # the background processes it started outlive it
     if agent is not None and error is None:
         try:
             titles.after_turn(turn.session_id, agent)
@@ -245,11 +248,16 @@ def _save_failed_text(exc: BaseException, what: str) -> str:
 def _checkpoint_until_done(turn: Turn, runner: agent_turn.TurnRunner) -> None:
     """Checkpoint the partial answer every interval; a checkpoint that cannot be saved stops the turn."""
     interval = float(_config.setting("checkpoint_interval"))
-    checkpointed = 0
-    while not runner.done.wait(interval):
-        if len(turn.partial_text) == checkpointed:
+    checkpointed = (0, 0)
+    due = time.monotonic() + interval
+    # Background processes' cards refresh each second; the checkpoint keeps its own interval.
+    while not runner.done.wait(min(interval, process_cards.WATCH_INTERVAL_S)):
+        process_cards.refresh(turn)
+        seen = (len(turn.partial_text), turn.work_changes)
+        if seen == checkpointed or time.monotonic() < due:
             continue
-        checkpointed = len(turn.partial_text)
+        due = time.monotonic() + interval
+        checkpointed = seen
         try:
             _checkpoint(turn)
         except Exception as exc:  # noqa: BLE001 - the disk refused: stop the agent rather than lose more

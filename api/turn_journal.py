@@ -108,6 +108,10 @@ class Turn:
         self.partial_text: list[str] = []
         self.partial_reasoning: list[str] = []
         self.history_tokens: int | None = None
+        self.work_cards: dict[
+            str, dict[str, Any]
+        ] = {}  # the newest state of each long-running work card (api.work_cards)
+        self.work_changes = 0  # how many times a card changed: a checkpoint saves the cards too
 
     @property
     def finished(self) -> bool:
@@ -142,6 +146,9 @@ class Turn:
                 self.partial_text.append(data.get("text") or "")
             elif name == "reasoning":
                 self.partial_reasoning.append(data.get("text") or "")
+            elif name == "work" and isinstance(data.get("id"), str):
+                self.work_cards[data["id"]] = data
+                self.work_changes += 1
             self.cond.notify_all()
             return seq
 

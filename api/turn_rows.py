@@ -13,6 +13,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
+from api import work_cards
 from api.sanitize import scrub_surrogates
 from api.session_fields import message_text
 
@@ -27,6 +28,8 @@ def partial_row(turn: Turn, now: float) -> dict[str, Any]:
     row = {"role": "assistant", "content": "".join(turn.partial_text), "timestamp": now, "_partial": True}
     if turn.partial_reasoning:
         row["reasoning"] = "".join(turn.partial_reasoning)
+    if turn.work_cards:  # a crash leaves the cards as last seen, still running
+        row[work_cards.ROW_KEY] = list(turn.work_cards.values())
     return row
 
 
@@ -104,6 +107,9 @@ def turn_outcome(
         elif rows[-1].get("role") == "assistant":
             rows[-1]["_partial"] = True
     stamp(rows, now)
+    if turn.work_cards:  # work the turn did not see end ended with it
+        ended = "interrupted" if interrupted else "stopped" if stopped or error else "completed"
+        work_cards.attach(rows, work_cards.settled(list(turn.work_cards.values()), ended, now))
     return Outcome(rows, error, stopped, interrupted)
 
 

@@ -1,10 +1,11 @@
 // The agent's own conversations from other platforms (CLI, Telegram, cron...) in the sidebar: a filter by
-// source (cron and webhook runs hidden until asked for, the choice kept in this browser) and their rows.
+// source (cron and webhook runs, and the subagents a delegation ran — shown on its card — hidden until asked
+// for, the choice kept in this browser) and their rows.
 
 import { el } from "./dom.js";
 
 const STORE_KEY = "talaria.agentSources";
-export const HIDDEN_BY_DEFAULT = Object.freeze(["cron", "webhook"]);
+export const HIDDEN_BY_DEFAULT = Object.freeze(["cron", "webhook", "subagent"]);
 
 export function sourceOf(row) {
   return String(row.source || "other");

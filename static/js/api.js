@@ -109,6 +109,7 @@ export const api = {
     postJSON("/api/session/compress", focusTopic ? { session_id: sessionId, focus_topic: focusTopic } : { session_id: sessionId }),
   uncompress: (sessionId) => postJSON("/api/session/uncompress", { session_id: sessionId }),
 
+  saveDraft: (sessionId, text) => postJSON("/api/session/draft", { session_id: sessionId, text }),
   chatStart: (sessionId, message, attachments) =>
     postJSON("/api/chat/start", attachments?.length ? { session_id: sessionId, message, attachments } : { session_id: sessionId, message }),
   attach: (sessionId, name, data) => postJSON("/api/session/attach", { session_id: sessionId, name, data }),

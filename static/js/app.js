@@ -6,6 +6,7 @@ import { AttachmentTray } from "./attachments.js";
 import { ChatView } from "./chat.js";
 import { findCommand, loadAgentCommands, refusal } from "./commands.js";
 import { Composer } from "./composer.js";
+import { DraftKeeper } from "./drafts.js";
 import { followRow } from "./freshness.js";
 import { showLogin } from "./login.js";
 import { showLineage } from "./lineage.js";
@@ -129,6 +130,7 @@ class App {
       onCommand: (name, arg) => this.command(name, arg),
       onStop: () => this.stop(),
     });
+    this.drafts = new DraftKeeper($("composer-input"), { isEditing: () => this.composer.editing !== null });
     this.workspace = new WorkspacePicker({ root: $("workspace-picker"), onChanged: (row) => this.sessionChanged(row) });
     this.environment = new EnvironmentPicker({ root: $("environment-picker"), onChanged: (row) => this.sessionChanged(row) });
     this.workspace.menu.append(this.environment.shortcut);
@@ -252,6 +254,7 @@ class App {
 
   onSession(session) {
     this.queue.show(session?.read_only ? [] : session?.queued_messages);
+    this.drafts.open(session);
     if (session && !session.read_only && session.session_id) {
       this.sessions.upsert(session);
       // The sidebar keeps the newest copy of the row: an answer older than it shows the row's header fields.
@@ -444,6 +447,7 @@ class App {
       const attached = this.attachments.paths();
       this.chat.appendUserBubble(text);
       this.chat.starting = true;
+      this.drafts.sent();
       const started = await api.chatStart(sid, text, attached);
       this.attachments.clear();
       this.chat.follow(started.stream_id);

@@ -400,6 +400,9 @@ export class ChatView {
         live.toolComplete(data);
         this.onTool?.(name, data);
         break;
+      case "work":
+        live.work(data);
+        break;
       case "status":
         live.setStatus(data.message || "");
         break;

@@ -112,6 +112,7 @@ export class Composer {
         : await this.onSend?.(text, { editIdx: editing, mode });
       if (accepted !== false) {
         this.input.value = "";
+        this.input.dispatchEvent(new Event("input")); // listeners (the kept draft) see the box emptied
         if (editing !== null) this.cancelEdit({ keepText: true });
       }
     } finally {

@@ -10,6 +10,7 @@ import { decorateCode } from "./actions.js";
 import { hydrateMedia } from "./media.js";
 import { el } from "./dom.js";
 import { reasoningBlock, setToolResult, toolCard } from "./render.js";
+import { placeWorkCard, tick, updateWorkCard, workCard } from "./work_cards.js";
 
 export class LiveTurn {
   constructor(container, sessionId) {
@@ -25,6 +26,8 @@ export class LiveTurn {
     this.reasoningBody = null;
     this.segments = []; // one { body, blocks: [[node...]...], plain: <code> | null } per text segment
     this.cards = new Map();
+    this.works = new Map(); // subagent cards by id
+    this.ticker = null; // refreshes the running cards' elapsed time each second
     container.append(this.article);
   }
 
@@ -79,6 +82,19 @@ export class LiveTurn {
     this.setStatus("");
   }
 
+  // A subagent's card, whole, as it is now: created after its delegation's tool card, then updated.
+  work(card) {
+    if (!card || typeof card.id !== "string") return;
+    const node = this.works.get(card.id);
+    if (node) updateWorkCard(node, card, { live: true });
+    else {
+      const created = workCard(card, { live: true });
+      this.works.set(card.id, created);
+      placeWorkCard(this.article, created, card.tool_id ? this.cards.get(card.tool_id) : null);
+    }
+    if (!this.ticker) this.ticker = setInterval(() => tick(this.article), 1000);
+  }
+
   note(kind, message) {
     this.article.append(el("p", `live-note live-note-${kind}`, message));
   }
@@ -100,9 +116,13 @@ export class LiveTurn {
 
   finish() {
     this.article.removeAttribute("aria-busy");
+    clearInterval(this.ticker);
+    this.ticker = null;
   }
 
   remove() {
+    clearInterval(this.ticker);
+    this.ticker = null;
     this.article.remove();
   }
 }

@@ -6,6 +6,7 @@ import { el } from "./dom.js";
 import { skillInvocation } from "./skill_message.js";
 import { HUMAN_TOOLS, humanView, toolBrief } from "./toolviews.js";
 import { usageLabel, usageTitle } from "./usage_labels.js";
+import { placeWorkCard, workCard } from "./work_cards.js";
 
 const RESULT_PREVIEW_CHARS = 20000;
 
@@ -254,6 +255,11 @@ export function renderMessage(msg, { toolCards } = {}) {
     const card = toolCard(call);
     article.append(card);
     if (toolCards && call.id) toolCards.set(call.id, card);
+  }
+  for (const work of Array.isArray(msg.work_cards) ? msg.work_cards : []) {
+    if (!work || typeof work !== "object") continue;
+    const caller = [...article.querySelectorAll(":scope > .tool-card")].find((c) => work.tool_id && c.dataset.toolCallId === work.tool_id);
+    placeWorkCard(article, workCard(work), caller);
   }
 
   if (msg._error) {

@@ -9,6 +9,7 @@ export const EVENT_NAMES = [
   "reasoning",
   "tool",
   "tool_complete",
+  "work",
   "status",
   "compressing",
   "compressed",

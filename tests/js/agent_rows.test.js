@@ -9,6 +9,7 @@ test("cron and webhook runs are hidden until chosen, every other source is shown
   assert.equal(isShown("telegram", {}), true);
   assert.equal(isShown("cron", {}), false);
   assert.equal(isShown("webhook", {}), false);
+  assert.equal(isShown("subagent", {}), false);
   assert.equal(isShown("cron", { cron: true }), true);
   assert.equal(isShown("cli", { cli: false }), false);
 });
