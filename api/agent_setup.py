@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from api import agent_pool, agent_runtime, endpoint_probe, model_catalog
+from api import agent_pool, agent_runtime, endpoint_probe, model_catalog, worker_pool
 from api.errors import ApiError, BadRequest
 
 log = logging.getLogger("talaria.setup")
@@ -183,5 +183,6 @@ def save_setup(body: dict) -> dict:
     _hermes("hermes_cli.auth").deactivate_provider()  # an OAuth provider must not win auto-resolution
     model_catalog.invalidate()
     agent_pool.forget_idle_agents()
+    worker_pool.POOL.forget_idle_agents()  # the workers' agents too; warmed workers build a fresh one
     log.info("agent model set up: %s (%s)", model, kind)
     return setup_status()

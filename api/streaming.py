@@ -38,6 +38,7 @@ from api import (
     turn_journal,
     turn_rows,
     turn_scope,
+    worker_pool,
     workspace,
 )
 from api import config as _config
@@ -49,7 +50,7 @@ from api.turn_journal import Turn
 
 log = logging.getLogger("talaria.streaming")
 
-_AGENT_STOP_S = 30.0  # how long a stopped agent may take to return before it is closed instead
+_AGENT_STOP_S = agent_pool.STOP_WAIT_S
 _TITLE_CHARS = 60
 
 
@@ -139,28 +140,37 @@ def _run_turn(turn: Turn, session: models.Session, message: str, history: list, 
     error: tuple[str, str | None] | None = None
     save_error: tuple[str, str | None] | None = None
     key = agent = None
+    runtime: dict | None = None  # the agent's runtime, for the title call
+    answered = False  # an agent ran the turn (a title may follow)
     needs_setup = False  # no model configured: the page offers its setup form with the error
     live_render = LiveRender(turn.append)
     try:
-        key, agent = agent_pool.take(session)
-        runner = agent_turn.TurnRunner(
-            agent,
-            agent_runtime.user_content(agent, message, turn.image_paths),
-            history,
-            live_render,
-            persist_text=message,
-            persist_timestamp=user_ts,
-            scope=turn_scope.for_turn(session, turn.append),
-        )
-        turn.runner = runner
-        if turn.cancel_requested:
-            raise _Cancelled()
-        runner.start()
+        if worker_pool.enabled():
+            runner: Any = _start_in_worker(turn, session, message, history, user_ts, live_render)
+        else:
+            key, agent = agent_pool.take(session)
+            runner = agent_turn.TurnRunner(
+                agent,
+                agent_runtime.user_content(agent, message, turn.image_paths),
+                history,
+                live_render,
+                persist_text=message,
+                persist_timestamp=user_ts,
+                scope=turn_scope.for_turn(session, turn.append),
+            )
+            turn.runner = runner
+            if turn.cancel_requested:
+                raise _Cancelled()
+            runner.start()
         if turn.cancel_requested:  # a cancel between the check above and start() was cleared by start()
             runner.interrupt("Stopped by the user")
         _checkpoint_until_done(turn, runner)
         result = runner.result
-        if result is not None and result.error:  # say what to do about a refused URL, key or model
+        answered = result is not None
+        if isinstance(runner, worker_pool.RemoteRunner):
+            runtime = runner.main_runtime
+            error, needs_setup = _worker_outcome(turn, runner)
+        elif result is not None and result.error:  # say what to do about a refused URL, key or model
             result.error = provider_errors.explain(result.error, provider_errors.endpoint_of(agent))
     except _Cancelled:
         pass
@@ -176,9 +186,9 @@ def _run_turn(turn: Turn, session: models.Session, message: str, history: list, 
     finally:
         live_render.close()
         if agent is not None and key is not None:
-            _release_agent(
-                key, agent, turn.runner, stopped=turn.cancel_requested or bool(result and result.interrupted)
-            )
+            runtime = agent_runtime.main_runtime(agent)
+            stopped = turn.cancel_requested or bool(result and result.interrupted)
+            agent_pool.release(key, agent, turn.runner, stopped=stopped)
     try:
         _finalize(turn, result, error, needs_setup)
     except Exception as exc:  # noqa: BLE001 - the stream still ends, with the reason
@@ -193,11 +203,35 @@ def _run_turn(turn: Turn, session: models.Session, message: str, history: list, 
         except Exception:  # noqa: BLE001 - the sidebar row is derived; the stream still ends
             log.exception("re-indexing %s after its turn failed", turn.session_id)
         turn.finish()
-    if agent is not None and error is None:
+    if answered and error is None:
         try:
-            titles.after_turn(turn.session_id, agent)
+            titles.after_turn(turn.session_id, runtime)
         except Exception:  # noqa: BLE001 - a title is a nicety; the turn is saved
             log.exception("starting the title of %s failed", turn.session_id)
+
+
+def _start_in_worker(
+    turn: Turn, session: models.Session, message: str, history: list, user_ts: float, live_render: LiveRender
+) -> worker_pool.RemoteRunner:
+    scope = turn_scope.for_turn(session, turn.append)
+    runner = worker_pool.start_turn(session, message, turn.image_paths, history, user_ts, live_render, scope)
+    turn.runner = runner
+    return runner
+
+
+def _worker_outcome(
+    turn: Turn, runner: worker_pool.RemoteRunner
+) -> tuple[tuple[str, str | None] | None, bool]:
+    """A worker's turn that built no agent is an error; one whose worker ended is interrupted."""
+    if runner.failure is not None:
+        return (runner.failure[0], None), runner.failure[1]
+    if runner.lost:
+        turn.worker_lost = True
+        turn.append("status", {"kind": "warn", "message": WORKER_LOST_TEXT})
+    return None, False
+
+
+WORKER_LOST_TEXT = "The agent's worker process ended during this turn; what it had streamed is kept."
 
 
 class _SaveFailed(Exception):
@@ -226,23 +260,6 @@ def _checkpoint_until_done(turn: Turn, runner) -> None:
             runner.interrupt("Saving the conversation failed")
             runner.done.wait(_AGENT_STOP_S)
             raise _SaveFailed(_save_failed_text(exc, "the conversation")) from exc
-
-
-def _release_agent(key: str, agent, runner, stopped: bool) -> None:
-    """Back to the pool once its turn has ended, unless the turn was stopped: then it is closed.
-
-    A stopped agent can still have a model call in flight (the HTTP client retries an abandoned
-    request), whose late tokens would reach the next turn through the same callbacks; closing the
-    agent ends that call and the next turn builds a fresh one.
-    """
-    done = runner is None or runner.done.is_set() or runner.done.wait(_AGENT_STOP_S)
-    if done and not stopped:
-        agent_pool.give_back(key, agent)
-        return
-    if not done:
-        log.warning("an agent did not stop within %.0f s; closing it", _AGENT_STOP_S)
-        runner.interrupt("Talaria closed this agent")
-    agent_runtime.close_agent(agent)
 
 
 class _Cancelled(Exception):
