@@ -157,19 +157,21 @@ class Worker:
         )
 
     def _turn(self, frame: dict) -> None:
+        """Run one turn and send its result; whatever fails, the server hears how the turn ended."""
         turn_id = frame["id"]
         try:
-            key, agent = agent_pool.take_spec(frame["spec"])
+            self.channel.send({"op": "result", "id": turn_id, **self._run(turn_id, frame)})
         except agent_runtime.ProviderNotConfigured as exc:
-            self._send_result(turn_id, failure=[exc.message, True])
-            return
+            self.channel.send({"op": "result", "id": turn_id, "failure": [exc.message, True]})
         except ApiError as exc:
-            self._send_result(turn_id, failure=[exc.message, False])
-            return
+            self.channel.send({"op": "result", "id": turn_id, "failure": [exc.message, False]})
         except Exception as exc:  # noqa: BLE001 - any failure becomes the turn's error, never a lost turn
-            log.exception("building the agent of turn %s failed", turn_id)
-            self._send_result(turn_id, failure=[f"The turn failed: {type(exc).__name__}: {exc}", False])
-            return
+            log.exception("turn %s failed", turn_id)
+            failure = [f"The turn failed: {type(exc).__name__}: {exc}", False]
+            self.channel.send({"op": "result", "id": turn_id, "failure": failure})
+
+    def _run(self, turn_id: str, frame: dict) -> dict:
+        key, agent = agent_pool.take_spec(frame["spec"])
         runner = agent_turn.TurnRunner(
             agent,
             agent_runtime.user_content(agent, frame["text"], list(frame.get("image_paths") or [])),
@@ -193,26 +195,14 @@ class Worker:
             result = runner.result
             if result is not None and result.error:  # say what to do about a refused URL, key or model
                 result.error = provider_errors.explain(result.error, provider_errors.endpoint_of(agent))
-            self._send_result(turn_id, result=result, runtime=agent_runtime.main_runtime(agent))
+            fields = None if result is None else dict(result.__dict__)
+            return {"result": fields, "runtime": agent_runtime.main_runtime(agent)}
         finally:
             with self._lock:
                 self._runners.pop(turn_id, None)
                 stopped = self._stopped.pop(turn_id, None) is not None
             interrupted = bool(runner.result and runner.result.interrupted)
             agent_pool.release(key, agent, runner if runner.done.is_set() else None, stopped or interrupted)
-
-    def _send_result(
-        self,
-        turn_id: str,
-        *,
-        result: agent_turn.TurnResult | None = None,
-        runtime: dict | None = None,
-        failure: list | None = None,
-    ) -> None:
-        fields = None if result is None else dict(result.__dict__)
-        self.channel.send(
-            {"op": "result", "id": turn_id, "result": fields, "runtime": runtime, "failure": failure}
-        )
 
 
 def main(argv: list[str] | None = None) -> int:

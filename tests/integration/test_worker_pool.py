@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from talaria_testing.chat_client import chat, named, names, new_session, on_disk, session, start, text_of
+from talaria_testing.chat_client import SSE, chat, named, names, new_session, on_disk, session, start, text_of
 from talaria_testing.fake_llm import Reply, agent_server
 from talaria_testing.server_proc import ServerProc
 from tests.integration.test_approvals import Stream, respond, terminal_call, victim_folder
@@ -222,3 +222,39 @@ def test_a_worker_is_recycled_after_its_turns_and_no_worker_outlives_the_server(
         (second,) = worker_pids(server)
         assert second != first
     assert not alive(second)
+
+
+def _first_token_s(srv: ServerProc, sid: str, message: str) -> float:
+    started = time.monotonic()
+    with SSE(srv, start(srv, sid, message), timeout=WAIT_S) as sse:
+        for _, name, _ in sse:
+            if name == "token":
+                return time.monotonic() - started
+    raise AssertionError("no token")
+
+
+def _wait_for_line(srv: ServerProc, needle: str, after: int = 0) -> None:
+    wait_for(lambda: any(needle in line for line in list(srv.output)[after:]), what=repr(needle))
+
+
+def test_warm_workers_give_the_first_turn_its_first_token_within_a_second_also_after_a_setup_save(
+    llm, fake, tmp_path
+):
+    server = _server(tmp_path, llm.base_url)
+    with server:
+        sid = new_session(server)
+        fake.script("seeded")
+        assert text_of(chat(server, sid, "seed")) == "seeded"
+    server.extra_env["TALARIA_WARM_UP"] = "1"
+    with server:
+        _wait_for_line(server, f"warm-up: built the agent of session {sid}")
+        _wait_for_line(server, "warm-up done in")
+        fake.script(Reply(text="warm answer"))
+        assert _first_token_s(server, sid, "first after the start") <= 1.0
+        seen = len(server.output)
+        setup = {"kind": "custom", "base_url": llm.base_url, "model": "fake-model"}
+        assert server.json("POST", "/api/onboarding/setup", setup)[0] == 200
+        _wait_for_line(server, f"warm-up: built the agent of session {sid}", after=seen)
+        _wait_for_line(server, "warm-up done in", after=seen)
+        fake.script(Reply(text="after the setup"))
+        assert _first_token_s(server, sid, "first after the setup") <= 1.0
