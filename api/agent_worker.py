@@ -62,11 +62,14 @@ class Worker:
         threading.Thread(target=self._beat, name="heartbeat", daemon=True).start()
         while True:
             frame = self.channel.receive()
-            if frame is None or frame.get("op") == "stop":
+            if frame is None:  # the server is gone: nobody is left to send a result to
+                break
+            if frame.get("op") == "stop":
+                self._ended.set()
+                self._stop_turns()
                 break
             self._dispatch(frame)
         self._ended.set()
-        self._stop_turns()
 
     def _dispatch(self, frame: dict) -> None:
         op = frame.get("op")

@@ -439,9 +439,11 @@ def cancel_turn(stream_id: str | None = None, session_id: str | None = None) -> 
     if turn.finished:
         return {"ok": True, "finished": True}
     turn.cancel_requested = True
-    turn_scope.cancel(turn.session_id)
+    # The agent is interrupted before its question is settled: in a worker process the stop then arrives
+    # ahead of the deny, so the agent never goes on to its next model call.
     if turn.runner is not None:
         turn.runner.interrupt("Stopped by the user")
+    turn_scope.cancel(turn.session_id)
     return {"ok": True}
 
 

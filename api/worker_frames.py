@@ -14,6 +14,8 @@ from typing import Any
 
 import orjson
 
+from api.sanitize import scrub_surrogates
+
 _HEADER = struct.Struct(">I")
 MAX_FRAME_BYTES = 512 * 1024 * 1024  # a whole model context fits; a corrupt length does not allocate more
 _DUMP_OPTIONS = orjson.OPT_NON_STR_KEYS
@@ -25,7 +27,10 @@ class FrameError(Exception):
 
 def encode(frame: dict) -> bytes:
     # The agent's result can hold values JSON does not know (a provider's objects): they travel as text.
-    body = orjson.dumps(frame, default=str, option=_DUMP_OPTIONS)
+    try:
+        body = orjson.dumps(frame, default=str, option=_DUMP_OPTIONS)
+    except orjson.JSONEncodeError:  # a lone surrogate from the model: U+FFFD, as the journal keeps it
+        body = orjson.dumps(scrub_surrogates(frame), default=str, option=_DUMP_OPTIONS)
     return _HEADER.pack(len(body)) + body
 
 

@@ -70,3 +70,9 @@ def test_a_frame_cut_short_reads_as_a_closed_end():
     left.close()
     assert receiver.receive() is None
     receiver.close()
+
+
+def test_a_lone_surrogate_from_the_model_travels_as_the_replacement_character(pair):
+    a, b = pair
+    assert a.send({"name": "token", "data": {"text": "half \ud800 of a pair"}})
+    assert b.receive() == {"name": "token", "data": {"text": "half \ufffd of a pair"}}
