@@ -15,6 +15,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from api import agent_runtime, models, provider_errors, toolsets
@@ -24,6 +25,7 @@ log = logging.getLogger("talaria.agent_pool")
 
 CACHE_MAX = 8
 BUILD_WAIT_S = 120.0
+STOP_WAIT_S = 30.0  # how long a stopped agent may take to return before it is closed instead
 # What building the first agent imports: the agent, its database, provider resolution, the tool registry.
 _PRELOAD_BUILD = (
     "run_agent",
@@ -48,36 +50,78 @@ _WARM_UP_DONE = threading.Event()
 _WARM_UP_DONE.set()  # no warm-up running
 
 
-def key_for(session: models.Session) -> str:
+def spec_for(session: models.Session) -> dict[str, Any]:
+    """What a session's agent is built from, as plain data (a worker process builds from it too)."""
+    return {
+        "session_id": session.session_id,
+        "model": session.model or "",
+        "provider": session.model_provider or "",
+        "toolsets": toolsets.session_toolsets(session),
+        "reasoning_effort": session.reasoning_effort or "",
+    }
+
+
+def key_of(spec: dict[str, Any]) -> str:
     # A model, provider or toolset switch, or an edit of the agent's config (here or by `hermes model`),
     # changes the key: the next turn builds a fitting agent.
-    enabled = toolsets.session_toolsets(session)
     stamp = agent_runtime.config_stamp()
-    effort = session.reasoning_effort or ""
     return "\x00".join(
-        [session.session_id, session.model or "", session.model_provider or "", stamp, effort, *enabled]
+        [
+            spec["session_id"],
+            spec["model"],
+            spec["provider"],
+            stamp,
+            spec["reasoning_effort"],
+            *spec["toolsets"],
+        ]
     )
 
 
-def _build(session: models.Session) -> Any:
+def key_for(session: models.Session) -> str:
+    return key_of(spec_for(session))
+
+
+def _build(spec: dict[str, Any]) -> Any:
     return agent_runtime.build_agent(
-        session.session_id,
-        session.model,
-        session.model_provider,
+        spec["session_id"],
+        spec["model"] or None,
+        spec["provider"] or None,
         state_db_path=_config.STATE_DB_PATH,
-        enabled_toolsets=toolsets.session_toolsets(session),
-        reasoning_effort=session.reasoning_effort,
+        enabled_toolsets=list(spec["toolsets"]),
+        reasoning_effort=spec["reasoning_effort"] or None,
     )
 
 
 def take(session: models.Session) -> tuple[str, Any]:
     """``(key, agent)`` for a turn of ``session``: the idle one (waiting for one being warmed), else new."""
+    return take_spec(spec_for(session))
+
+
+def take_spec(spec: dict[str, Any]) -> tuple[str, Any]:
+    """``(key, agent)`` for a turn of the session ``spec`` describes (``spec_for``)."""
     # The warm-up does the imports and the first build this turn would do: wait for it, not beside it.
     _WARM_UP_DONE.wait(BUILD_WAIT_S)
-    key = key_for(session)
+    key = key_of(spec)
     with _LOCK:
         agent = _AGENTS.pop(key, None)
-    return key, agent if agent is not None else _build(session)
+    return key, agent if agent is not None else _build(spec)
+
+
+def release(key: str, agent: Any, runner: Any, stopped: bool) -> None:
+    """Back to the pool once its turn has ended, unless the turn was stopped: then it is closed.
+
+    A stopped agent can still have a model call in flight (the HTTP client retries an abandoned
+    request), whose late tokens would reach the next turn through the same callbacks; closing the
+    agent ends that call and the next turn builds a fresh one.
+    """
+    done = runner is None or runner.done.is_set() or runner.done.wait(STOP_WAIT_S)
+    if done and not stopped:
+        give_back(key, agent)
+        return
+    if not done:
+        log.warning("an agent did not stop within %.0f s; closing it", STOP_WAIT_S)
+        runner.interrupt("Talaria closed this agent")
+    agent_runtime.close_agent(agent)
 
 
 def give_back(key: str, agent: Any) -> None:
@@ -119,12 +163,18 @@ def _most_recent_session() -> models.Session | None:
         return None
 
 
-def _warm_agent(session: models.Session) -> None:
-    key = key_for(session)
+def latest_spec() -> dict[str, Any] | None:
+    """The agent spec of the most recent session the warm-up builds (None: no session yet)."""
+    session = _most_recent_session()
+    return None if session is None else spec_for(session)
+
+
+def _warm_agent(spec: dict[str, Any]) -> None:
+    key = key_of(spec)
     with _LOCK:
         if key in _AGENTS:
             return
-    give_back(key, _build(session))
+    give_back(key, _build(spec))
 
 
 def _import_all(names: tuple[str, ...]) -> None:
@@ -143,17 +193,17 @@ def _warn_if_unreachable(model: str, runtime: dict[str, Any]) -> None:
         log.warning("%s", provider_errors.advice(found.kind, endpoint, found))
 
 
-def _build_first_agent() -> None:
+def _build_first_agent(find_spec: Callable[[], dict[str, Any] | None]) -> None:
     model = agent_runtime.configured_default_model()
     if not model:
         log.info("warm-up: no model configured")
         return
     runtime = agent_runtime.resolve_runtime(model)
     _warn_if_unreachable(model, runtime)
-    session = _most_recent_session()
-    if session is not None:
-        _warm_agent(session)
-        log.info("warm-up: built the agent of session %s", session.session_id)
+    spec = find_spec()
+    if spec is not None:
+        _warm_agent(spec)
+        log.info("warm-up: built the agent of session %s", spec["session_id"])
     else:  # no session yet: one agent built and closed pays the one-time costs (plugins, tool registry)
         agent_runtime.close_agent(
             agent_runtime.build_agent(
@@ -162,14 +212,15 @@ def _build_first_agent() -> None:
         )
 
 
-def warm_up() -> None:
-    """Import the agent, resolve the provider, build the most recent session's agent, then import what its
-    first turn needs; never raises. A turn waits only for the build: the turn's imports it shares."""
+def warm_up(find_spec: Callable[[], dict[str, Any] | None] = latest_spec) -> None:
+    """Import the agent, resolve the provider, build the agent ``find_spec`` names (the most recent
+    session's), then import what its first turn needs; never raises. A turn waits only for the build: the
+    turn's imports it shares."""
     started = time.monotonic()
     try:
         try:
             _import_all(_PRELOAD_BUILD)
-            _build_first_agent()
+            _build_first_agent(find_spec)
         finally:
             _WARM_UP_DONE.set()
         _import_all(_PRELOAD_TURN)
@@ -178,8 +229,8 @@ def warm_up() -> None:
         log.info("warm-up stopped (%s: %s); the first turn builds its agent", type(exc).__name__, exc)
 
 
-def start_warm_up() -> threading.Thread:
+def start_warm_up(find_spec: Callable[[], dict[str, Any] | None] = latest_spec) -> threading.Thread:
     _WARM_UP_DONE.clear()
-    thread = threading.Thread(target=warm_up, name="warm-up", daemon=True)
+    thread = threading.Thread(target=warm_up, args=(find_spec,), name="warm-up", daemon=True)
     thread.start()
     return thread

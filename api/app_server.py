@@ -26,6 +26,7 @@ from api import (
     session_feed,
     session_index,
     streaming,
+    worker_pool,
 )
 from api.http_server import TalariaServer
 from api.http_writer import ResponseFile
@@ -97,6 +98,7 @@ def shutdown_sequence(server: TalariaServer, grace_s: float = SHUTDOWN_GRACE_S) 
         streaming.shutdown()
     except Exception:  # noqa: BLE001
         log.exception("stopping live turns failed")
+    worker_pool.POOL.stop()  # after the turns settled: no agent worker outlives the server
     mcp_servers.DISCOVERY.stop()  # the MCP servers' processes end with their connections
     cron_ticker.TICKER.stop()  # the scheduler child ends; a job it was running is marked interrupted
     if not server.wait_idle(grace_s):

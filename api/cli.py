@@ -36,6 +36,7 @@ from api import (
     settings_table,
     state_lock,
     turn_queue,
+    worker_pool,
     workspace,
 )
 
@@ -212,7 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     host, port = server.server_address[:2]
     shown = f"[{host}]" if ":" in host else host
     print(banner(f"http://{shown}:{port}", log_path), flush=True)
-    if values["warm_up"]:
+    if values["warm_up"] and values["agent_workers"]:
+        worker_pool.POOL.warm_up()  # the workers import the agent and build the latest session's agent
+    elif values["warm_up"]:
         agent_pool.start_warm_up()
     mcp_servers.start_discovery()
     agent_watch.WATCH.start()

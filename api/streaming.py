@@ -42,6 +42,7 @@ from api import (
     turn_journal,
     turn_rows,
     turn_scope,
+    worker_pool,
     workspace,
 )
 from api import config as _config
@@ -54,7 +55,7 @@ from api.turn_journal import Turn
 
 log = logging.getLogger("talaria.streaming")
 
-_AGENT_STOP_S = 30.0  # how long a stopped agent may take to return before it is closed instead
+_AGENT_STOP_S = agent_pool.STOP_WAIT_S
 _TITLE_CHARS = 60
 
 
@@ -157,28 +158,37 @@ def _run_turn(turn: Turn, session: models.Session, message: str, history: list[A
     error: tuple[str, str | None] | None = None
     save_error: tuple[str, str | None] | None = None
     key = agent = None
+    runtime: dict[str, Any] | None = None  # the agent's runtime, for the title call
+    answered = False  # an agent ran the turn (a title may follow)
     needs_setup = False  # no model configured: the page offers its setup form with the error
     live_render = LiveRender(turn.append)
     try:
-        key, agent = agent_pool.take(session)
-        runner = agent_turn.TurnRunner(
-            agent,
-            agent_runtime.user_content(agent, message, turn.image_paths),
-            history,
-            live_render,
-            persist_text=message,
-            persist_timestamp=user_ts,
-            scope=turn_scope.for_turn(session, turn.append),
-        )
-        turn.runner = runner
-        if turn.cancel_requested:
-            raise _Cancelled()
-        runner.start()
+        if worker_pool.enabled():
+            runner: Any = _start_in_worker(turn, session, message, history, user_ts, live_render)
+        else:
+            key, agent = agent_pool.take(session)
+            runner = agent_turn.TurnRunner(
+                agent,
+                agent_runtime.user_content(agent, message, turn.image_paths),
+                history,
+                live_render,
+                persist_text=message,
+                persist_timestamp=user_ts,
+                scope=turn_scope.for_turn(session, turn.append),
+            )
+            turn.runner = runner
+            if turn.cancel_requested:
+                raise _Cancelled()
+            runner.start()
         if turn.cancel_requested:  # a cancel between the check above and start() was cleared by start()
             runner.interrupt("Stopped by the user")
         _checkpoint_until_done(turn, runner)
         result = runner.result
-        if result is not None and result.error:  # say what to do about a refused URL, key or model
+        answered = result is not None
+        if isinstance(runner, worker_pool.RemoteRunner):
+            runtime = runner.main_runtime
+            error, needs_setup = _worker_outcome(turn, runner)
+        elif result is not None and result.error:  # say what to do about a refused URL, key or model
             result.error = provider_errors.explain(result.error, provider_errors.endpoint_of(agent))
     except _Cancelled:
         pass
@@ -194,9 +204,9 @@ def _run_turn(turn: Turn, session: models.Session, message: str, history: list[A
     finally:
         live_render.close()
         if agent is not None and key is not None:
-            _release_agent(
-                key, agent, turn.runner, stopped=turn.cancel_requested or bool(result and result.interrupted)
-            )
+            runtime = agent_runtime.main_runtime(agent)
+            stopped = turn.cancel_requested or bool(result and result.interrupted)
+            agent_pool.release(key, agent, turn.runner, stopped=stopped)
     try:
         _finalize(turn, result, error, needs_setup)
     except Exception as exc:  # noqa: BLE001 - the stream still ends, with the reason
@@ -212,9 +222,9 @@ def _run_turn(turn: Turn, session: models.Session, message: str, history: list[A
             log.exception("re-indexing %s after its turn failed", turn.session_id)
         turn.finish()
     process_cards.watch_after(turn)  # the background processes it started outlive it
-    if agent is not None and error is None:
+    if answered and error is None:
         try:
-            titles.after_turn(turn.session_id, agent)
+            titles.after_turn(turn.session_id, runtime)
         except Exception:  # noqa: BLE001 - a title is a nicety; the turn is saved
             log.exception("starting the title of %s failed", turn.session_id)
     if not _SHUTTING_DOWN.is_set():
@@ -232,6 +242,35 @@ def on_turn_end(listener: Callable[[str], object]) -> None:
     """Call ``listener(session_id)`` once each turn has ended and been saved (not while shutting down):
     the queue (``api.turn_queue``) sends its next message from here, with or without a tab open."""
     _TURN_END_LISTENERS.append(listener)
+
+
+def _start_in_worker(
+    turn: Turn,
+    session: models.Session,
+    message: str,
+    history: list[Any],
+    user_ts: float,
+    live_render: LiveRender,
+) -> worker_pool.RemoteRunner:
+    scope = turn_scope.for_turn(session, turn.append)
+    runner = worker_pool.start_turn(session, message, turn.image_paths, history, user_ts, live_render, scope)
+    turn.runner = runner
+    return runner
+
+
+def _worker_outcome(
+    turn: Turn, runner: worker_pool.RemoteRunner
+) -> tuple[tuple[str, str | None] | None, bool]:
+    """A worker's turn that built no agent is an error; one whose worker ended is interrupted."""
+    if runner.failure is not None:
+        return (runner.failure[0], None), runner.failure[1]
+    if runner.lost:
+        turn.worker_lost = True
+        turn.append("status", {"kind": "warn", "message": WORKER_LOST_TEXT})
+    return None, False
+
+
+WORKER_LOST_TEXT = "The agent's worker process ended during this turn; what it had streamed is kept."
 
 
 class _SaveFailed(Exception):
@@ -265,23 +304,6 @@ def _checkpoint_until_done(turn: Turn, runner: agent_turn.TurnRunner) -> None:
             runner.interrupt("Saving the conversation failed")
             runner.done.wait(_AGENT_STOP_S)
             raise _SaveFailed(_save_failed_text(exc, "the conversation")) from exc
-
-
-def _release_agent(key: str, agent: Any, runner: agent_turn.TurnRunner | None, stopped: bool) -> None:
-    """Back to the pool once its turn has ended, unless the turn was stopped: then it is closed.
-
-    A stopped agent can still have a model call in flight (the HTTP client retries an abandoned
-    request), whose late tokens would reach the next turn through the same callbacks; closing the
-    agent ends that call and the next turn builds a fresh one.
-    """
-    done = runner is None or runner.done.is_set() or runner.done.wait(_AGENT_STOP_S)
-    if done and not stopped:
-        agent_pool.give_back(key, agent)
-        return
-    if not done and runner is not None:
-        log.warning("an agent did not stop within %.0f s; closing it", _AGENT_STOP_S)
-        runner.interrupt("Talaria closed this agent")
-    agent_runtime.close_agent(agent)
 
 
 class _Cancelled(Exception):
@@ -480,9 +502,11 @@ def cancel_turn(stream_id: str | None = None, session_id: str | None = None) -> 
     if turn.finished:
         return {"ok": True, "finished": True}
     turn.cancel_requested = True
-    turn_scope.cancel(turn.session_id)
+    # The agent is interrupted before its question is settled: in a worker process the stop then arrives
+    # ahead of the deny, so the agent never goes on to its next model call.
     if turn.runner is not None:
         turn.runner.interrupt("Stopped by the user")
+    turn_scope.cancel(turn.session_id)
     return {"ok": True}
 
 

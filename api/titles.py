@@ -86,8 +86,9 @@ def _generate(session_id: str, user_text: str, answer_text: str, runtime: dict[s
     apply_title(session_id, title)
 
 
-def after_turn(session_id: str, agent: Any) -> threading.Thread | None:
-    """After a turn: start the title call in the background when this was the first exchange."""
+def after_turn(session_id: str, runtime: dict[str, Any] | None) -> threading.Thread | None:
+    """After a turn: start the title call in the background when this was the first exchange, on the
+    runtime (model, provider, endpoint) the turn's agent used (``agent_runtime.main_runtime``)."""
     with session_edit.lock(session_id):
         try:
             exchange = wants_title(models.get_session(session_id))
@@ -97,7 +98,7 @@ def after_turn(session_id: str, agent: Any) -> threading.Thread | None:
         return None
     thread = threading.Thread(
         target=_generate,
-        args=(session_id, *exchange, agent_runtime.main_runtime(agent)),
+        args=(session_id, *exchange, runtime),
         name=f"title-{session_id[:8]}",
         daemon=True,
     )

@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any
 from api import render_patches
 from api.sanitize import scrub_surrogates
 
-if TYPE_CHECKING:  # the type only: the journal holds a turn's runner, it never runs the agent
+if TYPE_CHECKING:  # the types only: the journal holds a turn's runner, it never runs the agent
     from api.agent_turn import TurnRunner
+    from api.worker_pool import RemoteRunner
 
 _FINISHED_TTL_S = 600.0  # how long a finished turn's journal stays readable (a reconnecting tab replays it)
 COMPACT_MIN_CHARS = 64_000  # render patches of a segment kept before they are folded into a snapshot
@@ -102,9 +103,10 @@ class Turn:
         self._next_seq = 1
         self._renders: dict[int, _Renders] = {}
         self.cond = threading.Condition()
-        self.runner: TurnRunner | None = None
+        self.runner: TurnRunner | RemoteRunner | None = None
         self.cancel_requested = False
         self.stopped_by_shutdown = False
+        self.worker_lost = False  # the agent's worker process ended before the turn did
         self.partial_text: list[str] = []
         self.partial_reasoning: list[str] = []
         self.history_tokens: int | None = None

@@ -93,14 +93,15 @@ def turn_outcome(
             rows = [{"role": "assistant", "content": result.final_response}]
         if failed:
             error = (result.error or "The model call failed.", None)
-    stopped = turn.cancel_requested or (result is not None and result.interrupted)
+    stopped = turn.cancel_requested or turn.worker_lost or (result is not None and result.interrupted)
     if stopped and not rows and turn.partial_text:
         rows = [partial_row(turn, now)]
     for row in rows:
         row.pop("_partial", None)
-    # A turn stopped by a shutdown was not cancelled by the person: it ends like a crashed one
-    # (its text kept as partial, then the interrupted marker), only saved in good order.
-    interrupted = turn.stopped_by_shutdown and (result is None or result.interrupted or not result.completed)
+    # A turn stopped by a shutdown, or whose worker process ended, was not cancelled by the person: it
+    # ends like a crashed one (its text kept as partial, then the interrupted marker), saved in good order.
+    ended_under_it = turn.stopped_by_shutdown or turn.worker_lost
+    interrupted = ended_under_it and (result is None or result.interrupted or not result.completed)
     if stopped and rows:
         if not interrupted:
             rows[-1]["_cancelled"] = True

@@ -15,6 +15,7 @@ one-request-per-connection protocol, measured with the same clients: what is lef
     .venv/bin/python bench/bench_http.py --idle 60 --trickling 40 --feeds 40 --path /health
     .venv/bin/python bench/bench_http.py --non-readers 100 --export-mb 14 --streams 0
     .venv/bin/python bench/bench_http.py --server-script ../old/server.py   # another checkout, to compare
+    .venv/bin/python bench/bench_http.py --streams 16 --workers 2   # the agents in 2 worker processes
     .venv/bin/python bench/bench_http.py --sessions 20000 --messages 4 --streams 32 --corpus /tmp/c20k
         # 20,000 sessions; the folder --corpus names keeps them between runs (made by the first)
 
@@ -415,6 +416,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--timeout", type=float, default=30.0, help="seconds before a request counts as failed"
     )
+    parser.add_argument(
+        "--workers", type=int, default=0, help="agent worker processes (TALARIA_AGENT_WORKERS; 0 = threads)"
+    )
     parser.add_argument("--server-script", type=Path, help="another checkout's server.py, to compare with")
     parser.add_argument("--no-floor", action="store_true", help="skip the bare-server floor")
     parser.add_argument("--keep", action="store_true", help="keep the temp state folder")
@@ -423,7 +427,10 @@ def main(argv: list[str] | None = None) -> int:
     paths = args.path or ["/api/sessions?limit=100", "/api/sessions", "/health"]
 
     root = Path(tempfile.mkdtemp(prefix="talaria-bench-http-"))
-    env = {"TALARIA_SERVER_THREADS": str(max(32, args.clients + 2 * args.streams + 4))}
+    env = {
+        "TALARIA_SERVER_THREADS": str(max(32, args.clients + 2 * args.streams + 4)),
+        "TALARIA_AGENT_WORKERS": str(args.workers),
+    }
     srv = ScriptServer(root, args.server_script, env=env) if args.server_script else ServerProc(root, env=env)
     t0 = time.perf_counter()
     large = populate_large(srv.session_dir, args.export_mb) if args.non_readers else None
@@ -439,6 +446,7 @@ def main(argv: list[str] | None = None) -> int:
         "clients": args.clients,
         "populate_s": round(populate_s, 2),
         "server": str(args.server_script or "this checkout"),
+        "agent_workers": args.workers,
         "paths": {},
     }
     bodies: dict[str, bytes] = {}

@@ -1,0 +1,235 @@
+"""An agent worker process: runs the agent's turns the server sends it and streams their events back.
+
+Started by ``api.worker_proc`` as ``python -m api.agent_worker <fd>`` at a lower CPU priority, it speaks
+``api.worker_frames`` over the socket ``fd``. The server sends the settings (``hello``), then turns (the
+model context, the session's agent spec, workspace and yolo switch), answers to the questions a turn asks,
+interrupts, ``warm`` (build an agent ahead of its turn), ``forget`` (the agent's config changed) and
+``stop``. The worker keeps its own idle agents (``api.agent_pool``), binds each turn's thread to its
+session (``api.agent_binding``) and asks the person through the server, blocking the agent's callback on
+the answer as the in-process binding does. It writes no session file: the events and the result go back,
+and the server decides what is saved. A heartbeat says it is alive; a closed socket (the server is gone)
+ends it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from api import (
+    agent_binding,
+    agent_pool,
+    agent_runtime,
+    agent_turn,
+    log_setup,
+    provider_errors,
+    worker_frames,
+)
+from api import config as _config
+from api.errors import ApiError
+
+log = logging.getLogger("talaria.agent_worker")
+
+NICENESS = 10  # below the server's priority: request handling wins the CPU over the agents' work
+_ANSWER_GRACE_S = 30.0  # past the question's own deadline, the server's answer is taken as never coming
+
+
+@dataclass
+class _Waiting:
+    answered: threading.Event = field(default_factory=threading.Event)
+    value: Any = None
+
+
+class Worker:
+    def __init__(self, channel: worker_frames.Channel):
+        self.channel = channel
+        self._lock = threading.Lock()
+        self._runners: dict[str, agent_turn.TurnRunner] = {}
+        self._stopped: dict[str, str] = {}  # turn id → the interrupt message that arrived for it
+        self._waiting: dict[str, _Waiting] = {}
+        self._ended = threading.Event()
+
+    # ------------------------------------------------------------------ the loop
+
+    def serve(self) -> None:
+        threading.Thread(target=self._beat, name="heartbeat", daemon=True).start()
+        while True:
+            frame = self.channel.receive()
+            if frame is None:  # the server is gone: nobody is left to send a result to
+                break
+            if frame.get("op") == "stop":
+                self._ended.set()
+                self._stop_turns()
+                break
+            self._dispatch(frame)
+        self._ended.set()
+
+    def _dispatch(self, frame: dict[str, Any]) -> None:
+        op = frame.get("op")
+        if op == "turn":
+            threading.Thread(
+                target=self._turn, args=(frame,), name=f"turn-{frame['id'][:8]}", daemon=True
+            ).start()
+        elif op == "answer":
+            with self._lock:
+                waiting = self._waiting.get(frame.get("qid", ""))
+            if waiting is not None:
+                waiting.value = frame.get("value")
+                waiting.answered.set()
+        elif op == "interrupt":
+            self._interrupt(frame["id"], str(frame.get("message") or "Stopped by the user"))
+        elif op == "warm":
+            spec = frame.get("spec")
+            agent_pool.start_warm_up(lambda: spec)
+        elif op == "forget":
+            agent_pool.forget_idle_agents()
+
+    def _beat(self) -> None:
+        interval = max(0.1, float(_config.setting("worker_deadline")) / 4)
+        while not self._ended.wait(interval):
+            if not self.channel.send({"op": "beat"}):
+                return
+
+    def _interrupt(self, turn_id: str, message: str) -> None:
+        with self._lock:
+            self._stopped[turn_id] = message
+            runner = self._runners.get(turn_id)
+        if runner is not None:
+            runner.interrupt(message)
+
+    def _stop_turns(self) -> None:
+        """The server stops this worker: every running turn is interrupted and given a moment to return."""
+        with self._lock:
+            runners = list(self._runners.values())
+            waiting = list(self._waiting.values())
+        for runner in runners:
+            runner.interrupt("Talaria is shutting down")
+        for question in waiting:  # nobody will answer: an approval is denied, a clarify unanswered
+            question.answered.set()
+        deadline = time.monotonic() + 5.0
+        for runner in runners:
+            runner.done.wait(max(0.0, deadline - time.monotonic()))
+
+    # ------------------------------------------------------------------ one turn
+
+    def _emit(self, turn_id: str) -> Callable[[str, dict[str, Any]], None]:
+        def emit(name: str, data: dict[str, Any]) -> None:
+            self.channel.send({"op": "event", "id": turn_id, "name": name, "data": data})
+
+        return emit
+
+    def _ask(self, turn_id: str, kind: str, data: dict[str, Any], interrupted: Callable[[], bool]) -> Any:
+        """Ask the person through the server and block until it answers (or says nobody did)."""
+        qid = uuid.uuid4().hex
+        waiting = _Waiting()
+        with self._lock:
+            self._waiting[qid] = waiting
+        try:
+            self.channel.send({"op": "ask", "id": turn_id, "qid": qid, "kind": kind, "data": data})
+            setting = "approval_timeout" if kind == "approval" else "clarify_timeout"
+            waiting.answered.wait(float(_config.setting(setting)) + _ANSWER_GRACE_S)
+        finally:
+            with self._lock:
+                self._waiting.pop(qid, None)
+        return waiting.value
+
+    def _scope(self, turn_id: str, frame: dict[str, Any]) -> agent_binding.TurnScope:
+        def ask_approval(data: dict[str, Any], interrupted: Callable[[], bool]) -> tuple[str, str | None]:
+            value = self._ask(turn_id, "approval", data, interrupted)
+            if isinstance(value, list) and len(value) == 2 and isinstance(value[0], str):
+                return value[0], value[1]
+            return "deny", "Talaria denied it: no answer reached the agent"
+
+        def ask_clarify(question: str, choices: list[Any] | None, interrupted: Callable[[], bool]) -> str:
+            value = self._ask(turn_id, "clarify", {"question": question, "choices": choices}, interrupted)
+            return value if isinstance(value, str) else "[The person did not answer this question.]"
+
+        return agent_binding.TurnScope(
+            session_id=frame["spec"]["session_id"],
+            workspace=frame["workspace"],
+            ask_approval=ask_approval,
+            ask_clarify=ask_clarify,
+            yolo=bool(frame.get("yolo")),
+        )
+
+    def _turn(self, frame: dict[str, Any]) -> None:
+        """Run one turn and send its result; whatever fails, the server hears how the turn ended."""
+        turn_id = frame["id"]
+        try:
+            self.channel.send({"op": "result", "id": turn_id, **self._run(turn_id, frame)})
+        except agent_runtime.ProviderNotConfigured as exc:
+            self.channel.send({"op": "result", "id": turn_id, "failure": [exc.message, True]})
+        except ApiError as exc:
+            self.channel.send({"op": "result", "id": turn_id, "failure": [exc.message, False]})
+        except Exception as exc:  # noqa: BLE001 - any failure becomes the turn's error, never a lost turn
+            log.exception("turn %s failed", turn_id)
+            failure = [f"The turn failed: {type(exc).__name__}: {exc}", False]
+            self.channel.send({"op": "result", "id": turn_id, "failure": failure})
+
+    def _run(self, turn_id: str, frame: dict[str, Any]) -> dict[str, Any]:
+        key, agent = agent_pool.take_spec(frame["spec"])
+        runner = agent_turn.TurnRunner(
+            agent,
+            agent_runtime.user_content(agent, frame["text"], list(frame.get("image_paths") or [])),
+            frame["history"],
+            self._emit(turn_id),
+            persist_text=frame["text"],
+            persist_timestamp=frame.get("user_ts"),
+            scope=self._scope(turn_id, frame),
+        )
+        with self._lock:
+            self._runners[turn_id] = runner
+            stopped = turn_id in self._stopped
+        try:
+            if not stopped:
+                runner.start()
+                with self._lock:  # a stop between the check above and start() was cleared by start()
+                    stopped = turn_id in self._stopped
+                if stopped:
+                    runner.interrupt(self._stopped[turn_id])
+                runner.done.wait()
+            result = runner.result
+            if result is not None and result.error:  # say what to do about a refused URL, key or model
+                result.error = provider_errors.explain(result.error, provider_errors.endpoint_of(agent))
+            fields = None if result is None else dict(result.__dict__)
+            return {"result": fields, "runtime": agent_runtime.main_runtime(agent)}
+        finally:
+            with self._lock:
+                self._runners.pop(turn_id, None)
+                stopped = self._stopped.pop(turn_id, None) is not None
+            interrupted = bool(runner.result and runner.result.interrupted)
+            agent_pool.release(key, agent, runner if runner.done.is_set() else None, stopped or interrupted)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    sock = socket.socket(fileno=int(args[0]))
+    channel = worker_frames.Channel(sock)
+    hello = channel.receive()
+    if hello is None or hello.get("op") != "hello":
+        return 1
+    _config.configure(hello["settings"])
+    log_setup.configure_logging(str(hello["settings"].get("log_level") or "INFO"), None)
+    try:
+        os.nice(NICENESS)
+    except OSError:  # a priority that cannot be lowered leaves the worker as it is
+        log.warning("could not lower the agent worker's CPU priority")
+    log.info("agent worker %d ready", os.getpid())
+    channel.send({"op": "ready"})
+    Worker(channel).serve()
+    channel.close()
+    log.info("agent worker %d stopped", os.getpid())
+    # The agent's threads (tool runs, a lingering model call) are daemons: the process ends with this one.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
