@@ -1,0 +1,287 @@
+"""``search.db``: the full-text index of the sessions' messages, derived from the session files.
+
+One row per message a person reads (``messages``), indexed by FTS5 twice: ``words`` (unicode61, every
+row; ranked by bm25, snippets marked) and ``trigrams`` (only the rows holding Chinese, Japanese or Korean
+text, which unicode61 cannot cut into words). ``sessions`` records, per session, the file's size and
+mtime_ns the rows were made from and the fields the filters read. A session's rows are replaced whole in
+one transaction, so a process killed mid-update leaves the old rows and the old stamp, which the next
+start sees differ from the file. Nothing here decides a save: the index is rebuilt from the files.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from api import search_query
+from api.search_query import MARK_CLOSE, MARK_OPEN, Query
+
+SCHEMA_VERSION = "1"
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sessions(
+    sid TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+    updated_at REAL, title TEXT, model TEXT, workspace TEXT, project_id TEXT, source TEXT);
+CREATE TABLE IF NOT EXISTS messages(
+    id INTEGER PRIMARY KEY, sid TEXT NOT NULL, idx INTEGER NOT NULL, cjk INTEGER NOT NULL, body TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS messages_by_sid ON messages(sid);
+CREATE VIRTUAL TABLE IF NOT EXISTS words USING fts5(
+    body, content='messages', content_rowid='id', tokenize='unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE IF NOT EXISTS trigrams USING fts5(
+    body, content='messages', content_rowid='id', tokenize='trigram');
+"""
+SNIPPET_TOKENS = 24
+
+
+class IndexBroken(Exception):
+    """The file is not a usable index (garbage, another schema): it is made again."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What one session file gives the index."""
+
+    sid: str
+    size: int
+    mtime_ns: int
+    updated_at: float | None
+    title: str | None
+    model: str | None
+    workspace: str | None
+    project_id: str | None
+    source: str | None
+    texts: tuple[tuple[int, str], ...]  # (message index, words) of the messages a person reads
+
+
+@dataclass(frozen=True)
+class Filters:
+    after: float | None = None
+    before: float | None = None
+    model: str | None = None
+    workspace: str | None = None
+    project_id: str | None = None
+    source: str | None = None
+
+    def sql(self) -> tuple[str, list]:
+        clauses: list[str] = []
+        args: list[object] = []
+        for column, value in (
+            ("model", self.model),
+            ("workspace", self.workspace),
+            ("project_id", self.project_id),
+            ("source", self.source),
+        ):
+            if value is not None:
+                clauses.append(f"s.{column} = ?")
+                args.append(value)
+        if self.after is not None:
+            clauses.append("s.updated_at >= ?")
+            args.append(self.after)
+        if self.before is not None:
+            clauses.append("s.updated_at < ?")
+            args.append(self.before)
+        return "".join(" AND " + c for c in clauses), args
+
+
+@dataclass(frozen=True)
+class Hit:
+    sid: str
+    message_idx: int
+    snippet: str  # with the private match markers
+
+
+class SearchIndex:
+    """One open ``search.db``. Writes come from one thread (the indexer); reads from any, each on its
+    own connection (WAL: a reader never waits for the writer)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._local = threading.local()
+        self._writer = self._connect()
+        try:
+            self._writer.executescript(_SCHEMA)
+            row = self._writer.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+            if row is None:
+                with self._writer:
+                    self._writer.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+            elif row[0] != SCHEMA_VERSION:
+                raise IndexBroken(f"schema {row[0]!r}")
+        except sqlite3.DatabaseError as exc:
+            self._writer.close()
+            raise IndexBroken(str(exc)) from exc
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        # A lost last transaction is found at the next start (the stamp differs from the file).
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA busy_timeout=5000")
+        return conn
+
+    def _reader(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = self._connect()
+            conn.execute("PRAGMA query_only=1")
+        return conn
+
+    def close(self) -> None:
+        self._writer.close()
+
+    def check(self) -> None:
+        """Raise ``IndexBroken`` when SQLite finds the file damaged."""
+        try:
+            row = self._writer.execute("PRAGMA quick_check").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise IndexBroken(str(exc)) from exc
+        if row is None or row[0] != "ok":
+            raise IndexBroken(str(row))
+
+    def stamps(self) -> dict[str, tuple[int, int]]:
+        """Each indexed session's (size, mtime_ns) as its rows were made."""
+        try:
+            rows = self._writer.execute("SELECT sid, size, mtime_ns FROM sessions").fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise IndexBroken(str(exc)) from exc
+        return {sid: (size, mtime_ns) for sid, size, mtime_ns in rows}
+
+    def _delete_rows(self, sid: str) -> None:
+        conn = self._writer
+        for row_id, cjk, body in conn.execute("SELECT id, cjk, body FROM messages WHERE sid = ?", (sid,)):
+            conn.execute("INSERT INTO words(words, rowid, body) VALUES ('delete', ?, ?)", (row_id, body))
+            if cjk:
+                conn.execute(
+                    "INSERT INTO trigrams(trigrams, rowid, body) VALUES ('delete', ?, ?)", (row_id, body)
+                )
+        conn.execute("DELETE FROM messages WHERE sid = ?", (sid,))
+        conn.execute("DELETE FROM sessions WHERE sid = ?", (sid,))
+
+    def _insert(self, entry: Entry) -> None:
+        conn = self._writer
+        conn.execute(
+            "INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                entry.sid,
+                entry.size,
+                entry.mtime_ns,
+                entry.updated_at,
+                entry.title,
+                entry.model,
+                entry.workspace,
+                entry.project_id,
+                entry.source,
+            ),
+        )
+        for idx, text in entry.texts:
+            body = search_query.indexable(text)
+            cjk = search_query.has_cjk(body)
+            cur = conn.execute(
+                "INSERT INTO messages(sid, idx, cjk, body) VALUES (?, ?, ?, ?)",
+                (entry.sid, idx, int(cjk), body),
+            )
+            conn.execute("INSERT INTO words(rowid, body) VALUES (?, ?)", (cur.lastrowid, body))
+            if cjk:
+                conn.execute("INSERT INTO trigrams(rowid, body) VALUES (?, ?)", (cur.lastrowid, body))
+
+    def apply(self, entries: Iterable[Entry], removed: Iterable[str] = ()) -> None:
+        """Replace each entry's session rows whole and drop the removed sessions, in one transaction."""
+        conn = self._writer
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for sid in removed:
+                self._delete_rows(sid)
+            for entry in entries:
+                self._delete_rows(entry.sid)
+                self._insert(entry)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def count(self) -> int:
+        return int(self._reader().execute("SELECT count(*) FROM sessions").fetchone()[0])
+
+    # ------------------------------------------------------------------------------------ queries
+
+    def titled(self, needle: str, filters: Filters, limit: int) -> list[str]:
+        """Sessions whose title holds ``needle`` (lowercase), newest first."""
+        where, args = filters.sql()
+        rows = self._reader().execute(
+            f"SELECT s.sid FROM sessions s WHERE instr(lower(s.title), ?) > 0{where} "
+            "ORDER BY s.updated_at DESC LIMIT ?",
+            (needle, *args, limit),
+        )
+        return [row[0] for row in rows]
+
+    def search(self, query: Query, filters: Filters, skip: Iterable[str] = ()) -> Iterator[Hit]:
+        """Sessions matching ``query``, best first (each session once, at its best message)."""
+        seen = set(skip)
+        hits = self._cjk_hits(query, filters) if query.cjk else self._word_hits(query, filters)
+        for hit in hits:
+            if hit.sid not in seen:
+                seen.add(hit.sid)
+                yield hit
+
+    def _word_hits(self, query: Query, filters: Filters) -> Iterator[Hit]:
+        expr = search_query.word_match(query)
+        if expr is None:
+            return
+        where, args = filters.sql()
+        # Message rows in bm25 order, fetched a batch at a time: a page of sessions reads about a page.
+        sql = (
+            "SELECT m.sid, m.idx, snippet(words, 0, ?, ?, '…', ?) FROM words "
+            "JOIN messages m ON m.id = words.rowid JOIN sessions s ON s.sid = m.sid "
+            f"WHERE words MATCH ?{where} ORDER BY words.rank LIMIT ? OFFSET ?"
+        )
+        batch, offset = 200, 0
+        while True:
+            rows = (
+                self._reader()
+                .execute(sql, (MARK_OPEN, MARK_CLOSE, SNIPPET_TOKENS, expr, *args, batch, offset))
+                .fetchall()
+            )
+            for sid, idx, snippet in rows:
+                yield Hit(sid, idx, snippet)
+            if len(rows) < batch:
+                return
+            offset += batch
+            batch *= 4
+
+    def _cjk_hits(self, query: Query, filters: Filters) -> Iterator[Hit]:
+        expr, short = search_query.trigram_parts(query)
+        where, args = filters.sql()
+        like = "".join(" AND instr(lower(m.body), ?) > 0" for _ in short)
+        if expr is not None:
+            sql = (
+                "SELECT m.sid, m.idx, m.body FROM trigrams JOIN messages m ON m.id = trigrams.rowid "
+                f"JOIN sessions s ON s.sid = m.sid WHERE trigrams MATCH ?{like}{where} ORDER BY trigrams.rank"
+            )
+            params: list = [expr, *short, *args]
+        else:
+            sql = (
+                "SELECT m.sid, m.idx, m.body FROM messages m JOIN sessions s ON s.sid = m.sid "
+                f"WHERE m.cjk = 1{like}{where} ORDER BY s.updated_at DESC"
+            )
+            params = [*short, *args]
+        # Exclusions are tested per row: the trigram table has no NOT of whole words.
+        words = query.words()
+        for sid, idx, body in self._reader().execute(sql, params):
+            if any(_holds(body, term) for term in query.excluded):
+                continue
+            yield Hit(sid, idx, _snippet_around(body, words))
+
+
+def _holds(body: str, term: search_query.Term) -> bool:
+    return term.text.lower() in body.lower()
+
+
+def _snippet_around(body: str, words: list[str], before: int = 40, after: int = 80) -> str:
+    lowered = body.lower()
+    positions = [p for p in (lowered.find(w) for w in words) if p >= 0]
+    pos = min(positions) if positions else 0
+    start, end = max(0, pos - before), min(len(body), pos + after)
+    text = " ".join(body[start:end].split())
+    return search_query.mark_words(("…" if start else "") + text + ("…" if end < len(body) else ""), words)
