@@ -100,7 +100,10 @@ class SearchIndex:
     def __init__(self, path: Path):
         self.path = path
         self._local = threading.local()
-        self._writer = self._connect()
+        try:
+            self._writer = self._connect()
+        except sqlite3.DatabaseError as exc:
+            raise IndexBroken(str(exc)) from exc
         try:
             self._writer.executescript(_SCHEMA)
             row = self._writer.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
