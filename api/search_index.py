@@ -91,6 +91,7 @@ class Hit:
     sid: str
     message_idx: int
     snippet: str  # with the private match markers
+    body: str  # the message's words as indexed (Markdown source)
 
 
 class SearchIndex:
@@ -235,7 +236,7 @@ class SearchIndex:
         where, args = filters.sql()
         # Message rows in bm25 order, fetched a batch at a time: a page of sessions reads about a page.
         sql = (
-            "SELECT m.sid, m.idx, snippet(words, 0, ?, ?, '…', ?) FROM words "
+            "SELECT m.sid, m.idx, snippet(words, 0, ?, ?, '…', ?), m.body FROM words "
             "JOIN messages m ON m.id = words.rowid JOIN sessions s ON s.sid = m.sid "
             f"WHERE words MATCH ?{where} ORDER BY words.rank LIMIT ? OFFSET ?"
         )
@@ -246,8 +247,8 @@ class SearchIndex:
                 .execute(sql, (MARK_OPEN, MARK_CLOSE, SNIPPET_TOKENS, expr, *args, batch, offset))
                 .fetchall()
             )
-            for sid, idx, snippet in rows:
-                yield Hit(sid, idx, snippet)
+            for sid, idx, snippet, body in rows:
+                yield Hit(sid, idx, snippet, body)
             if len(rows) < batch:
                 return
             offset += batch
@@ -274,17 +275,8 @@ class SearchIndex:
         for sid, idx, body in self._reader().execute(sql, params):
             if any(_holds(body, term) for term in query.excluded):
                 continue
-            yield Hit(sid, idx, _snippet_around(body, words))
+            yield Hit(sid, idx, search_query.snippet_around(body, words) or body[:120], body)
 
 
 def _holds(body: str, term: search_query.Term) -> bool:
     return term.text.lower() in body.lower()
-
-
-def _snippet_around(body: str, words: list[str], before: int = 40, after: int = 80) -> str:
-    lowered = body.lower()
-    positions = [p for p in (lowered.find(w) for w in words) if p >= 0]
-    pos = min(positions) if positions else 0
-    start, end = max(0, pos - before), min(len(body), pos + after)
-    text = " ".join(body[start:end].split())
-    return search_query.mark_words(("…" if start else "") + text + ("…" if end < len(body) else ""), words)

@@ -133,6 +133,19 @@ def mark_words(snippet: str, words: list[str]) -> str:
     return pattern.sub(lambda m: MARK_OPEN + m.group(0) + MARK_CLOSE, snippet)
 
 
+def snippet_around(text: str, words: list[str], before: int = 40, after: int = 100) -> str | None:
+    """A window of ``text`` around the first of ``words`` it holds (case-insensitive), whitespace collapsed,
+    the words marked; None when it holds none."""
+    lowered = text.lower()
+    positions = [p for p in (lowered.find(w) for w in words if w) if p >= 0]
+    if not positions or len(lowered) != len(text):
+        return None
+    pos = min(positions)
+    start, end = max(0, pos - before), min(len(text), pos + after)
+    body = " ".join(text[start:end].split())
+    return mark_words(("…" if start else "") + body + ("…" if end < len(text) else ""), words)
+
+
 def plain(snippet: str) -> str:
     """A marked snippet without its markers."""
     return snippet.replace(MARK_OPEN, "").replace(MARK_CLOSE, "")

@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import re
 from typing import Any
 
-from api import agent_sessions, models, search_indexer, search_query, session_catalogue
+from api import agent_sessions, models, render, search_indexer, search_query, session_catalogue
 from api.errors import BadRequest
-from api.search_index import Filters
+from api.search_index import Filters, Hit
 from api.search_query import Query
 
 DEFAULT_LIMIT = session_catalogue.SEARCH_MAX_RESULTS
 MAX_LIMIT = 200
 MAX_OFFSET = 100_000
 READ_YOUR_SAVES_S = 0.5
+# Characters that may be Markdown: a message holding one is rendered to plain words for its snippet.
+_MARKUP = re.compile(r"[*_`\[\]<>#|~\\&!]")
 _FLAGS = ("1", "true", "yes", "on")
 
 
@@ -162,16 +165,28 @@ def _from_index(
         row = models.session_row(hit.sid)
         if row is None:
             continue  # removed since the index heard of it
+        marked = _reader_snippet(hit, words)
         match = {
             "message_idx": hit.message_idx,
-            "snippet": search_query.plain(hit.snippet),
-            "snippet_html": search_query.marked_html(hit.snippet),
+            "snippet": search_query.plain(marked),
+            "snippet_html": search_query.marked_html(marked),
         }
         out.append({**row, "match": match})
     more = len(page) > limit
     if offset == 0 and len(out) < limit:
         out.extend(_agent_matches(query, words, filters, limit - len(out)))
     return out, more
+
+
+def _reader_snippet(hit: Hit, words: list[str]) -> str:
+    """The snippet as the message reads once rendered (no Markdown marks), for a message holding markup;
+    the index's own snippet when it holds none or the words only match in its source."""
+    if _MARKUP.search(hit.body):
+        return (
+            search_query.snippet_around(search_query.indexable(render.plain_text(hit.body)), words)
+            or hit.snippet
+        )
+    return hit.snippet
 
 
 def _agent_matches(query: Query, words: list[str], filters: Filters, limit: int) -> list[dict]:
