@@ -19,7 +19,7 @@ from pathlib import Path
 from api import search_query
 from api.search_query import MARK_CLOSE, MARK_OPEN, Query
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions(
@@ -32,6 +32,18 @@ CREATE VIRTUAL TABLE IF NOT EXISTS words USING fts5(
     body, content='messages', content_rowid='id', tokenize='unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE IF NOT EXISTS trigrams USING fts5(
     body, content='messages', content_rowid='id', tokenize='trigram');
+CREATE TRIGGER IF NOT EXISTS messages_added AFTER INSERT ON messages BEGIN
+    INSERT INTO words(rowid, body) VALUES (new.id, new.body);
+END;
+CREATE TRIGGER IF NOT EXISTS cjk_added AFTER INSERT ON messages WHEN new.cjk = 1 BEGIN
+    INSERT INTO trigrams(rowid, body) VALUES (new.id, new.body);
+END;
+CREATE TRIGGER IF NOT EXISTS messages_removed AFTER DELETE ON messages BEGIN
+    INSERT INTO words(words, rowid, body) VALUES ('delete', old.id, old.body);
+END;
+CREATE TRIGGER IF NOT EXISTS cjk_removed AFTER DELETE ON messages WHEN old.cjk = 1 BEGIN
+    INSERT INTO trigrams(trigrams, rowid, body) VALUES ('delete', old.id, old.body);
+END;
 """
 SNIPPET_TOKENS = 24
 
@@ -154,13 +166,7 @@ class SearchIndex:
 
     def _delete_rows(self, sid: str) -> None:
         conn = self._writer
-        for row_id, cjk, body in conn.execute("SELECT id, cjk, body FROM messages WHERE sid = ?", (sid,)):
-            conn.execute("INSERT INTO words(words, rowid, body) VALUES ('delete', ?, ?)", (row_id, body))
-            if cjk:
-                conn.execute(
-                    "INSERT INTO trigrams(trigrams, rowid, body) VALUES ('delete', ?, ?)", (row_id, body)
-                )
-        conn.execute("DELETE FROM messages WHERE sid = ?", (sid,))
+        conn.execute("DELETE FROM messages WHERE sid = ?", (sid,))  # the triggers drop its words
         conn.execute("DELETE FROM sessions WHERE sid = ?", (sid,))
 
     def _insert(self, entry: Entry) -> None:
@@ -179,16 +185,12 @@ class SearchIndex:
                 entry.source,
             ),
         )
+        rows = []
         for idx, text in entry.texts:
             body = search_query.indexable(text)
-            cjk = search_query.has_cjk(body)
-            cur = conn.execute(
-                "INSERT INTO messages(sid, idx, cjk, body) VALUES (?, ?, ?, ?)",
-                (entry.sid, idx, int(cjk), body),
-            )
-            conn.execute("INSERT INTO words(rowid, body) VALUES (?, ?)", (cur.lastrowid, body))
-            if cjk:
-                conn.execute("INSERT INTO trigrams(rowid, body) VALUES (?, ?)", (cur.lastrowid, body))
+            rows.append((entry.sid, idx, int(search_query.has_cjk(body)), body))
+        # The triggers index each row: the words always, the trigrams of CJK rows.
+        conn.executemany("INSERT INTO messages(sid, idx, cjk, body) VALUES (?, ?, ?, ?)", rows)
 
     def apply(self, entries: Iterable[Entry], removed: Iterable[str] = ()) -> None:
         """Replace each entry's session rows whole and drop the removed sessions, in one transaction."""

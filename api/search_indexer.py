@@ -106,6 +106,9 @@ class Indexer:
         self.done = 0
         self.total = 0
         self.update_ms: deque[float] = deque(maxlen=1000)
+        self.update_cpu_ms: deque[float] = deque(maxlen=1000)
+        self.rebuild_s: float | None = None  # how long the last check at start took
+        self.rebuild_cpu_s: float | None = None  # the CPU time it took (what a loaded machine does not blur)
         self._queue: queue.Queue[object] = queue.Queue()
         self._busy = 0  # items taken from the queue and not yet written
         self._idle = threading.Condition()
@@ -151,7 +154,17 @@ class Indexer:
         }
         times = sorted(self.update_ms)
         if times:
-            out["update_ms"] = {"p50": round(times[len(times) // 2], 3), "max": round(times[-1], 3)}
+            out["update_ms"] = {
+                "p50": round(times[len(times) // 2], 3),
+                "p99": round(times[min(len(times) - 1, len(times) * 99 // 100)], 3),
+                "max": round(times[-1], 3),
+            }
+        if self.rebuild_s is not None:
+            out["rebuild_s"] = round(self.rebuild_s, 3)
+            out["rebuild_cpu_s"] = round(self.rebuild_cpu_s or 0.0, 3)
+        cpu = sorted(self.update_cpu_ms)
+        if cpu:
+            out["update_cpu_ms"] = {"p50": round(cpu[len(cpu) // 2], 3), "max": round(cpu[-1], 3)}
         return out
 
     # ------------------------------------------------------------------------- the thread
@@ -206,6 +219,7 @@ class Indexer:
     def _catch_up(self) -> None:
         """Index again every session whose file differs from its stamp; drop those whose file went."""
         assert self.index is not None
+        started, cpu = time.perf_counter(), time.thread_time()
         indexed = self.index.stamps()
         on_disk = _disk_stamps(self.session_dir)
         stale = sorted(sid for sid, stamp in on_disk.items() if indexed.get(sid) != stamp)
@@ -219,6 +233,7 @@ class Indexer:
             entries, removed = self._read(chunk)
             self.index.apply(entries, removed)
             self.done += len(chunk)
+        self.rebuild_s, self.rebuild_cpu_s = time.perf_counter() - started, time.thread_time() - cpu
         if self.total:
             log.info("search index: %d sessions indexed again, %d dropped", len(stale), len(gone))
 
@@ -240,12 +255,13 @@ class Indexer:
         if any(item is _RESCAN for item in items):
             self._catch_up()
             return
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.thread_time()
         sids = list(dict.fromkeys(i for i in items if isinstance(i, str) and is_safe_session_id(i)))
         entries, removed = self._read(sids)
         self.index.apply(entries, removed)
         if len(sids) == 1:
             self.update_ms.append((time.perf_counter() - started) * 1000)
+            self.update_cpu_ms.append((time.thread_time() - cpu) * 1000)
 
 
 # The server's indexer (None until ``start`` and in processes that serve no search).

@@ -20,22 +20,15 @@ MARK_OPEN, MARK_CLOSE = "\x02", "\x03"
 MAX_TERMS = 16
 
 
-def _is_cjk(cp: int) -> bool:
-    # The ranges the agent's own state.db treats as CJK (hermes_state._is_cjk_codepoint).
-    return (
-        0x4E00 <= cp <= 0x9FFF
-        or 0x3400 <= cp <= 0x4DBF
-        or 0x20000 <= cp <= 0x2A6DF
-        or 0x3000 <= cp <= 0x303F
-        or 0x3040 <= cp <= 0x309F
-        or 0x30A0 <= cp <= 0x30FF
-        or 0xAC00 <= cp <= 0xD7AF
-    )
+# The ranges the agent's own state.db treats as CJK (hermes_state._is_cjk_codepoint).
+_CJK = re.compile(
+    "[\u4e00-\u9fff\u3400-\u4dbf\U00020000-\U0002a6df\u3000-\u303f\u3040-\u309f\u30a0-\u30ff\uac00-\ud7af]"
+)
 
 
 def has_cjk(text: str) -> bool:
     """True when ``text`` holds a Chinese, Japanese or Korean character (the trigram index's rows)."""
-    return any(_is_cjk(ord(ch)) for ch in text)
+    return _CJK.search(text) is not None
 
 
 def indexable(text: str) -> str:
