@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -120,9 +121,16 @@ def scan_times(state_dir: Path, queries: list[str]) -> list[float]:
 
 
 def run(sessions: int, queries: int, saves: int, seed: int, scan_queries: int) -> dict:
+    root = Path(tempfile.mkdtemp(prefix="talaria-bench-search-"))
+    try:
+        return measure(root, sessions, queries, saves, seed, scan_queries)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def measure(root: Path, sessions: int, queries: int, saves: int, seed: int, scan_queries: int) -> dict:
     rng = random.Random(seed)
     vocab = vocabulary(rng)
-    root = Path(tempfile.mkdtemp(prefix="talaria-bench-search-"))
     srv = ServerProc(root, startup_timeout=600)
     started = time.perf_counter()
     write_corpus(srv.session_dir, sessions, rng, vocab)
