@@ -19,7 +19,7 @@ from pathlib import Path
 from api import search_query
 from api.search_query import MARK_CLOSE, MARK_OPEN, Query
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions(
@@ -32,6 +32,13 @@ CREATE VIRTUAL TABLE IF NOT EXISTS words USING fts5(
     body, content='messages', content_rowid='id', tokenize='unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE IF NOT EXISTS trigrams USING fts5(
     body, content='messages', content_rowid='id', tokenize='trigram');
+CREATE VIRTUAL TABLE IF NOT EXISTS titles USING fts5(title, content='sessions', tokenize='trigram');
+CREATE TRIGGER IF NOT EXISTS title_added AFTER INSERT ON sessions WHEN new.title IS NOT NULL BEGIN
+    INSERT INTO titles(rowid, title) VALUES (new.rowid, new.title);
+END;
+CREATE TRIGGER IF NOT EXISTS title_removed AFTER DELETE ON sessions WHEN old.title IS NOT NULL BEGIN
+    INSERT INTO titles(titles, rowid, title) VALUES ('delete', old.rowid, old.title);
+END;
 CREATE TRIGGER IF NOT EXISTS messages_added AFTER INSERT ON messages BEGIN
     INSERT INTO words(rowid, body) VALUES (new.id, new.body);
 END;
@@ -213,14 +220,19 @@ class SearchIndex:
     # ------------------------------------------------------------------------------------ queries
 
     def titled(self, needle: str, filters: Filters, limit: int) -> list[str]:
-        """Sessions whose title holds ``needle`` (lowercase), newest first."""
+        """Sessions whose title holds ``needle`` (lowercase), newest first: through the titles' trigram
+        index when it has three characters, else by reading every title."""
         where, args = filters.sql()
-        rows = self._reader().execute(
-            f"SELECT s.sid FROM sessions s WHERE instr(lower(s.title), ?) > 0{where} "
-            "ORDER BY s.updated_at DESC LIMIT ?",
-            (needle, *args, limit),
-        )
-        return [row[0] for row in rows]
+        if len(needle) >= 3:
+            sql = (
+                "SELECT s.sid FROM titles JOIN sessions s ON s.rowid = titles.rowid "
+                f"WHERE titles MATCH ?{where} ORDER BY s.updated_at DESC LIMIT ?"
+            )
+            params: list = ['"' + needle.replace('"', '""') + '"', *args, limit]
+        else:
+            sql = f"SELECT s.sid FROM sessions s WHERE instr(lower(s.title), ?) > 0{where} ORDER BY s.updated_at DESC LIMIT ?"
+            params = [needle, *args, limit]
+        return [row[0] for row in self._reader().execute(sql, params)]
 
     def search(self, query: Query, filters: Filters, skip: Iterable[str] = ()) -> Iterator[Hit]:
         """Sessions matching ``query``, best first (each session once, at its best message)."""

@@ -189,6 +189,7 @@ def measure(root: Path, sessions: int, queries: int, saves: int, seed: int, scan
         out["update_after_save_cpu_ms"] = status.get("update_cpu_ms")
     finally:
         srv.stop()
+    print(json.dumps(out), file=sys.stderr, flush=True)  # the server's figures, before the long scan
     scan_ms = scan_times(srv.state_dir, asked[:scan_queries])
     out["query_linear_scan_ms"] = {
         "queries": len(scan_ms),
