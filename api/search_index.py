@@ -3,7 +3,7 @@
 One row per message a person reads (``messages``), indexed by FTS5 twice: ``words`` (unicode61, every
 row; ranked by bm25, snippets marked) and ``trigrams`` (only the rows holding Chinese, Japanese or Korean
 text, which unicode61 cannot cut into words). ``sessions`` records, per session, the file's size and
-mtime_ns the rows were made from and the fields the filters read. A session's rows are replaced whole in
+mtime_ns the rows were made from and the fields the filters read. A session's rows become its file's in
 one transaction, so a process killed mid-update leaves the old rows and the old stamp, which the next
 start sees differ from the file. Nothing here decides a save: the index is rebuilt from the files.
 """
@@ -176,8 +176,11 @@ class SearchIndex:
         conn.execute("DELETE FROM messages WHERE sid = ?", (sid,))  # the triggers drop its words
         conn.execute("DELETE FROM sessions WHERE sid = ?", (sid,))
 
-    def _insert(self, entry: Entry) -> None:
+    def _replace(self, entry: Entry) -> None:
+        """The session's rows become the entry's: its messages that kept their place and words keep their
+        rows (a save mostly appends or changes a field), the others are dropped or added."""
         conn = self._writer
+        conn.execute("DELETE FROM sessions WHERE sid = ?", (entry.sid,))
         conn.execute(
             "INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
@@ -192,23 +195,26 @@ class SearchIndex:
                 entry.source,
             ),
         )
-        rows = []
-        for idx, text in entry.texts:
-            body = search_query.indexable(text)
-            rows.append((entry.sid, idx, int(search_query.has_cjk(body)), body))
-        # The triggers index each row: the words always, the trigrams of CJK rows.
-        conn.executemany("INSERT INTO messages(sid, idx, cjk, body) VALUES (?, ?, ?, ?)", rows)
+        wanted = {(idx, search_query.indexable(text)) for idx, text in entry.texts}
+        held = conn.execute("SELECT id, idx, body FROM messages WHERE sid = ?", (entry.sid,)).fetchall()
+        stale = [(row_id,) for row_id, idx, body in held if (idx, body) not in wanted]
+        kept = {(idx, body) for _row_id, idx, body in held}
+        # The triggers keep the words (and the trigrams of CJK rows) in step with these rows.
+        conn.executemany("DELETE FROM messages WHERE id = ?", stale)
+        conn.executemany(
+            "INSERT INTO messages(sid, idx, cjk, body) VALUES (?, ?, ?, ?)",
+            [(entry.sid, idx, int(search_query.has_cjk(body)), body) for idx, body in sorted(wanted - kept)],
+        )
 
     def apply(self, entries: Iterable[Entry], removed: Iterable[str] = ()) -> None:
-        """Replace each entry's session rows whole and drop the removed sessions, in one transaction."""
+        """Make each entry's session rows its own and drop the removed sessions, in one transaction."""
         conn = self._writer
         conn.execute("BEGIN IMMEDIATE")
         try:
             for sid in removed:
                 self._delete_rows(sid)
             for entry in entries:
-                self._delete_rows(entry.sid)
-                self._insert(entry)
+                self._replace(entry)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
