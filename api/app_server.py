@@ -23,6 +23,7 @@ from api import (
     mcp_servers,
     origin,
     routes,
+    search_indexer,
     session_feed,
     session_index,
     streaming,
@@ -105,3 +106,4 @@ def shutdown_sequence(server: TalariaServer, grace_s: float = SHUTDOWN_GRACE_S) 
         log.warning("requests still running after %.0f s; exiting anyway", grace_s)
     server.server_close()
     session_index.flush()
+    search_indexer.stop()

@@ -32,6 +32,7 @@ from api import (
     model_catalog,
     provider_errors,
     routes,
+    search_indexer,
     session_recovery,
     settings_table,
     state_lock,
@@ -200,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     log_path = log_setup.configure_logging(values["log_level"], values["state_dir"])
     Path(config.SESSION_DIR).mkdir(parents=True, exist_ok=True)
     summary = run_startup_recovery()
+    # After recovery, so the index is checked against the files recovery left.
+    search_indexer.start(Path(config.SESSION_DIR), Path(config.STATE_DIR) / "search.db")
 
     routes.configure(auth=auth, startup_recovery=summary)
     try:

@@ -521,6 +521,11 @@ def reindex_after_turn(sid: str) -> None:
     session_index.note_saved(*_index_paths(), session.compact(), (size, mtime_ns))
 
 
+def session_row(sid: str) -> dict[str, Any] | None:
+    """One session's sidebar row (a copy), None when it has none."""
+    return session_index.row(*_index_paths(), sid)
+
+
 def all_sessions() -> list[dict[str, Any]]:
     """A copy of every sidebar row, newest first, from the in-memory index (validated against the files
     once). O(sessions): requests use the four below, which cost what they return."""

@@ -35,6 +35,7 @@ from api import (
     session_feed,
     session_ops,
     session_recovery,
+    session_search,
     session_versions,
     session_views,
     sse,
@@ -140,8 +141,11 @@ def _handle_sessions_feed(handler: BaseHTTPRequestHandler, query: dict[str, Any]
 
 
 def _handle_sessions_search(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
-    content = query.get("content", "") in ("1", "true", "yes", "on")
-    j(handler, session_catalogue.search_sessions(query.get("q", ""), content=content))
+    j(handler, session_search.search_sessions(query))
+
+
+def _handle_search_status(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
+    j(handler, session_search.status())
 
 
 def _handle_session_get(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
@@ -373,6 +377,7 @@ ROUTES: dict[tuple[str, str], Callable[[Any, dict[str, Any]], None]] = {
     ("GET", "/health"): _handle_health,
     ("GET", "/api/sessions"): _handle_sessions,
     ("GET", "/api/sessions/search"): _handle_sessions_search,
+    ("GET", "/api/search/status"): _handle_search_status,
     ("GET", "/api/sessions/feed"): _handle_sessions_feed,
     ("GET", "/api/session"): _handle_session_get,
     ("POST", "/api/session/new"): _handle_session_new,

@@ -268,6 +268,14 @@ def count(session_dir: Path, index_file: Path) -> int:
         return len(state.order)
 
 
+def row(session_dir: Path, index_file: Path, sid: str) -> dict[str, Any] | None:
+    """A copy of one session's row; None when the index has none."""
+    state = _state(session_dir, index_file)
+    with _LOCK:
+        found = state.order.get(sid)
+    return dict(found) if found is not None else None
+
+
 def has_row(session_dir: Path, index_file: Path, sid: str) -> bool:
     state = _state(session_dir, index_file)
     with _LOCK:

@@ -72,10 +72,35 @@ export function markMatches(snippet, query) {
   return parts;
 }
 
-function snippetNode(snippet, query) {
+const ENTITIES = { "&amp;": "&", "&lt;": "<", "&gt;": ">", "&quot;": '"', "&#x27;": "'" };
+
+// The server's marked snippet (every character escaped, each matched word in <mark>) cut into the same
+// pieces as markMatches: the page never reads it as HTML, it decodes the five escapes and puts in text.
+export function markedPieces(snippetHtml) {
+  const parts = [];
+  String(snippetHtml || "")
+    .split(/(<mark>|<\/mark>)/)
+    .reduce((inMark, piece) => {
+      if (piece === "<mark>") return true;
+      if (piece === "</mark>") return false;
+      const text = piece.replace(/&(?:amp|lt|gt|quot|#x27);/g, (entity) => ENTITIES[entity]);
+      if (text) parts.push({ text, mark: inMark });
+      return inMark;
+    }, false);
+  return parts;
+}
+
+function snippetNode(match, query) {
   const node = el("span", "session-snippet");
-  for (const part of markMatches(snippet, query)) node.append(part.mark ? el("mark", null, part.text) : part.text);
+  const parts = match.snippet_html ? markedPieces(match.snippet_html) : markMatches(match.snippet, query);
+  for (const part of parts) node.append(part.mark ? el("mark", null, part.text) : part.text);
   return node;
+}
+
+// While the server builds its search index again, results come from reading every file: say so.
+export function indexNote(index) {
+  if (!index || index.state !== "rebuilding") return "";
+  return `Search index rebuilding (${Math.floor(Number(index.progress || 0) * 100)}%): results may be incomplete.`;
 }
 
 // A session never written in (no messages, no title of its own) is left out of the list, as
@@ -104,6 +129,7 @@ export class SessionList {
     this.feed = null;
     this.currentId = null;
     this.matches = [];
+    this.indexNote = "";
     this.searchSeq = 0;
     this.searchTimer = null;
     this.projectId = null; // the project shown, null: every session
@@ -333,6 +359,7 @@ export class SessionList {
       const data = await api.search(q);
       if (seq !== this.searchSeq) return; // a newer query is on its way
       this.matches = (data.sessions || []).filter((row) => row.match);
+      this.indexNote = indexNote(data.index);
       this.render();
     } catch (err) {
       if (seq === this.searchSeq) toastError(err);
@@ -378,6 +405,7 @@ export class SessionList {
     }
     if (q && this.matches.length) {
       fragment.append(el("h2", "group-title", "Found in messages"));
+      if (this.indexNote) fragment.append(el("p", "search-note", this.indexNote));
       const matchList = el("ul", "group matches");
       for (const row of this.matches) matchList.append(this.renderMatch(row));
       fragment.append(matchList);
@@ -450,7 +478,7 @@ export class SessionList {
     const open = el("button", "session-open");
     open.type = "button";
     const query = this.filterInput.value.trim();
-    open.append(el("span", "session-title", row.title || "Untitled"), snippetNode(row.match.snippet, query));
+    open.append(el("span", "session-title", row.title || "Untitled"), snippetNode(row.match, query));
     open.addEventListener("click", () => this.onOpen(row.session_id, { messageIdx: row.match.message_idx }));
     item.append(open);
     return item;

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { markMatches } from "../../static/js/sessions.js";
+import { indexNote, markedPieces, markMatches } from "../../static/js/sessions.js";
 
 test("every occurrence of the query is marked, whatever its case", () => {
   assert.deepEqual(markMatches("Quick brown fox, quick!", "quick"), [
@@ -25,4 +25,22 @@ test("markup in a snippet stays text, and no query marks nothing", () => {
   ]);
   assert.deepEqual(markMatches("plain", ""), [{ text: "plain", mark: false }]);
   assert.deepEqual(markMatches("", "x"), []);
+});
+
+test("the server's marked snippet becomes text pieces, its escapes decoded and nothing read as HTML", () => {
+  assert.deepEqual(markedPieces("a &lt;b&gt; <mark>fox</mark> &amp; <mark>Fox&#x27;s</mark>&quot;"), [
+    { text: "a <b> ", mark: false },
+    { text: "fox", mark: true },
+    { text: " & ", mark: false },
+    { text: "Fox's", mark: true },
+    { text: '"', mark: false },
+  ]);
+  assert.deepEqual(markedPieces("&lt;mark&gt;not a mark&lt;/mark&gt;"), [{ text: "<mark>not a mark</mark>", mark: false }]);
+  assert.deepEqual(markedPieces(""), []);
+});
+
+test("a rebuilding index is said with its progress; a ready one says nothing", () => {
+  assert.equal(indexNote({ state: "rebuilding", progress: 0.427 }), "Search index rebuilding (42%): results may be incomplete.");
+  assert.equal(indexNote({ state: "ready", progress: 1 }), "");
+  assert.equal(indexNote(undefined), "");
 });
