@@ -182,6 +182,22 @@ def catalog(refresh: bool = False, clock: Callable[[], float] = time.monotonic) 
         ) from None
 
 
+def catalog_for_page(refresh: bool = False) -> dict[str, Any]:
+    """The picker's choices, or, while the first list is still being built, an empty list that says so
+    (``building``): the page shows the picker once a later ask has the list, rather than an error."""
+    try:
+        return catalog(refresh=refresh)
+    except ServiceUnavailable:
+        return {
+            "default_model": None,
+            "default_provider": None,
+            "configured": None,
+            "groups": [],
+            "fetched_at": None,
+            "building": True,
+        }
+
+
 def warm_up() -> None:
     """Import the agent's config modules and, when the agent has a config, build the choices (startup)."""
     agent_runtime.preload_config_modules()

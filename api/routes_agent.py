@@ -16,7 +16,7 @@ _TRUE = ("1", "true", "yes", "on")
 
 
 def _handle_models(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
-    j(handler, model_catalog.catalog(refresh=query.get("refresh", "") in _TRUE))
+    j(handler, model_catalog.catalog_for_page(refresh=query.get("refresh", "") in _TRUE))
 
 
 def _handle_session_model(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:

@@ -110,3 +110,13 @@ def test_model_switches_while_the_configured_endpoint_trickles_answer_within_the
     assert len(answers) == 8 and all(status in (200, 400, 503) for status, _ in answers), answers
     assert all("error" in data for status, data in answers if status != 200)
     assert elapsed < model_catalog.BUILD_WAIT_S + 12
+
+
+def test_the_page_gets_an_empty_list_marked_building_while_a_slow_endpoint_holds_the_first_build(tmp_path):
+    """The first model list waited at most the build's wait and then answered 503, which the page showed as
+    an error (and a browser logs as a failed load) whenever a start was slow; it now says the list is
+    still being built, and the page asks again."""
+    with trickling_endpoint(interval=1.0) as url, agent_server(tmp_path, url) as srv:
+        status, data = srv.json("GET", "/api/models?refresh=1")
+    assert status == 200
+    assert data["building"] is True and data["groups"] == []

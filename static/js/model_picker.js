@@ -24,10 +24,17 @@ export class ModelPicker {
     refreshButton.addEventListener("click", () => this.load({ refresh: true }));
   }
 
-  async load({ refresh = false } = {}) {
+  async load({ refresh = false, attempt = 0 } = {}) {
     this.refreshButton.disabled = true;
     try {
-      this.catalog = await api.models(refresh);
+      const catalog = await api.models(refresh);
+      if (catalog.building) {
+        // The server is still building its first list (a slow endpoint, or a busy start): ask again shortly.
+        clearTimeout(this.retry);
+        this.retry = setTimeout(() => this.load({ refresh, attempt: attempt + 1 }), Math.min(2000 * (attempt + 1), 10000));
+        return;
+      }
+      this.catalog = catalog;
       if (refresh) toast("The model list is up to date.");
     } catch (err) {
       toastError(err);
