@@ -21,7 +21,6 @@ Each figure is the median of ``--runs`` runs.
 from __future__ import annotations
 
 import argparse
-import http.client
 import statistics
 import subprocess
 import sys
@@ -34,6 +33,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
+from bench_many_turns import read_turn  # noqa: E402
 from bench_stream import markdown_answer  # noqa: E402
 from proc_cpu import tree_cpu_seconds  # noqa: E402
 
@@ -112,22 +112,6 @@ def pipeline_run(turns: int, tokens: int, rate: float) -> tuple[float, float]:
 # ---------------------------------------------------------------------- the real server
 
 
-def _read_stream(port: int, stream_id: str, counts: list[int], n: int) -> None:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
-    name = ""
-    try:
-        conn.request("GET", f"/api/chat/stream?stream_id={stream_id}")
-        for raw in conn.getresponse():
-            if raw.startswith(b"event: "):
-                name = raw[7:].strip().decode()
-                if name == "done":
-                    break
-            elif raw.startswith(b"data: ") and name == "token":
-                counts[n] += 1
-    finally:
-        conn.close()
-
-
 def server_run(turns: int, tokens: int, rate: float) -> dict:
     """Server (and descendants) CPU per 1,000 tokens while ``turns`` turns stream at once."""
     from talaria_testing.fake_llm import FakeLLMProcess, Reply, agent_server
@@ -141,18 +125,18 @@ def server_run(turns: int, tokens: int, rate: float) -> dict:
             sids = [srv.post_json("/api/session/new", {})["session"]["session_id"] for _ in range(turns)]
             llm.script(Reply(text="warm"))  # imports and builds the agent before the clock starts
             warm = srv.post_json("/api/chat/start", {"session_id": sids[0], "message": "hi"})["stream_id"]
-            _read_stream(srv.port, warm, [0], 0)
+            read_turn(srv.port, warm, {"tokens": 0})
             time.sleep(1.0)
             answers = ["".join(answer_tokens(tokens, n)) for n in range(turns)]
             llm.script(*[Reply(text=a, token_delay=1.0 / rate) for a in answers])
-            counts = [0] * turns
+            counts = [{"tokens": 0} for _ in range(turns)]
             own0, children0 = tree_cpu_seconds(srv.proc.pid)
             streams = [
                 srv.post_json("/api/chat/start", {"session_id": sid, "message": f"answer {n}"})["stream_id"]
                 for n, sid in enumerate(sids)
             ]
             readers = [
-                threading.Thread(target=_read_stream, args=(srv.port, s, counts, n))
+                threading.Thread(target=read_turn, args=(srv.port, s, counts[n]))
                 for n, s in enumerate(streams)
             ]
             for t in readers:
@@ -164,7 +148,7 @@ def server_run(turns: int, tokens: int, rate: float) -> dict:
         finally:
             srv.stop()
             llm.stop()
-    streamed = sum(counts)
+    streamed = sum(c["tokens"] for c in counts)
     return {
         "tokens": streamed,
         "server_ms": (own1 - own0) * 1e6 / streamed,
