@@ -258,6 +258,7 @@ def visible_latency(base_url: str, sid: str, llm: LLMProcess, tokens: int) -> li
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 800})
+            page.set_default_timeout(180_000)  # the page loads while 32 turns stream
             page.goto(f"{base_url}/#/s/{sid}")
             page.wait_for_selector("#composer-input")
             page.evaluate(watch)
