@@ -7,7 +7,9 @@ the segment's Markdown so far is rendered by the renderer of saved messages, blo
 blocks that changed since the previous one:
 
 - at once when the previous render is older than the interval (the first token shows immediately),
-- otherwise once the interval has passed since the previous render (one timer, never a backlog);
+- otherwise once the interval has passed since the previous render (never a backlog), on the turn's one
+  render thread: it is started with the first render that must wait and sleeps between renders, since
+  a thread started per render costs as much CPU as the render itself;
 - and at ``close()`` (or when a tool call ends the segment) as the finished text, so the last patch
   leaves the page showing what the saved message shows, before the turn's ``done``.
 
@@ -81,11 +83,13 @@ class LiveRender:
         self._sink = sink
         self._interval = interval
         self._clock = clock
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._segments: list[_Segment] = [_Segment()]
         self._last_render = float("-inf")
         self._wait = interval  # the interval, stretched when renders get costly
-        self._timer: threading.Timer | None = None
+        self._owed = False  # text arrived that waits for the interval to pass
+        self._thread: threading.Thread | None = None
+        self._idle = False  # the render thread waits for text (not for a deadline): wake it
         self._closed = False
 
     def __call__(self, name: str, data: dict[str, Any]) -> None:
@@ -93,44 +97,57 @@ class LiveRender:
         if name == "token" and data.get("text"):
             self._on_token(str(data["text"]))
         elif name == "tool":
-            self._render_now(finished=True)
             with self._lock:
+                self._render(finished=True)
                 if self._segments[-1].text:
                     self._segments.append(_Segment())
 
     def close(self) -> None:
         """Render the finished text; later tokens are passed on without renders."""
-        self._render_now(finished=True)
         with self._lock:
+            self._render(finished=True)
             self._closed = True
             self._segments = [_Segment()]  # the turn's journal outlives this; the texts are not needed
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
+            self._lock.notify()
 
     def _on_token(self, text: str) -> None:
         with self._lock:
             if self._closed:
                 return
             self._segments[-1].pieces.append(scrub_surrogates(text))
-            wait = self._last_render + self._wait - self._clock()
-            if wait > 0:
-                if self._timer is None:
-                    self._timer = threading.Timer(wait, self._render_now)
-                    self._timer.daemon = True
-                    self._timer.start()
-                return
-        self._render_now()
+            if self._last_render + self._wait - self._clock() <= 0:
+                self._render()
+            elif not self._owed:
+                self._owed = True
+                if self._thread is None:
+                    self._thread = threading.Thread(
+                        target=self._render_when_due, name="live-render", daemon=True
+                    )
+                    self._thread.start()
+                elif self._idle:
+                    self._lock.notify()
 
-    def _render_now(self, finished: bool = False) -> None:
+    def _render_when_due(self) -> None:
         with self._lock:
-            self._timer = None
-            if self._closed:
-                return
-            self._last_render = self._clock()
-            # Rendered under the lock so two patches of one segment reach the sink in order.
-            started = time.perf_counter()
-            patch = self._segments[-1].patch(len(self._segments) - 1, finished)
-            self._wait = max(self._interval, COST_FACTOR * (time.perf_counter() - started))
-            if patch is not None:
-                self._sink("render", patch)
+            while not self._closed:
+                wait = self._last_render + self._wait - self._clock()
+                if wait > 0:  # sleeps to the deadline whether or not text is owed yet: more is on its way
+                    self._lock.wait(wait)
+                elif self._owed:
+                    self._render()
+                else:
+                    self._idle = True
+                    self._lock.wait()
+                    self._idle = False
+
+    def _render(self, finished: bool = False) -> None:
+        """Send the patch of the text so far (the caller holds the lock, so patches reach the sink in order)."""
+        self._owed = False
+        if self._closed:
+            return
+        self._last_render = self._clock()
+        started = time.perf_counter()
+        patch = self._segments[-1].patch(len(self._segments) - 1, finished)
+        self._wait = max(self._interval, COST_FACTOR * (time.perf_counter() - started))
+        if patch is not None:
+            self._sink("render", patch)

@@ -32,12 +32,14 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from proc_cpu import cpu_seconds  # noqa: E402
 
 from talaria_testing.fake_llm import FakeLLM, Reply, agent_server  # noqa: E402
 from talaria_testing.server_proc import ServerProc  # noqa: E402
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
-_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def markdown_answer(chars: int, serial: int) -> str:
@@ -64,11 +66,6 @@ def markdown_answer(chars: int, serial: int) -> str:
 def rss_bytes(pid: int) -> int:
     fields = Path(f"/proc/{pid}/statm").read_text().split()
     return int(fields[1]) * _PAGE
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _TICKS
 
 
 def read_stream(srv: ServerProc, stream_id: str) -> tuple[int, int, list[tuple[str, str]]]:

@@ -263,3 +263,18 @@ def test_patches_streamed_in_any_chunks_end_as_the_saved_message_renders(lines, 
     if not text.strip():
         return
     assert stream(text, cuts).shown() == {0: render_markdown(text)}
+
+
+def test_renders_that_wait_for_the_interval_share_one_thread():
+    """A thread started per delayed render cost as much CPU as the render itself."""
+    sink = Sink()
+    live = LiveRender(sink, interval=0.02)
+    seen: set[threading.Thread] = set()
+    for i in range(40):
+        live("token", {"text": f"word{i} "})
+        seen.update(threading.enumerate())
+        time.sleep(0.005)
+    live.close()
+    assert len(sink.renders()) >= 5
+    assert len(seen - {threading.current_thread()}) <= 1
+    assert sink.shown() == {0: render_markdown("".join(f"word{i} " for i in range(40)))}
