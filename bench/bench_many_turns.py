@@ -20,6 +20,7 @@ Figures are medians over ``--runs`` runs; ``--quick`` makes each run short enoug
     .venv/bin/python bench/bench_many_turns.py --quick                  # 32 turns, 3 short runs
     .venv/bin/python bench/bench_many_turns.py --runs 3                 # 32 turns, longer runs
     .venv/bin/python bench/bench_many_turns.py --turns 64 --check-saved # every turn saved whole
+    .venv/bin/python bench/bench_many_turns.py --quick --workers 2      # the agents in 2 worker processes
 """
 
 from __future__ import annotations
@@ -279,7 +280,10 @@ def load_run(opts, root: Path) -> dict:
     llm = LLMProcess(root, opts.rate, opts.tokens, opts.probe_tokens)
     threads_needed = 3 * opts.turns + opts.clients + 16
     srv = agent_server(
-        root / "srv", llm.base_url, toolsets="todo", env={"TALARIA_SERVER_THREADS": str(threads_needed)}
+        root / "srv",
+        llm.base_url,
+        toolsets="todo",
+        env={"TALARIA_SERVER_THREADS": str(threads_needed), "TALARIA_AGENT_WORKERS": str(opts.workers)},
     )
     if opts.corpus:
         populate_from_corpus(srv.session_dir, opts.corpus, opts.sessions, opts.messages)
@@ -368,7 +372,10 @@ def check_run(opts, root: Path) -> dict:
 
     llm = LLMProcess(root, opts.rate, opts.tokens, opts.probe_tokens)
     srv = agent_server(
-        root / "srv", llm.base_url, toolsets="todo", env={"TALARIA_SERVER_THREADS": str(3 * opts.turns + 16)}
+        root / "srv",
+        llm.base_url,
+        toolsets="todo",
+        env={"TALARIA_SERVER_THREADS": str(3 * opts.turns + 16), "TALARIA_AGENT_WORKERS": str(opts.workers)},
     )
     populate(srv.session_dir, opts.sessions, opts.messages)
     counts: dict = {"tokens": 0}
@@ -424,6 +431,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=10)
     parser.add_argument("--requests", type=int, default=1000, help="timed requests per path")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--workers", type=int, default=0, help="agent worker processes (TALARIA_AGENT_WORKERS; 0 = threads)"
+    )
     parser.add_argument("--cpu-window", type=float, default=10.0, help="seconds the CPU is measured over")
     parser.add_argument(
         "--quick", action="store_true", help="short runs: 300 requests, a 200-token probe, 5 s of CPU"
