@@ -54,6 +54,7 @@ class App {
       archivedToggle: $("show-archived"),
       onOpen: (sid, opts) => this.open(sid, opts),
       onDeleted: (sid) => {
+        this.drafts.forget(sid);
         if (sid === this.chat.sessionId) this.goEmpty();
       },
       onChanged: (row) => this.sessionChanged(row),
@@ -278,6 +279,7 @@ class App {
   // in the composer (it goes to a new session if sent). Its undo, while it lasts, is in the tab that deleted it.
   removedElsewhere(sid) {
     this.dropPendingClearOf(sid);
+    this.drafts.forget(sid);
     if (sid !== this.chat.sessionId) return;
     const draft = this.composer.draft();
     this.composer.cancelEdit({ keepText: true });

@@ -55,6 +55,15 @@ export class DraftKeeper {
     return this.saving;
   }
 
+  // The session is gone (deleted here or elsewhere): nothing is saved to it any more; the box keeps its text.
+  forget(sid) {
+    if (sid !== this.sessionId) return;
+    clearTimeout(this.timer);
+    this.timer = null;
+    this.sessionId = null;
+    this.saved = "";
+  }
+
   // The message is being sent: the server clears the draft with it, so nothing pending may save it again.
   sent() {
     clearTimeout(this.timer);

@@ -39,14 +39,19 @@ def srv(llm, tmp_path_factory):
 
 
 def _children(pid: int) -> list[int]:
+    """The children of every thread of ``pid``; a thread that ends while it is read is skipped (a server
+    under load starts and ends request threads all the time), not the whole answer."""
     try:
-        tasks = Path(f"/proc/{pid}/task").iterdir()
-        found: list[int] = []
-        for task in tasks:
-            found += [int(c) for c in (task / "children").read_text().split()]
-        return found
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
     except OSError:
         return []
+    found: list[int] = []
+    for task in tasks:
+        try:
+            found += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return found
 
 
 def worker_pids(srv: ServerProc) -> list[int]:
