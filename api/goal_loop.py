@@ -67,15 +67,20 @@ def last_turn(messages: list[dict[str, Any]]) -> tuple[str, bool]:
 
 
 def _publish(session_id: str, card: dict[str, Any], move: bool = True) -> None:
-    """The card to the live turn (every tab following it) and onto the newest answer row on disk."""
+    """The card to the live turn (every tab following it) and, with ``move``, onto the newest answer row
+    on disk (a save that every open tab's session feed sees); without, off the rows that held it: the live
+    turn holds it now and saves it with its answer."""
     live = turn_journal.live_turn_for(session_id)
     if live is not None and not live.finished:
         live.append("work", card)
-    if not move:
-        return
     try:
-        with session_edit.edit(session_id, touch_updated_at=False) as session:
-            if not work_cards.moved_to_last_answer(session.messages, card):
+        with session_edit.edit(session_id) as session:
+            changed = (
+                work_cards.moved_to_last_answer(session.messages, card)
+                if move
+                else work_cards.without_card(session.messages, card["id"])
+            )
+            if not changed:
                 raise session_edit.Unchanged
     except NotFound:
         return
@@ -97,7 +102,7 @@ def _continue(session_id: str, prompt: str | None, card: dict[str, Any]) -> str 
     if not prompt:
         return None
     started = turn_queue.send(session_id, prompt, "queue").get("stream_id")
-    _publish(session_id, card, move=False)
+    _publish(session_id, card, move=started is None)
     return started if isinstance(started, str) else None
 
 
