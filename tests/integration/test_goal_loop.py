@@ -187,3 +187,21 @@ def test_a_restart_during_a_goal_turn_pauses_the_goal(llm, fake, tmp_path):
         rows = on_disk(server, sid)["messages"]
         assert rows[-1].get("_interrupted")
         assert [c["status"] for _, c in _saved_cards(server, sid)] == ["paused"]
+
+
+def test_bad_goal_requests_get_a_clear_json_error(srv):
+    sid = new_session(srv)
+    cases = [
+        ({"session_id": sid, "args": 7}, 400, "must be a string"),
+        ({"session_id": sid, "args": "x" * 20_001}, 400, "too long"),
+        ({"session_id": "../../etc", "args": "status"}, 400, "Invalid session_id"),
+        ({"session_id": "nosuchsession", "args": "status"}, 404, "No such session"),
+        ({"session_id": sid, "args": "resume"}, 409, "No goal"),
+    ]
+    for body, status, text in cases:
+        got, answer = srv.json("POST", "/api/session/goal", body)
+        assert (got, text in answer["error"]) == (status, True), (body, answer)
+    status, answer = srv.json("GET", "/api/session/goal?session_id=nosuchsession")
+    assert status == 404 and answer["error"]
+    assert srv.get_json(f"/api/session/goal?session_id={sid}") == {"goal": None}
+    assert "No active goal" in srv.post_json("/api/session/goal", {"session_id": sid, "args": ""})["message"]
