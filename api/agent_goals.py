@@ -62,7 +62,7 @@ def card(session_id: str, state: Any, status: str | None = None) -> dict[str, An
     """The goal's ``work`` card (kind ``goal``): its text, turns used of the budget, the judge's last verdict
     and reason, and its status (``active``, ``paused``, ``done``, ``stopped``)."""
     return {
-        "id": f"goal-{session_id}-{int(state.created_at or 0)}",
+        "id": f"goal-{session_id}-{int((state.created_at or 0) * 1000)}",
         "kind": "goal",
         "goal": _cut(state.goal, 300),
         "status": status or CARD_STATUS.get(state.status, "stopped"),

@@ -145,6 +145,8 @@ def command(session_id: str, args: Any) -> dict[str, Any]:
             mgr.clear()
             _publish(session_id, card)
             return {"message": "Goal cleared.", "goal": card}
+        if mgr.has_goal():  # the goal it replaces ends on its card
+            _publish(session_id, agent_goals.card(session_id, mgr.state, status="stopped"))
         try:
             state = agent_goals.set_goal(mgr, text)
         except ValueError as exc:

@@ -205,3 +205,19 @@ def test_bad_goal_requests_get_a_clear_json_error(srv):
     assert status == 404 and answer["error"]
     assert srv.get_json(f"/api/session/goal?session_id={sid}") == {"goal": None}
     assert "No active goal" in srv.post_json("/api/session/goal", {"session_id": sid, "args": ""})["message"]
+
+
+def test_a_new_goal_replaces_the_paused_one_whose_card_says_stopped(srv, fake):
+    sid = new_session(srv)
+    fake.script("Started.", _judge("continue", "more"), Reply(text="Second", hang_after=1))
+    _goal(srv, sid, GOAL)
+    assert fake.wait_for_hang(20)
+    _goal(srv, sid, "pause")
+    fake.release()
+    first = _wait_card(srv, sid, "paused")
+    fake.script("The other goal is met.", _judge("done", "met"))
+    second = _goal(srv, sid, "Another goal")["goal"]
+    assert second["id"] != first["id"]
+    _wait_card(srv, sid, "done")
+    statuses = {c["goal"]: c["status"] for _, c in _saved_cards(srv, sid)}
+    assert statuses == {GOAL: "stopped", "Another goal": "done"}
