@@ -142,3 +142,22 @@ def test_a_goal_shows_one_card_live_through_its_turns_then_done_after_a_reload(b
         expect(saved.locator(".work-state")).to_have_text("done · 2 of 20 turns")
         saved.scroll_into_view_if_needed()
         screenshots(page, "goal-card-done")
+
+
+def test_the_stop_button_during_a_goal_turn_pauses_the_goal_on_its_card(browser, work_server, llm):
+    llm.script(Reply(text="Drafting the first step of the plan now.", hang_after=3))
+    with open_page(browser, work_server.base_url, color_scheme="dark") as page:
+        new_session(page)
+        box = page.locator("#composer-input")
+        box.fill("/go")
+        expect(page.locator("#slash-list [role=option] .slash-name")).to_have_text([re.compile(r"^/goal\b")])
+        box.fill("/goal Draft the plan")
+        box.press("Enter")
+        expect(page.locator(".live .work-goal-card .work-state")).to_have_text("active · 0 of 20 turns")
+        assert llm.wait_for_hang(15)
+        page.locator("#stop").click()
+        card = page.locator(".msg .work-card.work-goal-card")
+        expect(card).to_have_attribute("data-status", "paused", timeout=20000)
+        expect(card.locator(".work-summary")).to_have_text("Paused: stopped by the person")
+        card.scroll_into_view_if_needed()
+        screenshots(page, "goal-card-paused")
