@@ -21,6 +21,10 @@ WEB_COMMANDS: dict[str, dict[str, str]] = {
         "args": "[level|default]",
         "help": "Set this session's reasoning effort (for models that take one)",
     },
+    "goal": {
+        "args": "[text | status | pause | resume | clear]",
+        "help": "Set a standing goal the agent works toward turn after turn until its judge says done",
+    },
     "reload-mcp": {},
     "reload-skills": {},
 }

@@ -26,6 +26,7 @@ from api import (
     auth,
     config,
     doctor,
+    goal_loop,
     interrupted_turns,
     log_setup,
     mcp_servers,
@@ -183,6 +184,11 @@ def build_auth(values: dict[str, Any]) -> auth.AuthManager:
     return auth.AuthManager(values["password"], secret)
 
 
+def _resume_after_restart(interrupted: list[str]) -> None:
+    goal_loop.after_restart(interrupted)
+    turn_queue.resume_waiting(config.SESSION_DIR)
+
+
 def main(argv: list[str] | None = None) -> int:
 
     args = build_arg_parser().parse_args(argv)
@@ -222,9 +228,13 @@ def main(argv: list[str] | None = None) -> int:
         agent_pool.start_warm_up()
     mcp_servers.start_discovery()
     agent_watch.WATCH.start()
-    # Messages queued behind a turn the last run of the server did not finish run now, tab or no tab.
+    # Goals whose turn the restart cut short pause; messages queued behind a turn the last run of the server
+    # did not finish run now, tab or no tab.
     threading.Thread(
-        target=turn_queue.resume_waiting, args=(config.SESSION_DIR,), name="queue-resume", daemon=True
+        target=_resume_after_restart,
+        args=(summary.get("interrupted_turns") or [],),
+        name="queue-resume",
+        daemon=True,
     ).start()
     app_server.serve(server)
     log.info("stopped")

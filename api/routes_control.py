@@ -1,5 +1,5 @@
 """Routes for the person's control of a turn: approvals, clarify answers, the queue (queue, steer,
-interrupt), the session's workspace.
+interrupt), the session's standing goal (the agent's ``/goal``), the session's workspace.
 
 Thin handlers as in ``api.routes`` (parse → one domain call → ``j``); ``api.routes`` merges ``ROUTES``.
 """
@@ -10,7 +10,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from api import approvals, clarify, session_catalogue, turn_queue, workspace
+from api import approvals, clarify, goal_loop, session_catalogue, turn_queue, workspace
 from api.http_io import j, require_session_id
 
 
@@ -61,6 +61,14 @@ def _handle_workspaces(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -
     j(handler, workspace.overview())
 
 
+def _handle_goal(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
+    j(handler, goal_loop.current(_sid(query)))
+
+
+def _handle_goal_command(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+    j(handler, goal_loop.command(_sid(body), body.get("args", "")))
+
+
 ROUTES: dict[tuple[str, str], Callable[[Any, dict[str, Any]], None]] = {
     ("POST", "/api/approval/respond"): _handle_approval_respond,
     ("GET", "/api/approval/pending"): _handle_approval_pending,
@@ -70,6 +78,8 @@ ROUTES: dict[tuple[str, str], Callable[[Any, dict[str, Any]], None]] = {
     ("POST", "/api/session/queue"): _handle_queue_send,
     ("POST", "/api/session/queue/edit"): _handle_queue_edit,
     ("POST", "/api/session/queue/cancel"): _handle_queue_cancel,
+    ("GET", "/api/session/goal"): _handle_goal,
+    ("POST", "/api/session/goal"): _handle_goal_command,
     ("POST", "/api/session/workspace"): _handle_session_workspace,
     ("GET", "/api/workspaces"): _handle_workspaces,
 }

@@ -248,6 +248,12 @@ def live_turn_for(session_id: str) -> Turn | None:
         return _LIVE_BY_SESSION.get(session_id)
 
 
+def latest_for(session_id: str) -> Turn | None:
+    """The session's newest turn of this process, live or finished (while its journal is kept)."""
+    with _LOCK:
+        return next((t for t in reversed(_TURNS.values()) if t.session_id == session_id), None)
+
+
 def live_turns() -> list[Turn]:
     with _LOCK:
         return list(_LIVE_BY_SESSION.values())

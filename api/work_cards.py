@@ -168,3 +168,27 @@ def process_update(card: dict[str, Any], state: dict[str, Any] | None, now: floa
         out["summary"] = output[-OUTPUT_CHARS:].strip()
         out["duration_seconds"] = round(now - float(card.get("started_at") or now), 2)
     return out
+
+
+def without_card(rows: list[dict[str, Any]], card_id: str) -> bool:
+    """The card ``card_id`` taken off every row of ``rows`` that holds it; False when none did."""
+    found = False
+    for index, row in enumerate(rows):
+        held = row.get(ROW_KEY)
+        if isinstance(held, list) and any(isinstance(c, dict) and c.get("id") == card_id for c in held):
+            kept = [c for c in held if not (isinstance(c, dict) and c.get("id") == card_id)]
+            rows[index] = {**row, ROW_KEY: kept} if kept else {k: v for k, v in row.items() if k != ROW_KEY}
+            found = True
+    return found
+
+
+def moved_to_last_answer(rows: list[dict[str, Any]], card: dict[str, Any]) -> bool:
+    """``card`` taken off every row that holds it and put on the last answer row of ``rows`` (a goal's
+    card follows its newest turn); False when there is no answer row to hold it."""
+    last = next((i for i in range(len(rows) - 1, -1, -1) if rows[i].get("role") == "assistant"), None)
+    if last is None:
+        return False
+    without_card(rows, card["id"])
+    row = rows[last]
+    rows[last] = {**row, ROW_KEY: [*(row.get(ROW_KEY) or []), card]}
+    return True

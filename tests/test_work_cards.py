@@ -124,3 +124,24 @@ def test_a_process_card_shows_its_latest_output_line_then_its_exit_code_and_outp
 def test_a_process_still_running_when_its_turn_ends_stays_running():
     cards = [{"id": "proc_1", "kind": "process", "status": "running"}]
     assert work_cards.settled(cards, "completed", 5.0) == cards
+
+
+def test_a_goal_card_moves_onto_the_newest_answer_and_is_held_once():
+    card = {"id": "goal-s-1", "kind": "goal", "status": "active"}
+    other = {"id": "sa-1", "kind": "subagent"}
+    rows = [
+        {"role": "user", "content": "goal"},
+        {"role": "assistant", "content": "one", work_cards.ROW_KEY: [card, other]},
+        {"role": "user", "content": "go on"},
+        {"role": "assistant", "content": "two", work_cards.ROW_KEY: [card]},
+        {"role": "user", "content": "go on"},
+        {"role": "assistant", "content": "three"},
+    ]
+    judged = {**card, "status": "done"}
+    assert work_cards.moved_to_last_answer(rows, judged)
+    assert rows[1][work_cards.ROW_KEY] == [other]
+    assert work_cards.ROW_KEY not in rows[3]
+    assert rows[5][work_cards.ROW_KEY] == [judged]
+    assert work_cards.without_card(rows, "goal-s-1") and work_cards.ROW_KEY not in rows[5]
+    assert not work_cards.without_card(rows, "goal-s-1")
+    assert not work_cards.moved_to_last_answer([{"role": "user", "content": "x"}], card)

@@ -43,6 +43,7 @@ export class ChatView {
     this.live = null;
     this.starting = false; // this tab is starting a turn: its own answer brings the stream to follow
     this.catchingUp = false;
+    this.missedRow = null; // the sidebar row of this session that changed while a turn streamed
     this.attaching = null;
     this.follower = new ScrollFollow(transcript);
     this.observer = new IntersectionObserver((entries) => {
@@ -131,9 +132,21 @@ export class ChatView {
       if (streamId !== this.streamId) this.attach(streamId).catch((err) => this.onError?.(err));
       return;
     }
-    if (this.streaming || this.catchingUp) return; // the turn's own `done` brings the transcript
+    if (this.streaming || this.catchingUp) {
+      // The turn's own `done` brings the transcript; a change saved after it (a goal's judgement) is read then.
+      this.missedRow = row;
+      return;
+    }
+    this.missedRow = null;
     const changed = row.message_count !== this.session.total_messages || row.updated_at !== this.session.updated_at;
     if (changed) this.catchUp().catch((err) => this.onError?.(err));
+  }
+
+  // The open session's sidebar row that changed while a turn streamed or the view caught up, followed now.
+  followMissed() {
+    const row = this.missedRow;
+    this.missedRow = null;
+    if (row) this.followElsewhere(row);
   }
 
   // Shows the transcript as saved now (with the user row of a turn started elsewhere), keeping what a
@@ -148,6 +161,7 @@ export class ChatView {
     } finally {
       this.catchingUp = false;
     }
+    this.followMissed();
   }
 
   // Follows a turn started in another tab or window: its user row is read first, then its events from
@@ -436,6 +450,7 @@ export class ChatView {
         if (data.session) {
           const renderFrom = this.lastUserIdx();
           this.keepReadingPosition(() => this.applySession(data.session, { renderFrom }));
+          this.followMissed();
         }
         else this.reload().catch((err) => this.onError?.(err));
         break;

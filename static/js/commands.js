@@ -99,6 +99,17 @@ const AGENT_RUNNERS = {
   help: { withoutSession: true, run: (app) => app.showHelp() },
   usage: { withoutSession: false, run: (app, sid) => showUsage(sid) },
   reasoning: { withoutSession: false, run: (app, sid, arg) => app.reasoning.choose(sid, arg) },
+  // The agent's standing goal; `pause`, `status` and `clear` also while a goal turn streams.
+  goal: {
+    withoutSession: false,
+    whileStreaming: true,
+    async run(app, sid, arg) {
+      const data = await postJSON("/api/session/goal", { session_id: sid, args: arg });
+      toast(data.message);
+      if (!app.chat.streaming) await app.chat.catchUp();
+      return true;
+    },
+  },
   "reload-mcp": {
     withoutSession: true,
     async run() {
@@ -180,6 +191,6 @@ export function completions(text) {
 export function refusal(command, { sessionId, streaming }) {
   if (!command) return "Unknown command.";
   if (!sessionId && !command.withoutSession) return "Open a session first.";
-  if (streaming) return "Wait for the answer to finish, or stop it first.";
+  if (streaming && !command.whileStreaming) return "Wait for the answer to finish, or stop it first.";
   return null;
 }

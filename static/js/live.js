@@ -10,7 +10,7 @@ import { decorateCode } from "./actions.js";
 import { hydrateMedia } from "./media.js";
 import { el } from "./dom.js";
 import { reasoningBlock, setToolResult, toolCard } from "./render.js";
-import { placeWorkCard, tick, updateWorkCard, workCard } from "./work_cards.js";
+import { dropOtherCopies, placeWorkCard, tick, updateWorkCard, workCard } from "./work_cards.js";
 
 export class LiveTurn {
   constructor(container, sessionId) {
@@ -91,6 +91,7 @@ export class LiveTurn {
       const created = workCard(card, { live: true });
       this.works.set(card.id, created);
       placeWorkCard(this.article, created, card.tool_id ? this.cards.get(card.tool_id) : null);
+      dropOtherCopies(this.article.ownerDocument, created);
     }
     if (!this.ticker) this.ticker = setInterval(() => tick(this.article), 1000);
   }

@@ -1,6 +1,7 @@
 // Long-running work as cards: a subagent `delegate_task` started (its goal, the tool in use, the latest
-// step) or a background process the terminal tool started (its command, its latest output line), with the
-// time it has run and, once it ends, its result. Live cards come from `work` events (the
+// step), a background process the terminal tool started (its command, its latest output line), with the
+// time it has run and, once it ends, its result, or the session's standing goal (the agent's `/goal` loop:
+// turns used of its budget, the judge's last verdict, why it paused). Live cards come from `work` events (the
 // card whole each time); saved ones from the answer row's `work_cards`. A card saved as running whose turn
 // is over is shown as last seen: the server stopped before it ended.
 
@@ -50,7 +51,39 @@ export function stepLabel(card) {
   return card.step ? `${card.step}${tools}` : `starting…${tools}`;
 }
 
+const GOAL_STATUS_TEXT = { active: "active", paused: "paused", done: "done", stopped: "stopped" };
+
+// A goal's state line: "active · 2 of 20 turns".
+export function goalStateLabel(card) {
+  const turns = Number(card.iteration) || 0;
+  const budget = Number(card.max_turns) || 0;
+  const used = budget ? `${turns} of ${budget} turn${budget === 1 ? "" : "s"}` : `${turns} turn${turns === 1 ? "" : "s"}`;
+  return `${GOAL_STATUS_TEXT[card.status] || card.status || "active"} · ${used}`;
+}
+
+// A goal's step line: the judge's last verdict and reason, or that no turn was judged yet.
+export function goalStepLabel(card) {
+  if (!card.verdict) return card.status === "active" ? "working on the first turn…" : "";
+  return `Judge: ${card.verdict}${card.reason ? ` — ${card.reason}` : ""}`;
+}
+
+function fillGoal(node, card) {
+  node.work = card;
+  node.dataset.status = card.status || "active";
+  node.classList.toggle("work-ended", card.status !== "active");
+  node.querySelector(".work-goal").textContent = card.goal || "Goal";
+  node.querySelector(".work-state").textContent = goalStateLabel(card);
+  node.querySelector(".work-step").textContent = goalStepLabel(card);
+  const summary = node.querySelector(".work-summary");
+  summary.textContent = card.status === "paused" && card.paused_reason ? `Paused: ${card.paused_reason}` : "";
+  summary.hidden = !summary.textContent;
+}
+
 function fill(node, card, live) {
+  if (card.kind === "goal") {
+    fillGoal(node, card);
+    return;
+  }
   node.work = card;
   node.dataset.status = card.status || "running";
   node.classList.toggle("work-ended", card.status !== "running");
@@ -68,11 +101,14 @@ export function workCard(card, { live = false } = {}) {
   const node = el("section", "work-card");
   node.dataset.workId = card.id || "";
   const process = card.kind === "process";
+  const goal = card.kind === "goal";
   if (process) node.classList.add("work-process");
-  node.setAttribute("aria-label", process ? "Background process" : "Subagent");
+  if (goal) node.classList.add("work-goal-card");
+  const kind = process ? "Background process" : goal ? "Goal" : "Subagent";
+  node.setAttribute("aria-label", kind);
   const head = el("div", "work-head");
   const task = card.task_count > 1 ? ` ${card.task_index + 1}/${card.task_count}` : "";
-  head.append(el("span", "work-kind", process ? "Background process" : `Subagent${task}`), el("span", "work-state"));
+  head.append(el("span", "work-kind", goal || process ? kind : `Subagent${task}`), el("span", "work-state"));
   node.append(head, el("div", "work-goal"), el("div", "work-step"), el("div", "work-summary"));
   fill(node, card, live);
   return node;
@@ -87,6 +123,14 @@ export function tick(root) {
   const now = Date.now() / 1000;
   for (const node of root.querySelectorAll(".work-card[data-status='running']")) {
     node.querySelector(".work-state").textContent = stateLabel(node.work, now, true);
+  }
+}
+
+// A goal's card is one across its turns: the copy an earlier turn shows goes when a newer one arrives.
+export function dropOtherCopies(root, node) {
+  if (node.work?.kind !== "goal") return;
+  for (const other of root.querySelectorAll(".work-card.work-goal-card")) {
+    if (other !== node && other.dataset.workId === node.dataset.workId) other.remove();
   }
 }
 

@@ -286,7 +286,7 @@ def test_slash_commands_complete_and_run(page, server, llm):
     box.fill("/")
     # The page's six commands, then the agent's that the page runs (no skills are installed here).
     names = ["compress", "uncompress", "undo", "retry", "clear", "title", "new", "model", "help", "usage"]
-    names += ["reasoning"]
+    names += ["reasoning", "goal"]
     names += ["reload-mcp", "reload-skills"]
     expect(page.locator("#slash-list [role=option] .slash-name")).to_have_text(
         [re.compile(rf"^/{name}\b") for name in names]

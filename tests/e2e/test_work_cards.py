@@ -3,6 +3,7 @@ and the card is still there after a reload."""
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -100,3 +101,63 @@ def test_a_background_process_shows_as_a_card_with_its_output_until_it_exits(bro
         screenshots(page, "work-card-process")
         wait_turn_done(page, before)
         expect(page.locator(".msg .work-card.work-process .work-summary")).to_have_text("build ok")
+
+
+def _judge(verdict: str, reason: str) -> Reply:
+    return Reply(text=f'{{"verdict": "{verdict}", "reason": "{reason}"}}')
+
+
+def test_a_goal_shows_one_card_live_through_its_turns_then_done_after_a_reload(browser, work_server, llm):
+    goal = "Write the three steps of the release plan"
+    llm.script(
+        Reply(text="Step one of the release plan is written."),
+        _judge("continue", "two steps of the plan remain"),
+        Reply(text="Step two is written.", hang_after=2),
+        _judge("done", "the plan has all its steps"),
+    )
+    with open_page(browser, work_server.base_url) as page:
+        sid = new_session(page)
+        box = page.locator("#composer-input")
+        box.fill("/go")  # the agent's commands arrive after the page's own
+        expect(page.locator("#slash-list [role=option] .slash-name")).to_have_text([re.compile(r"^/goal\b")])
+        box.fill(f"/goal {goal}")
+        box.press("Enter")
+        live = page.locator(".live .work-card.work-goal-card")
+        expect(live.locator(".work-state")).to_have_text("active · 1 of 20 turns", timeout=FIRST_TURN_MS)
+        expect(live.locator(".work-kind")).to_have_text("Goal")
+        expect(live.locator(".work-goal")).to_have_text(goal)
+        expect(live.locator(".work-step")).to_have_text("Judge: continue — two steps of the plan remain")
+        assert llm.wait_for_hang(15)
+        expect(page.locator(".work-goal-card")).to_have_count(1)  # the earlier turn's copy gave way
+        screenshots(page, "goal-card-live")
+        llm.release()
+        card = page.locator(".msg .work-card.work-goal-card")
+        expect(card).to_have_attribute("data-status", "done", timeout=20000)
+        expect(card).to_have_count(1)
+        expect(card.locator(".work-step")).to_have_text("Judge: done — the plan has all its steps")
+        page.reload()
+        goto_app(page, f"/#/s/{sid}")
+        saved = page.locator(".msg .work-card.work-goal-card")
+        expect(saved).to_have_count(1)
+        expect(saved.locator(".work-state")).to_have_text("done · 2 of 20 turns")
+        saved.scroll_into_view_if_needed()
+        screenshots(page, "goal-card-done")
+
+
+def test_the_stop_button_during_a_goal_turn_pauses_the_goal_on_its_card(browser, work_server, llm):
+    llm.script(Reply(text="Drafting the first step of the plan now.", hang_after=3))
+    with open_page(browser, work_server.base_url, color_scheme="dark") as page:
+        new_session(page)
+        box = page.locator("#composer-input")
+        box.fill("/go")
+        expect(page.locator("#slash-list [role=option] .slash-name")).to_have_text([re.compile(r"^/goal\b")])
+        box.fill("/goal Draft the plan")
+        box.press("Enter")
+        expect(page.locator(".live .work-goal-card .work-state")).to_have_text("active · 0 of 20 turns")
+        assert llm.wait_for_hang(15)
+        page.locator("#stop").click()
+        card = page.locator(".msg .work-card.work-goal-card")
+        expect(card).to_have_attribute("data-status", "paused", timeout=20000)
+        expect(card.locator(".work-summary")).to_have_text("Paused: stopped by the person")
+        card.scroll_into_view_if_needed()
+        screenshots(page, "goal-card-paused")

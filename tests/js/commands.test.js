@@ -63,3 +63,12 @@ test("only /title runs with no session open, and no command runs while an answer
   }
   assert.ok(refusal(null, open));
 });
+
+test("the agent's /goal runs while a goal turn streams (to pause it), with a session open", () => {
+  addAgentCommands([{ name: "goal", args: "[text]", help: "Set a standing goal", kind: "agent" }]);
+  const goal = findCommand("goal");
+  assert.equal(goal.kind, "agent");
+  assert.equal(refusal(goal, { sessionId: "s1", streaming: true }), null);
+  assert.equal(refusal(goal, { sessionId: null, streaming: false }), "Open a session first.");
+  addAgentCommands([]);
+});

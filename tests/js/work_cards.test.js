@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { elapsedLabel, elapsedOf, stateLabel, stepLabel } from "../../static/js/work_cards.js";
+import { elapsedLabel, elapsedOf, goalStateLabel, goalStepLabel, stateLabel, stepLabel } from "../../static/js/work_cards.js";
 
 test("elapsed time reads in seconds, then minutes, then hours", () => {
   assert.equal(elapsedLabel(42.7), "42 s");
@@ -35,4 +35,13 @@ test("a background process's step is its latest output line, then its exit code"
   assert.equal(stepLabel({ kind: "process", status: "running", step: "" }), "started");
   assert.equal(stepLabel({ kind: "process", status: "failed", exit_code: 2 }), "Exit code 2");
   assert.equal(stateLabel({ kind: "process", status: "lost", started_at: 0, ended_at: 4 }, 9, false), "no longer followed · 4 s");
+});
+
+test("a goal's card reads its status, the turns used of its budget and the judge's last verdict", () => {
+  const card = { kind: "goal", status: "active", iteration: 2, max_turns: 20, verdict: "continue", reason: "one step remains" };
+  assert.equal(goalStateLabel(card), "active · 2 of 20 turns");
+  assert.equal(goalStepLabel(card), "Judge: continue — one step remains");
+  assert.equal(goalStateLabel({ ...card, status: "done", iteration: 1, max_turns: 1 }), "done · 1 of 1 turn");
+  assert.equal(goalStepLabel({ kind: "goal", status: "active", iteration: 0 }), "working on the first turn…");
+  assert.equal(goalStepLabel({ kind: "goal", status: "stopped", iteration: 0 }), "");
 });
