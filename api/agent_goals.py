@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from api import agent_runtime
+from api import agent_runtime, config, state_db
 
 DEFAULT_MAX_TURNS = 20  # the agent's own default when its config names none
 CARD_STATUS = {"active": "active", "paused": "paused", "done": "done", "cleared": "stopped"}
@@ -30,6 +30,12 @@ def max_turns() -> int:
         return int((config.get("goals") or {}).get("max_turns", DEFAULT_MAX_TURNS) or DEFAULT_MAX_TURNS)
     except (TypeError, ValueError, AttributeError):
         return DEFAULT_MAX_TURNS
+
+
+def may_have_goal(session_id: str) -> bool:
+    """Whether the agent's store holds a goal for the session, read without writing (``state_db``): only
+    then is its ``GoalManager`` built, which opens the store for writing."""
+    return state_db.meta_value(config.STATE_DB_PATH, f"goal:{session_id}") is not None
 
 
 def manager(session_id: str) -> Any:

@@ -124,6 +124,9 @@ def create_job(fields: Any) -> dict[str, Any]:
 # ----------------------------------------------------------------------------------------------
 
 
+AGENT_MODULES = ("run_agent", "model_tools")  # what building a job's agent imports
+
+
 def _tick() -> bool:
     try:
         agent_runtime.agent_module("cron.scheduler").tick(verbose=False, sync=False)
@@ -140,6 +143,11 @@ def _loop(interval: float, stop: threading.Event, wake: threading.Event) -> None
         if started or jobs_file.exists():
             jobs = agent_runtime.agent_module("cron.jobs")
             if not started:
+                # The agent runs due jobs in threads of its own; their first agents would import the agent and
+                # discover its tools (parsing each tool's source) at the same time, which CPython 3.11 can fail
+                # ("AST constructor recursion depth mismatch"). Imported here first, once, in one thread.
+                for name in AGENT_MODULES:
+                    agent_runtime.agent_module(name)
                 # Runs a previous scheduler left unfinished are marked unknown, as the agent's ticker does.
                 agent_runtime.agent_module("cron.executions").recover_interrupted_executions()
                 started = True

@@ -111,6 +111,10 @@ def _has_state(mgr: Any) -> bool:
     return mgr.state is not None and mgr.state.status != "cleared"
 
 
+NO_GOAL_TEXT = "No goal is set in this session; set one with /goal <text>."
+NO_GOAL_STATUS = "No active goal. Set one with /goal <text>."  # the agent's own status line without one
+
+
 def command(session_id: str, args: Any) -> dict[str, Any]:
     """The agent's ``/goal [text|status|pause|resume|clear]`` in a session: ``{message, goal, stream_id?}``."""
     if not isinstance(args, str):
@@ -120,6 +124,12 @@ def command(session_id: str, args: Any) -> dict[str, Any]:
     text = args.strip()
     lower = text.lower()
     _messages(session_id)  # a session that does not exist is a 404 before the agent is asked
+    if lower in {"", "status", "pause", "resume", "clear", "stop", "done"} and not agent_goals.may_have_goal(
+        session_id
+    ):
+        if lower in {"", "status"}:
+            return {"message": NO_GOAL_STATUS, "goal": None}
+        raise Conflict(NO_GOAL_TEXT)
     with _lock(session_id):
         mgr = agent_goals.manager(session_id)
         if not text or lower == "status":
@@ -127,7 +137,7 @@ def command(session_id: str, args: Any) -> dict[str, Any]:
         if (lower == "pause" and not mgr.has_goal()) or (
             lower in {"resume", "clear", "stop", "done"} and not _has_state(mgr)
         ):
-            raise Conflict("No goal is set in this session; set one with /goal <text>.")
+            raise Conflict(NO_GOAL_TEXT)
         if lower == "pause":
             mgr.pause(reason="paused by the person")
             _publish(session_id, agent_goals.card(session_id, mgr.state))
@@ -159,6 +169,8 @@ def command(session_id: str, args: Any) -> dict[str, Any]:
 def current(session_id: str) -> dict[str, Any]:
     """``{goal: card | None}``: the session's goal as the agent holds it now."""
     _messages(session_id)
+    if not agent_goals.may_have_goal(session_id):
+        return {"goal": None}
     mgr = agent_goals.manager(session_id)
     state = mgr.state
     return {"goal": agent_goals.card(session_id, state) if state is not None else None}
@@ -168,6 +180,8 @@ def after_turn(session_id: str) -> None:
     """Judge the turn that ended and go on toward the goal, or pause it; nothing without an active goal."""
     if turn_journal.live_turn_for(session_id) is not None:
         return  # a message the person queued went first; the goal is judged after it
+    if not agent_goals.may_have_goal(session_id):
+        return  # most sessions: no goal, and the agent's store is not opened for writing
     with _lock(session_id):
         try:
             mgr = agent_goals.manager(session_id)
@@ -195,6 +209,8 @@ def after_restart(session_ids: Iterable[str]) -> None:
     """Pause the goals whose turn a restart cut short (their answer is incomplete, as after a stop)."""
     for session_id in session_ids:
         try:
+            if not agent_goals.may_have_goal(session_id):
+                continue
             with _lock(session_id):
                 mgr = agent_goals.manager(session_id)
                 if mgr.state is None or not mgr.is_active():

@@ -50,7 +50,9 @@ def serve_turn_events(
             if finished and not events:
                 break
             if events and not finished:
-                time.sleep(tick_s)
+                # Gather what arrives within a tick into one write, but send the end of the turn at once: a
+                # server stopping closes the stream soon after its turns end.
+                turn.wait_finished(tick_s)
     except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, OSError):
         return  # the browser went away; the turn keeps running
 

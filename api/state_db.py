@@ -311,6 +311,22 @@ def _read_session_count(conn: sqlite3.Connection, key: str) -> int:
     return int(conn.execute("SELECT count(*) FROM sessions").fetchone()[0])
 
 
+def _read_meta_value(conn: sqlite3.Connection, key: str, meta_key: str) -> str | None:
+    if "key" not in _columns(conn, key, "state_meta"):
+        return None
+    row = conn.execute("SELECT value FROM state_meta WHERE key = ?", (meta_key,)).fetchone()
+    return row[0] if row is not None and isinstance(row[0], str) else None
+
+
+def meta_value(db_path: Path | str, meta_key: str) -> str | None:
+    """A value of the agent's ``state_meta`` table, read without writing (None: no such key, or no readable
+    database) — so a session without a goal never opens the agent's store for writing."""
+    try:
+        return _with_connection(Path(db_path), lambda conn, key: _read_meta_value(conn, key, meta_key))
+    except (OSError, sqlite3.Error):
+        return None
+
+
 def count_sessions(db_path: Path | str) -> int:
     """How many sessions the agent's database holds; raises ``OSError``/``sqlite3.Error`` when it cannot
     be read (``talaria doctor`` reports why)."""

@@ -192,6 +192,11 @@ class Turn:
             self.partial_reasoning = ["".join(self.partial_reasoning)] if self.partial_reasoning else []
             self.cond.notify_all()
 
+    def wait_finished(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` for the turn to end (new events do not cut the wait short); whether it has."""
+        with self.cond:
+            return self.cond.wait_for(lambda: self.finished, timeout)
+
     def events_after(self, seq: int, timeout: float) -> tuple[list[Event], bool]:
         """Events with a sequence number above ``seq`` (waiting up to ``timeout``), and whether the turn ended."""
         with self.cond:

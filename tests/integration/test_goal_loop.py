@@ -221,3 +221,19 @@ def test_a_new_goal_replaces_the_paused_one_whose_card_says_stopped(srv, fake):
     _wait_card(srv, sid, "done")
     statuses = {c["goal"]: c["status"] for _, c in _saved_cards(srv, sid)}
     assert statuses == {GOAL: "stopped", "Another goal": "done"}
+
+
+def test_asking_about_goals_of_a_session_without_one_never_opens_the_agents_store_for_writing(llm, tmp_path):
+    """Every turn's end and every goal status built the agent's GoalManager, which opens its state.db for
+    writing (creating state.db-wal beside it) even for a session that never had a goal; the route fuzz
+    caught the write. Sessions without a goal are now answered from a read-only look."""
+    with agent_server(tmp_path, llm.base_url) as srv:
+        sid = new_session(srv)
+        home = srv.hermes_home
+        before = sorted(p.name for p in home.iterdir() if p.name.startswith("state.db"))
+        assert "state.db-wal" not in before
+        assert srv.get_json(f"/api/session/goal?session_id={sid}") == {"goal": None}
+        assert srv.post_json("/api/session/goal", {"session_id": sid, "args": "status"})["goal"] is None
+        status, _answer = srv.json("POST", "/api/session/goal", {"session_id": sid, "args": "pause"})
+        assert status == 409
+        assert sorted(p.name for p in home.iterdir() if p.name.startswith("state.db")) == before
