@@ -32,15 +32,18 @@ def max_turns() -> int:
         return DEFAULT_MAX_TURNS
 
 
-def may_have_goal(session_id: str) -> bool:
-    """Whether the agent's store holds a goal for the session, read without writing (``state_db``): only
-    then is its ``GoalManager`` built, which opens the store for writing."""
-    return state_db.meta_value(config.STATE_DB_PATH, f"goal:{session_id}") is not None
-
-
 def manager(session_id: str) -> Any:
     """The agent's ``GoalManager`` of a session, its state loaded from the agent's store."""
     return _goals().GoalManager(session_id=session_id, default_max_turns=max_turns())
+
+
+def recorded_manager(session_id: str) -> Any | None:
+    """The session's ``GoalManager`` when the agent's store holds a goal for it, else None. The store is
+    looked at read-only first (``state_db``): building a manager opens it for writing, which a session
+    without a goal never needs."""
+    if state_db.meta_value(config.STATE_DB_PATH, f"goal:{session_id}") is None:
+        return None
+    return manager(session_id)
 
 
 def set_goal(mgr: Any, text: str) -> Any:

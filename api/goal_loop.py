@@ -124,14 +124,13 @@ def command(session_id: str, args: Any) -> dict[str, Any]:
     text = args.strip()
     lower = text.lower()
     _messages(session_id)  # a session that does not exist is a 404 before the agent is asked
-    if lower in {"", "status", "pause", "resume", "clear", "stop", "done"} and not agent_goals.may_have_goal(
-        session_id
-    ):
-        if lower in {"", "status"}:
-            return {"message": NO_GOAL_STATUS, "goal": None}
-        raise Conflict(NO_GOAL_TEXT)
     with _lock(session_id):
-        mgr = agent_goals.manager(session_id)
+        sets_a_goal = lower not in {"", "status", "pause", "resume", "clear", "stop", "done"}
+        mgr = agent_goals.manager(session_id) if sets_a_goal else agent_goals.recorded_manager(session_id)
+        if mgr is None:
+            if lower in {"", "status"}:
+                return {"message": NO_GOAL_STATUS, "goal": None}
+            raise Conflict(NO_GOAL_TEXT)
         if not text or lower == "status":
             return _answer(mgr, mgr.status_line())
         if (lower == "pause" and not mgr.has_goal()) or (
@@ -169,10 +168,8 @@ def command(session_id: str, args: Any) -> dict[str, Any]:
 def current(session_id: str) -> dict[str, Any]:
     """``{goal: card | None}``: the session's goal as the agent holds it now."""
     _messages(session_id)
-    if not agent_goals.may_have_goal(session_id):
-        return {"goal": None}
-    mgr = agent_goals.manager(session_id)
-    state = mgr.state
+    mgr = agent_goals.recorded_manager(session_id)
+    state = mgr.state if mgr is not None else None
     return {"goal": agent_goals.card(session_id, state) if state is not None else None}
 
 
@@ -180,14 +177,12 @@ def after_turn(session_id: str) -> None:
     """Judge the turn that ended and go on toward the goal, or pause it; nothing without an active goal."""
     if turn_journal.live_turn_for(session_id) is not None:
         return  # a message the person queued went first; the goal is judged after it
-    if not agent_goals.may_have_goal(session_id):
-        return  # most sessions: no goal, and the agent's store is not opened for writing
     with _lock(session_id):
         try:
-            mgr = agent_goals.manager(session_id)
+            mgr = agent_goals.recorded_manager(session_id)
         except agent_runtime.AgentUnavailable:
             return  # no agent, no goal: the turn's own error says why
-        if mgr.state is None or not mgr.is_active():
+        if mgr is None or mgr.state is None or not mgr.is_active():
             return
         answer, stopped = last_turn(_messages(session_id))
         ended = turn_journal.latest_for(session_id)
@@ -209,11 +204,9 @@ def after_restart(session_ids: Iterable[str]) -> None:
     """Pause the goals whose turn a restart cut short (their answer is incomplete, as after a stop)."""
     for session_id in session_ids:
         try:
-            if not agent_goals.may_have_goal(session_id):
-                continue
             with _lock(session_id):
-                mgr = agent_goals.manager(session_id)
-                if mgr.state is None or not mgr.is_active():
+                mgr = agent_goals.recorded_manager(session_id)
+                if mgr is None or mgr.state is None or not mgr.is_active():
                     continue
                 mgr.pause(reason=RESTART_REASON)
                 _publish(session_id, agent_goals.card(session_id, mgr.state))

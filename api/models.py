@@ -30,10 +30,9 @@ from api.safe_read import UnsafeFile
 from api.session_fields import (
     BULK_FIELDS,
     DERIVED_KEYS,
-    FIELDS,
     KNOWN_FIELDS,
     METADATA_FIELDS,
-    NORMALISE,
+    NORMALISERS,
     TALARIA_FIELDS,
     SessionFields,
     collapse_adjacent_duplicate_partials,
@@ -74,10 +73,6 @@ SESSIONS = _config.SESSIONS
 LOCK = _config.LOCK
 
 _METADATA_REQUIRED = ("session_id", "title", "created_at", "updated_at")
-# The stored fields the table normalises; ``Session.__init__`` fills the "given" ones itself.
-_NORMALISERS = tuple(
-    (f.name, NORMALISE[f.kind][0]) for f in FIELDS if f.name in KNOWN_FIELDS and f.kind != "given"
-)
 
 
 class UnsafeSessionId(ValueError):
@@ -111,7 +106,7 @@ class Session(SessionFields):
         now = time.time()
         self.created_at = kw.get("created_at") or now
         self.updated_at = kw.get("updated_at") or now
-        for name, normalise in _NORMALISERS:
+        for name, normalise in NORMALISERS:
             setattr(self, name, normalise(kw.get(name)))
         gen = kw.get("compression_generation") or compression_undo.generation_in(
             self.compression_anchor_details

@@ -254,7 +254,7 @@ def float_or_none(value: Any) -> float | None:
     return out if out == out and out not in (float("inf"), float("-inf")) else None
 
 
-def non_negative_int_or_none(value: Any) -> int | None:
+def positive_int_or_none(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
     try:
@@ -289,19 +289,16 @@ NORMALISE: dict[str, tuple[Callable[[Any], Any], Any]] = {
     "lower_text_or_none": (lambda value: str(value).strip().lower() if value else None, str | None),
     "float_or_none": (float_or_none, float | None),
     "path_or_none": (lambda value: resolve_path_str(value) if value else None, str | None),
-    "positive_int_or_none": (non_negative_int_or_none, int | None),
+    "positive_int_or_none": (positive_int_or_none, int | None),
     "count_or_none": (count_or_none, int | None),
     "session_id_or_none": (lambda value: value if is_safe_session_id(value) else None, str | None),
     "queue_items": (queue_items.valid_items, list[dict[str, Any]]),
     "version_groups": (lambda value: version_rules.groups_of(value) or None, list[dict[str, Any]] | None),
 }
-_KIND_OF: dict[str, str] = {f.name: f.kind for f in FIELDS}
-
-
-def normalise_field(name: str, value: Any) -> Any:
-    """A field's value as a session holds it, whatever the file had (missing, wrong type)."""
-    kind = _KIND_OF.get(name, "as_is")
-    return NORMALISE[kind][0](value) if kind != "given" else value
+# What ``Session.__init__`` applies to each stored field it does not fill itself (kind ``given``).
+NORMALISERS: tuple[tuple[str, Callable[[Any], Any]], ...] = tuple(
+    (f.name, NORMALISE[f.kind][0]) for f in FIELDS if f.name in KNOWN_FIELDS and f.kind != "given"
+)
 
 
 def _partial_signature(msg: dict[str, Any]) -> tuple[str, str, tuple[str, ...]]:

@@ -4,17 +4,17 @@
 import { api, setCsrfToken } from "./api.js";
 import { AttachmentTray } from "./attachments.js";
 import { ChatView } from "./chat.js";
+import { UndoableClear } from "./clear_undo.js";
 import { findCommand, loadAgentCommands, refusal } from "./commands.js";
 import { Composer } from "./composer.js";
 import { DraftKeeper } from "./drafts.js";
 import { followRow } from "./freshness.js";
+import { applyEdit, branchAt, switchVersion } from "./history_actions.js";
 import { showLogin } from "./login.js";
 import { showLineage } from "./lineage.js";
 import { showRecoveryBanner, updateContextMeter } from "./markers.js";
-import { ask, confirmAction } from "./dialog.js";
 import { ModelPicker } from "./model_picker.js";
 import { Notifier, registerShellWorker } from "./notify.js";
-import { PendingAction } from "./pending.js";
 import { QueuePanel } from "./queue.js";
 import { showRecoveryReport } from "./recovery.js";
 import { showCommands, showShortcuts } from "./shortcuts.js";
@@ -23,7 +23,6 @@ import { LiveFiles } from "./live_files.js";
 import { ReasoningPicker } from "./reasoning_picker.js";
 import { openToolbox } from "./toolbox.js";
 import { messageText } from "./render.js";
-import { steppedVersion } from "./versions.js";
 import { SessionList } from "./sessions.js";
 import { ProjectPanel } from "./projects.js";
 import { Selection } from "./bulk_select.js";
@@ -37,8 +36,6 @@ import { ToolsMenu } from "./tools.js";
 
 const $ = (id) => document.getElementById(id);
 // How long /clear can be undone before it reaches the server.
-const CLEAR_UNDO_MS = 5000;
-
 function sessionFromHash() {
   const match = /^#\/s\/([A-Za-z0-9_-]{1,200})$/.exec(location.hash);
   return match ? match[1] : null;
@@ -103,6 +100,7 @@ class App {
         this.notifier.turnEvent(name, data, { ...context, title: this.sessions.find(context.sessionId)?.title }),
       onQueue: (items) => this.queue.show(items),
     });
+    this.clears = new UndoableClear(this.chat, { onGone: (sid) => this.removedElsewhere(sid) });
     this.queue = new QueuePanel({
       root: $("queue-panel"),
       onEdit: (id, text) => this.queueChange(() => api.queueEdit(this.chat.sessionId, id, text)),
@@ -232,7 +230,7 @@ class App {
   }
 
   async loadSession(sid, opts) {
-    await this.flushPending();
+    await this.clears.flush();
     this.sessions.setCurrent(sid);
     try {
       await this.chat.open(sid, opts);
@@ -278,7 +276,7 @@ class App {
   // The open session was deleted in another tab: leave it as a delete here does, keeping an unsent message
   // in the composer (it goes to a new session if sent). Its undo, while it lasts, is in the tab that deleted it.
   removedElsewhere(sid) {
-    this.dropPendingClearOf(sid);
+    this.clears.dropFor(sid);
     this.drafts.forget(sid);
     if (sid !== this.chat.sessionId) return;
     const draft = this.composer.draft();
@@ -382,64 +380,22 @@ class App {
     }
   }
 
-  // Shows the previous or next version of an edited or regenerated message (its answer and what followed).
-  async switchVersion(msg, step) {
-    const sid = this.chat.sessionId;
-    const version = steppedVersion(this.chat.session?.message_versions, msg._idx, step);
-    if (version === null || this.chat.streaming) return;
-    try {
-      const data = await api.switchVersion(sid, msg._idx, version);
-      if (this.chat.sessionId !== sid) return;
-      this.chat.keepReadingPosition(() => this.chat.applySession(data.session, { replace: true }));
-      this.sessions.upsert(data.session);
-    } catch (err) {
-      toastError(err);
-    }
+  switchVersion(msg, step) {
+    return switchVersion(this, msg, step);
   }
 
-  // A new session holding the messages before `keepCount`; opens it and returns its id.
-  async branch(keepCount) {
-    try {
-      const data = await api.branch(this.chat.sessionId, keepCount);
-      this.sessions.upsert(data.session);
-      await this.open(data.session.session_id);
-      toast("Branched into a new session.");
-      return data.session.session_id;
-    } catch (err) {
-      toastError(err);
-      return null;
-    }
-  }
-
-  // Edited message at `editIdx`: the last one replaces its turn; an earlier one asks first.
-  async applyEdit(sid, editIdx) {
-    const later = editIdx !== this.chat.lastUserIdx();
-    const choice = later
-      ? await ask({
-          title: "Edit an earlier message",
-          message:
-            "The edit can continue here as a new version of the message (‹ › on it switches back to the earlier one), or in a new branch.",
-          buttons: [
-            { label: "Branch", value: "branch", kind: "primary" },
-            { label: "New version", value: "replace" },
-          ],
-        })
-      : "replace";
-    if (choice === "branch") return this.branch(editIdx);
-    if (choice !== "replace") return null;
-    const cut = await api.truncate(sid, editIdx);
-    this.chat.applySession(cut.session, { replace: true });
-    return sid;
+  branch(keepCount) {
+    return branchAt(this, keepCount);
   }
 
   // Sends a message (after replacing or branching at an edited message).
   async send(text, { editIdx = null, mode } = {}) {
-    await this.flushPending();
+    await this.clears.flush();
     if (this.chat.streaming) return this.sendDuringTurn(text, mode || "queue");
     try {
       let sid = await this.ensureSession();
       if (editIdx !== null && editIdx !== undefined) {
-        sid = await this.applyEdit(sid, editIdx);
+        sid = await applyEdit(this, sid, editIdx);
         if (!sid) return false;
       }
       if (this.attachments.busy) {
@@ -516,60 +472,13 @@ class App {
     }
   }
 
-  // /clear after a confirmation; the transcript empties at once and the clear is committed when the
-  // undo window closes (or before anything that depends on it).
-  async clearUndoably(sid) {
-    const confirmed = await confirmAction({
-      title: "Clear this conversation?",
-      message: "Every message of this session is removed. You can undo this for a few seconds.",
-      confirmLabel: "Clear",
-    });
-    if (!confirmed) return false;
-    this.chat.hideAll();
-    const pending = new PendingAction({
-      delayMs: CLEAR_UNDO_MS,
-      commit: async () => {
-        try {
-          await api.clear(sid);
-        } catch (err) {
-          // Deleted in another tab before the feed said so: nothing is left to clear.
-          if (err.status === 404) return this.removedElsewhere(sid);
-          toastError(err);
-        }
-        if (this.chat.sessionId === sid) await this.chat.reload().catch(toastError);
-      },
-      undo: () => {
-        if (this.chat.sessionId === sid) this.chat.renderAll();
-      },
-    });
-    pending.sessionId = sid;
-    this.pendingClear = pending;
-    pending.dismissNotice = toast("Conversation cleared.", {
-      action: "Undo",
-      timeout: CLEAR_UNDO_MS,
-      onAction: () => pending.undo(),
-    });
-    return true;
-  }
-
-  // A clear still in its undo window for a session deleted elsewhere is dropped with its Undo notice.
-  dropPendingClearOf(sid) {
-    const pending = this.pendingClear;
-    if (!pending || pending.sessionId !== sid) return;
-    this.pendingClear = null;
-    pending.drop();
-    pending.dismissNotice?.();
-  }
-
-  async flushPending() {
-    const pending = this.pendingClear;
-    this.pendingClear = null;
-    if (pending) await pending.flush();
+  clearUndoably(sid) {
+    return this.clears.start(sid);
   }
 
   // A slash command from the composer or a message's action: its handler lives in commands.js.
   async command(name, arg) {
-    await this.flushPending();
+    await this.clears.flush();
     const command = findCommand(name);
     const sid = this.chat.sessionId;
     const refused = refusal(command, { sessionId: sid, streaming: this.chat.streaming });
