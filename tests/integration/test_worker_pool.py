@@ -39,18 +39,19 @@ def srv(llm, tmp_path_factory):
 
 
 def _children(pid: int) -> list[int]:
-    """The children of every thread of ``pid``; a thread that ends while it is read is skipped (a server
-    under load starts and ends request threads all the time), not the whole answer."""
-    try:
-        tasks = list(Path(f"/proc/{pid}/task").iterdir())
-    except OSError:
-        return []
+    """The processes whose parent is ``pid``, from each process's own ``stat`` (a thread's ``children``
+    file drops the children of threads that ended, and a server's request and turn threads end all the time)."""
     found: list[int] = []
-    for task in tasks:
-        try:
-            found += [int(c) for c in (task / "children").read_text().split()]
-        except OSError:
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
             continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # gone meanwhile
+        # "pid (comm) state ppid ...": the command may hold spaces and parentheses, so split after its last ")".
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            found.append(int(entry.name))
     return found
 
 
