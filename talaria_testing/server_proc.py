@@ -55,6 +55,7 @@ class ServerProc:
         self.workspace = self.root / "workspace"
         self.session_dir = self.state_dir / "sessions"
         self.log_path = self.root / "server.log"
+        self.home = self.root / "home"
         self.host = host
         self.port: int | None = None
         self.extra_env = dict(env or {})
@@ -74,6 +75,9 @@ class ServerProc:
         env = {k: v for k, v in os.environ.items() if not _DROP_ENV.match(k)}
         env.update(
             HERMES_HOME=str(self.hermes_home),
+            # A home of its own: the agent's login shells read no ~/.bashrc of this machine (a version
+            # manager's lock there, left by a killed shell, stalls every later shell), and write nothing there.
+            HOME=str(self.home),
             HERMES_WEBUI_STATE_DIR=str(self.state_dir),
             HERMES_WEBUI_DEFAULT_WORKSPACE=str(self.workspace),
             # Workspaces stay inside the server's own folder (the default roots are the home folder).
@@ -105,7 +109,7 @@ class ServerProc:
         """Start the server; refused while one is running (a second start would orphan the first)."""
         if self.running():
             raise RuntimeError("this ServerProc is already running; stop() it first")
-        for folder in (self.hermes_home, self.state_dir, self.workspace):
+        for folder in (self.hermes_home, self.state_dir, self.workspace, self.home):
             folder.mkdir(parents=True, exist_ok=True)
         self.output = []
         self._ready.clear()
