@@ -10,6 +10,7 @@ checkpoint to the second's) and for the latest (from its checkpoint to the works
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import tempfile
 import time
@@ -17,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.bench_files import median_ms  # noqa: E402
+from bench.workspace_fixture import samples_ms  # noqa: E402
 from talaria_testing.chat_client import chat, new_session, session  # noqa: E402
 from talaria_testing.fake_llm import FakeLLM, Reply, agent_server  # noqa: E402
 
@@ -54,10 +55,10 @@ def main() -> int:
             for label, turn in (("closed turn", users[0]), ("latest turn, to now", users[1])):
                 url = f"/api/rollback/turn?session_id={sid}&turn={turn}"
                 count = server.get_json(url)["files_changed"]
-                ms = median_ms(lambda url=url: server.request("GET", url), opts.runs)
+                ms = statistics.median(samples_ms(lambda url=url: server.request("GET", url), opts.runs))
                 print(f"{label}: {count} files changed, median {ms:.1f} ms over {opts.runs} runs")
             url = f"/api/rollback/turns?session_id={sid}"
-            ms = median_ms(lambda: server.request("GET", url), opts.runs)
+            ms = statistics.median(samples_ms(lambda: server.request("GET", url), opts.runs))
             print(f"the session's turn list: median {ms:.1f} ms")
     return 0
 
