@@ -209,6 +209,27 @@ class Worker:
             agent_pool.release(key, agent, runner if runner.done.is_set() else None, stopped or interrupted)
 
 
+def use_environment(terminal: dict[str, Any]) -> None:
+    """Put this process's terminal and file tools in one execution environment, the way the agent's own
+    launchers do: its ``terminal.*`` keys become the ``TERMINAL_*`` variables its tools read (an explicit
+    ``TERMINAL_ENV`` also stops the agent from bridging ``terminal.backend`` from config.yaml). The whole
+    process serves this environment alone, so no command of it can land on another session's host."""
+    config_module = agent_runtime.agent_module("hermes_cli.config")
+    config_module.apply_terminal_config_to_env(env=os.environ, config={"terminal": terminal}, override=True)
+    log.info("agent worker %d runs its tools in %s", os.getpid(), terminal.get("backend"))
+
+
+def leave_environment() -> None:
+    """Tear down what the agent keeps open there (an SSH master connection outlives its process otherwise)."""
+    terminal_tool = sys.modules.get("tools.terminal_tool")
+    if terminal_tool is None:
+        return
+    try:
+        terminal_tool.cleanup_all_environments()
+    except Exception:  # noqa: BLE001 - the process ends anyway; the log says what was left
+        log.warning("tearing down the agent's environment failed", exc_info=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     sock = socket.socket(fileno=int(args[0]))
@@ -218,6 +239,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     _config.configure(hello["settings"])
     log_setup.configure_logging(str(hello["settings"].get("log_level") or "INFO"), None)
+    terminal = hello.get("terminal")
+    if isinstance(terminal, dict):
+        use_environment(terminal)
     try:
         os.nice(NICENESS)
     except OSError:  # a priority that cannot be lowered leaves the worker as it is
@@ -226,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     channel.send({"op": "ready"})
     Worker(channel).serve()
     channel.close()
+    if isinstance(terminal, dict):
+        leave_environment()
     log.info("agent worker %d stopped", os.getpid())
     # The agent's threads (tool runs, a lingering model call) are daemons: the process ends with this one.
     os._exit(0)

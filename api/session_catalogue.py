@@ -13,7 +13,17 @@ import re
 from pathlib import Path
 from typing import Any
 
-from api import agent_sessions, atomic, jsonio, models, session_files, session_index, tombstones, turn_journal
+from api import (
+    agent_sessions,
+    atomic,
+    environment_check,
+    jsonio,
+    models,
+    session_files,
+    session_index,
+    tombstones,
+    turn_journal,
+)
 from api import workspace as _workspace
 from api.errors import BadRequest, Conflict, NotFound
 from api.render import plain_text
@@ -70,13 +80,23 @@ def save_new(session: models.Session) -> dict[str, Any]:
 
 
 def set_workspace(sid: str, value: Any) -> dict[str, Any]:
-    """Point a session's turns at another folder (``api.workspace.choose`` decides which are allowed)."""
-    folder = _workspace.choose(value)
+    """Point a session's turns at another folder (``api.workspace.choose`` decides which are allowed); a
+    session in another execution environment names a folder on that side, checked there."""
+    remote = getattr(load_session(sid), "environment", None)
+    if remote:
+        folder = environment_check.remote_folder(remote, value)
+    else:
+        folder = _workspace.choose(value)
 
     with edit(sid, touch_updated_at=False) as session:
         if session.read_only:
             raise Conflict("This session is read-only.")
-        session.workspace = folder
+        if session.environment != remote:
+            raise Conflict("The session's environment changed meanwhile; choose the folder again.")
+        if remote:
+            session.environment_workspace = folder
+        else:
+            session.workspace = folder
     return session.compact()
 
 
