@@ -265,7 +265,7 @@ def set_for_session(
             session.environment_workspace = folder  # a folder of the other host means nothing on this one
         session.environment = None if name == LOCAL else name
     # The row names ``local`` too, so a page merging it into its copy forgets the previous environment.
-    return {**session.compact(), "environment": name}
+    return {**session.compact(), "environment": name, "environment_workspace": session.environment_workspace}
 
 
 def start_folder(entry: dict[str, Any]) -> str:

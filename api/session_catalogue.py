@@ -97,7 +97,10 @@ def set_workspace(sid: str, value: Any) -> dict[str, Any]:
             session.environment_workspace = folder
         else:
             session.workspace = folder
-    return session.compact()
+    row = session.compact()
+    if remote:  # the sidebar row does not carry it; the header shows it
+        row["environment_workspace"] = session.environment_workspace
+    return row
 
 
 def rename_session(sid: str, title: Any) -> dict[str, Any]:
