@@ -24,6 +24,12 @@ pytestmark = [
     pytest.mark.skipif(bool(sshd.available()), reason=sshd.available() or "ok"),
 ]
 
+
+def held(flag) -> str:
+    """A command that waits until the test creates ``flag`` (a path both sides see), then says where it ran."""
+    return f"while [ ! -e {flag} ]; do sleep 0.1; done; {WHERE}"
+
+
 WHERE = 'printf "conn=[%s] host=[%s] pid=[%s]\\n" "$SSH_CONNECTION" "$(hostname)" "$$"'
 
 
@@ -73,7 +79,7 @@ def test_a_remote_sessions_terminal_and_file_tools_run_on_the_ssh_host_while_a_l
         "arguments": {"path": "from_agent.txt", "content": "hi there"},
     }
     fake.script(
-        Reply(tool_calls=[{"id": "r1", "name": "terminal", "arguments": {"command": f"sleep 8; {WHERE}"}}])
+        Reply(tool_calls=[{"id": "r1", "name": "terminal", "arguments": {"command": held(ssh.root / "go1")}}])
     )
     remote_stream = Stream(srv, start(srv, remote, "where are you, remote?"))
     remote_stream.wait_for("tool")
@@ -86,6 +92,7 @@ def test_a_remote_sessions_terminal_and_file_tools_run_on_the_ssh_host_while_a_l
     # Both ran at once; the remote one in a worker process of its environment (agent_workers is 0 here).
     assert not named(remote_stream.events, "tool_complete")
     assert len(worker_pids(srv)) == 1
+    (ssh.root / "go1").touch()
     remote_stream.finish()
     local_stream.finish()
     (remote_out,) = [o for o in _tool_outputs(srv, remote) if "conn=" in o]
@@ -220,3 +227,37 @@ def test_a_container_environment_without_its_daemon_or_credentials_ends_the_turn
     (error,) = named(events, "error")
     assert "'sandbox'" in error["message"] and advice in error["message"], error
     assert on_disk(srv, sid)["messages"][0]["content"] == "build it"
+
+
+def test_two_environments_run_at_once_each_in_its_own_worker_on_its_own_host_and_a_changed_one_is_stopped(
+    srv, fake, ssh, tmp_path
+):
+    with sshd.SshServer(tmp_path / "other_sshd") as other:
+        srv.post_json("/api/environments", {**other.definition("other"), "ssh_key": str(ssh.client_key)})
+        other.authorized_keys.write_text((ssh.root / "client_key.pub").read_text())
+        srv.post_json("/api/environments/confirm", {"name": "other"})
+        first, second = _remote_session(srv), _remote_session(srv, "other")
+        fake.script(terminal_call(held(ssh.root / "go2")))
+        one = Stream(srv, start(srv, first, "first host"))
+        one.wait_for("tool")
+        command = {"id": "s1", "name": "terminal", "arguments": {"command": WHERE}}
+        fake.script(Reply(tool_calls=[command], for_user="second host"))
+        two = Stream(srv, start(srv, second, "second host"))
+        two.wait_for("tool_complete")
+        assert not named(one.events, "tool_complete")  # both at once, in two worker processes
+        workers = worker_pids(srv)
+        assert len(workers) == 2
+        (ssh.root / "go2").touch()
+        one.finish()
+        two.finish()
+        assert f"127.0.0.1 {ssh.port}" in _tool_outputs(srv, first)[-1]
+        assert f"127.0.0.1 {other.port}" in _tool_outputs(srv, second)[-1]
+
+        # Pointing "other" elsewhere stops its worker: nothing set up for the old host serves the new one.
+        srv.post_json("/api/environments", {**other.definition("other"), "ssh_port": ssh.port})
+        deadline = time.monotonic() + 30
+        while len(worker_pids(srv)) > 1 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(worker_pids(srv)) == 1
+        status, data = srv.json("POST", "/api/chat/start", {"session_id": second, "message": "again"})
+        assert status == 409 and data["needs_confirmation"] == "other"
