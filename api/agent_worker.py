@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import socket
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -91,6 +93,8 @@ class Worker:
             agent_pool.start_warm_up(lambda: spec)
         elif op == "forget":
             agent_pool.forget_idle_agents()
+        elif op == "leave_environment":  # its host was lost: the next command connects afresh
+            threading.Thread(target=leave_environment, name="leave-environment", daemon=True).start()
 
     def _beat(self) -> None:
         interval = max(0.1, float(_config.setting("worker_deadline")) / 4)
@@ -216,6 +220,9 @@ def use_environment(terminal: dict[str, Any]) -> None:
     process serves this environment alone, so no command of it can land on another session's host."""
     config_module = agent_runtime.agent_module("hermes_cli.config")
     config_module.apply_terminal_config_to_env(env=os.environ, config={"terminal": terminal}, override=True)
+    # The agent keys its SSH master connection by user@host:port under the temp folder; a folder of this
+    # process's own keeps the server's probes ("Test connection", a folder check) from closing it mid-command.
+    tempfile.tempdir = tempfile.mkdtemp(prefix="talaria-env-")
     log.info("agent worker %d runs its tools in %s", os.getpid(), terminal.get("backend"))
 
 
@@ -252,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     channel.close()
     if isinstance(terminal, dict):
         leave_environment()
+        shutil.rmtree(tempfile.gettempdir(), ignore_errors=True)
     log.info("agent worker %d stopped", os.getpid())
     # The agent's threads (tool runs, a lingering model call) are daemons: the process ends with this one.
     os._exit(0)

@@ -215,18 +215,42 @@ def _cannot_reach(name: str, entry: dict[str, Any], message: str) -> str:
     )
 
 
+REACHED_FRESH_S = 60.0  # a host that answered this recently is not asked again before a turn
+_REACHED: dict[str, float] = {}  # an environment's definition as text → when it last answered
+_REACHED_LOCK = threading.Lock()
+
+
+def _key(entry: dict[str, Any]) -> str:
+    return json.dumps(entry, sort_keys=True)
+
+
 def reach(name: str, entry: dict[str, Any]) -> None:
     """Before a turn there: a harmless command through the agent's backend, so an unreachable host, a
-    refused key or a missing daemon ends the turn at once with what to fix (``ApiError`` 502)."""
+    refused key or a missing daemon ends the turn at once with what to fix (``ApiError`` 502). A host that
+    answered within ``REACHED_FRESH_S`` is not asked again: a drop since then shows in the turn's first
+    command, which ``ConnectionWatch`` turns into the same error."""
+    with _REACHED_LOCK:
+        if time.monotonic() - _REACHED.get(_key(entry), float("-inf")) < REACHED_FRESH_S:
+            return
     try:
         result = _run_there(entry, "true")
         failed = "" if result.get("returncode") == 0 else str(result.get("output") or "")
         failed = failed or ("" if result.get("returncode") == 0 else f"exit {result.get('returncode')}")
     except Exception as exc:  # noqa: BLE001 - every backend failure is the turn's answer
         failed = str(exc).strip() or type(exc).__name__
+    with _REACHED_LOCK:
+        if failed:
+            _REACHED.pop(_key(entry), None)
+        else:
+            _REACHED[_key(entry)] = time.monotonic()
     if failed:
         log.info("environment %s: not reachable before a turn: %s", name, failed)
         raise ApiError(_cannot_reach(name, entry, failed), status=502)
+
+
+def _unreached(entry: dict[str, Any]) -> None:
+    with _REACHED_LOCK:
+        _REACHED.pop(_key(entry), None)
 
 
 _SSH_FAILED = 255  # what ssh itself exits with when the connection fails or drops
@@ -249,6 +273,7 @@ class ConnectionWatch:
         self.entry = entry
         self.on_event = on_event
         self.interrupt: Callable[[str], None] | None = None  # the turn's, once it runs
+        self.reset: Callable[[], object] | None = None  # drops the worker's connection there, once it runs
         self.lost: str | None = None
         self._checks: list[threading.Thread] = []
 
@@ -265,12 +290,15 @@ class ConnectionWatch:
             check.start()
 
     def _check(self) -> None:
+        _unreached(self.entry)  # ask the host now, whenever it last answered
         try:
             reach(self.name, self.entry)
         except ApiError as exc:
             self.lost = exc.message
             if self.interrupt is not None:
                 self.interrupt(exc.message)
+            if self.reset is not None:  # a dead connection kept there would fail the first command after
+                self.reset()
 
     def verdict(self) -> str | None:
         """After the turn: the text it ends with when its host was lost (None when it was not)."""

@@ -185,6 +185,7 @@ def _run_turn(
             )
             if watch is not None:
                 watch.interrupt = runner.interrupt
+                watch.reset = lambda: runner.worker and runner.worker.send({"op": "leave_environment"})
         else:
             key, agent = agent_pool.take(session)
             runner = agent_turn.TurnRunner(

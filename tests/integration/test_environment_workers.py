@@ -261,3 +261,17 @@ def test_two_environments_run_at_once_each_in_its_own_worker_on_its_own_host_and
         assert len(worker_pids(srv)) == 1
         status, data = srv.json("POST", "/api/chat/start", {"session_id": second, "message": "again"})
         assert status == 409 and data["needs_confirmation"] == "other"
+
+
+def test_test_connection_while_a_turn_runs_there_leaves_the_turns_connection_alone(srv, fake, ssh):
+    """The agent keys its SSH master connection by user@host:port; the test's teardown closed the turn's."""
+    sid = _remote_session(srv)
+    fake.script(terminal_call(held(ssh.root / "go3")), Reply(text="Still connected."))
+    stream = Stream(srv, start(srv, sid, "hold on"))
+    stream.wait_for("tool")
+    time.sleep(1)
+    assert srv.post_json("/api/environments/test", {"name": "box"})["ok"] is True
+    (ssh.root / "go3").touch()
+    events = stream.finish()
+    assert not named(events, "error")
+    assert f"127.0.0.1 {ssh.port}" in _tool_outputs(srv, sid)[-1]
