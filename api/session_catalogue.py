@@ -82,7 +82,10 @@ def save_new(session: models.Session) -> dict[str, Any]:
 def set_workspace(sid: str, value: Any) -> dict[str, Any]:
     """Point a session's turns at another folder (``api.workspace.choose`` decides which are allowed); a
     session in another execution environment names a folder on that side, checked there."""
-    remote = getattr(load_session(sid), "environment", None)
+    try:
+        remote = getattr(load_session(sid), "environment", None)
+    except NotFound:  # the folder is judged first; the edit below says the session is unknown
+        remote = None
     if remote:
         folder = environment_check.remote_folder(remote, value)
     else:

@@ -275,3 +275,23 @@ def test_test_connection_while_a_turn_runs_there_leaves_the_turns_connection_alo
     events = stream.finish()
     assert not named(events, "error")
     assert f"127.0.0.1 {ssh.port}" in _tool_outputs(srv, sid)[-1]
+
+
+def test_dont_ask_again_lets_a_remote_sessions_flagged_command_run_there_and_only_for_that_session(
+    srv, fake, ssh
+):
+    sid = _remote_session(srv)
+    srv.post_json("/api/approval/yolo", {"session_id": sid, "enabled": True})
+    folder = ssh.root / "yolo"
+    folder.mkdir()
+    fake.script(terminal_call(f"rm -rf {folder}"), Reply(text="Removed."))
+    events = Stream(srv, start(srv, sid, "remove it")).finish()
+    assert "approval" not in names(events) and not folder.exists()
+    kept = ssh.root / "yolo_other"
+    kept.mkdir()
+    other = _remote_session(srv)
+    fake.script(terminal_call(f"rm -rf {kept}"), Reply(text="Left it."))
+    stream = Stream(srv, start(srv, other, "remove that"))
+    assert respond(srv, other, stream.wait_for("approval")["approval_id"], "deny")[0] == 200
+    stream.finish()
+    assert kept.exists()
