@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import socket
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -91,6 +93,8 @@ class Worker:
             agent_pool.start_warm_up(lambda: spec)
         elif op == "forget":
             agent_pool.forget_idle_agents()
+        elif op == "leave_environment":  # its host was lost: the next command connects afresh
+            threading.Thread(target=leave_environment, name="leave-environment", daemon=True).start()
 
     def _beat(self) -> None:
         interval = max(0.1, float(_config.setting("worker_deadline")) / 4)
@@ -209,6 +213,30 @@ class Worker:
             agent_pool.release(key, agent, runner if runner.done.is_set() else None, stopped or interrupted)
 
 
+def use_environment(terminal: dict[str, Any]) -> None:
+    """Put this process's terminal and file tools in one execution environment, the way the agent's own
+    launchers do: its ``terminal.*`` keys become the ``TERMINAL_*`` variables its tools read (an explicit
+    ``TERMINAL_ENV`` also stops the agent from bridging ``terminal.backend`` from config.yaml). The whole
+    process serves this environment alone, so no command of it can land on another session's host."""
+    config_module = agent_runtime.agent_module("hermes_cli.config")
+    config_module.apply_terminal_config_to_env(env=os.environ, config={"terminal": terminal}, override=True)
+    # The agent keys its SSH master connection by user@host:port under the temp folder; a folder of this
+    # process's own keeps the server's probes ("Test connection", a folder check) from closing it mid-command.
+    tempfile.tempdir = tempfile.mkdtemp(prefix="talaria-env-")
+    log.info("agent worker %d runs its tools in %s", os.getpid(), terminal.get("backend"))
+
+
+def leave_environment() -> None:
+    """Tear down what the agent keeps open there (an SSH master connection outlives its process otherwise)."""
+    terminal_tool = sys.modules.get("tools.terminal_tool")
+    if terminal_tool is None:
+        return
+    try:
+        terminal_tool.cleanup_all_environments()
+    except Exception:  # noqa: BLE001 - the process ends anyway; the log says what was left
+        log.warning("tearing down the agent's environment failed", exc_info=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     sock = socket.socket(fileno=int(args[0]))
@@ -218,6 +246,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     _config.configure(hello["settings"])
     log_setup.configure_logging(str(hello["settings"].get("log_level") or "INFO"), None)
+    terminal = hello.get("terminal")
+    if isinstance(terminal, dict):
+        use_environment(terminal)
     try:
         os.nice(NICENESS)
     except OSError:  # a priority that cannot be lowered leaves the worker as it is
@@ -226,6 +257,9 @@ def main(argv: list[str] | None = None) -> int:
     channel.send({"op": "ready"})
     Worker(channel).serve()
     channel.close()
+    if isinstance(terminal, dict):
+        leave_environment()
+        shutil.rmtree(tempfile.gettempdir(), ignore_errors=True)
     log.info("agent worker %d stopped", os.getpid())
     # The agent's threads (tool runs, a lingering model call) are daemons: the process ends with this one.
     os._exit(0)

@@ -19,6 +19,7 @@ from api import (
     agent_watch,
     config,
     cron_ticker,
+    environment_workers,
     http_handler,
     mcp_servers,
     origin,
@@ -100,6 +101,7 @@ def shutdown_sequence(server: TalariaServer, grace_s: float = SHUTDOWN_GRACE_S) 
     except Exception:  # noqa: BLE001
         log.exception("stopping live turns failed")
     worker_pool.POOL.stop()  # after the turns settled: no agent worker outlives the server
+    environment_workers.stop_all()
     mcp_servers.DISCOVERY.stop()  # the MCP servers' processes end with their connections
     cron_ticker.TICKER.stop()  # the scheduler child ends; a job it was running is marked interrupted
     if not server.wait_idle(grace_s):

@@ -9,19 +9,22 @@ session) only after the person confirmed it once; the confirmation names the tar
 (``webui: environments_confirmed: <name>: <target>``), so pointing the name at another host asks again.
 
 A session's choice is its ``environment`` field (absent: ``local``). Its turns run in that environment only:
-the agent picks its backend once per process, so a non-local turn needs a process configured for that
-environment alone (the worker pool); until then ``for_turn`` refuses such a turn before anything is saved.
+the agent picks its backend once per process, so a non-local turn runs in a worker process configured for
+that environment alone (``api.environment_workers``). Its workspace is a folder on that host
+(``environment_workspace``, checked there by ``api.environment_check``; absent: the backend's own start
+folder), and the local folder in ``workspace`` is never used for it.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from api import agent_runtime, atomic
+from api import agent_runtime, atomic, environment_workers
 from api import config as _config
-from api.errors import ApiError, BadRequest, Conflict, NotFound
+from api.errors import BadRequest, Conflict, NotFound
 from api.session_edit import edit
 
 LOCAL = "local"
@@ -209,8 +212,10 @@ def update(body: Any) -> dict[str, Any]:
         if name not in _defined(config):
             raise NotFound(f"There is no environment named {name!r}.")
         _save(name, {"environments": None, "environments_confirmed": None})
+        environment_workers.forget(name)
         return list_environments()
     _save(name, {"environments": clean_definition(body)})
+    environment_workers.forget(name)  # its workers were set up for the old definition
     return list_environments()
 
 
@@ -239,29 +244,50 @@ def of_session(session: Any) -> str:
     return getattr(session, "environment", None) or LOCAL
 
 
-def set_for_session(sid: str, name: Any) -> dict[str, Any]:
-    """Point a session's turns at another environment (a remote one once its copies are confirmed)."""
+def set_for_session(
+    sid: str, name: Any, start_there: Callable[[str, dict[str, Any]], str | None] | None = None
+) -> dict[str, Any]:
+    """Point a session's turns at another environment (a remote one once its copies are confirmed).
+
+    ``start_there(name, definition)`` answers the absolute folder the session starts in on that side (the
+    agent's file tools would read a bare ``~`` as this machine's home), or None for the backend's own."""
     if name in (None, ""):
         raise BadRequest("environment must be the name of an environment")
-    definition(name)
+    entry = definition(name)
+    folder = None
     if name != LOCAL:
         require_confirmed(name)
+        folder = start_there(name, entry) if start_there is not None else None
     with edit(sid, touch_updated_at=False) as session:
         if session.read_only:
             raise Conflict("This session is read-only.")
+        if (session.environment or LOCAL) != name:
+            session.environment_workspace = folder  # a folder of the other host means nothing on this one
         session.environment = None if name == LOCAL else name
     # The row names ``local`` too, so a page merging it into its copy forgets the previous environment.
-    return {**session.compact(), "environment": name}
+    return {**session.compact(), "environment": name, "environment_workspace": session.environment_workspace}
 
 
-def for_turn(session: Any) -> None:
-    """Refuse a turn this process cannot run where the session says (nothing is saved then)."""
+def start_folder(entry: dict[str, Any]) -> str:
+    """Where the agent's backend starts when a remote session names no folder: the login's home over SSH,
+    the container's ``/root`` elsewhere (the agent's own defaults)."""
+    return "~" if entry.get("backend") == "ssh" else "/root"
+
+
+def for_turn(session: Any) -> tuple[str, dict[str, Any]] | None:
+    """Where a turn of this session runs: None for ``local``, else ``(name, definition)``; a turn in an
+    environment that is gone, unusable or not confirmed is refused before anything is saved."""
     name = of_session(session)
     if name == LOCAL:
-        return
-    raise ApiError(
-        f"This session runs in the environment {name!r}. Turns outside 'local' run in worker processes "
-        "configured for one environment each, which this server does not have yet; switch the session "
-        "to 'local' to go on here.",
-        status=501,
-    )
+        return None
+    entry = definition(name)
+    require_confirmed(name)
+    return name, entry
+
+
+def turn_workspace(session: Any, entry: dict[str, Any] | None) -> str | None:
+    """The folder on the environment's side a remote turn runs in (None for a local session)."""
+    if entry is None:
+        return None
+    folder = getattr(session, "environment_workspace", None)
+    return folder if isinstance(folder, str) and folder else start_folder(entry)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from api import config, safe_read, session_lookup, workspace
-from api.errors import BadRequest, Forbidden, NotFound, PayloadTooLarge, UnsupportedMediaType
+from api.errors import BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge, UnsupportedMediaType
 
 PATH_MAX_CHARS = 4096
 
@@ -39,8 +39,18 @@ def image_type(head: bytes) -> str | None:
 
 
 def session_workspace(sid: str) -> Path:
-    """The session's workspace folder, resolved (the default workspace when the session names none)."""
+    """The session's workspace folder, resolved (the default workspace when the session names none).
+
+    Every local read or write of a session's files (files panel, changes view, attachments, images, git)
+    comes through here, so a session in another execution environment gets a clear refusal instead of
+    files of this machine that merely share the folder's name."""
     session = session_lookup.load_session(sid)
+    remote = getattr(session, "environment", None)
+    if remote:
+        raise Conflict(
+            f"This session works in the environment {remote!r}: its files are on that side, and this view "
+            "reads only folders of this machine. Ask the agent about them, or switch the session to 'local'."
+        )
     folder = getattr(session, "workspace", None) or workspace.default()
     return Path(folder).expanduser().resolve()
 

@@ -13,7 +13,17 @@ import re
 from pathlib import Path
 from typing import Any
 
-from api import agent_sessions, atomic, jsonio, models, session_files, session_index, tombstones, turn_journal
+from api import (
+    agent_sessions,
+    atomic,
+    environment_check,
+    jsonio,
+    models,
+    session_files,
+    session_index,
+    tombstones,
+    turn_journal,
+)
 from api import workspace as _workspace
 from api.errors import BadRequest, Conflict, NotFound
 from api.render import plain_text
@@ -70,14 +80,30 @@ def save_new(session: models.Session) -> dict[str, Any]:
 
 
 def set_workspace(sid: str, value: Any) -> dict[str, Any]:
-    """Point a session's turns at another folder (``api.workspace.choose`` decides which are allowed)."""
-    folder = _workspace.choose(value)
+    """Point a session's turns at another folder (``api.workspace.choose`` decides which are allowed); a
+    session in another execution environment names a folder on that side, checked there."""
+    try:
+        remote = getattr(load_session(sid), "environment", None)
+    except NotFound:  # the folder is judged first; the edit below says the session is unknown
+        remote = None
+    if remote:
+        folder = environment_check.remote_folder(remote, value)
+    else:
+        folder = _workspace.choose(value)
 
     with edit(sid, touch_updated_at=False) as session:
         if session.read_only:
             raise Conflict("This session is read-only.")
-        session.workspace = folder
-    return session.compact()
+        if session.environment != remote:
+            raise Conflict("The session's environment changed meanwhile; choose the folder again.")
+        if remote:
+            session.environment_workspace = folder
+        else:
+            session.workspace = folder
+    row = session.compact()
+    if remote:  # the sidebar row does not carry it; the header shows it
+        row["environment_workspace"] = session.environment_workspace
+    return row
 
 
 def rename_session(sid: str, title: Any) -> dict[str, Any]:

@@ -126,6 +126,7 @@ FIELDS: tuple[Field, ...] = (
     Field("pending_question", "dict_or_none", "talaria"),  # an approval or clarify question a turn waits on
     Field("reasoning_effort", "text_or_none", "talaria"),  # None follows the agent's config
     Field("environment", "text_or_none", "talaria", index="if_set"),  # where its tools run; None is local
+    Field("environment_workspace", "text_or_none", "talaria"),  # its folder on that environment's side
     Field("message_versions", "version_groups", "talaria"),  # api/version_rules.py; None: no versions
     Field("queued_messages", "queue_items", "talaria"),  # sent while a turn ran, to run after it in order
     Field("message_count", "count_or_none", "derived", index="always", sidebar="always"),
@@ -236,6 +237,7 @@ class SessionFields:
     pending_question: dict[str, Any] | None
     reasoning_effort: str | None
     environment: str | None
+    environment_workspace: str | None
     message_versions: list[dict[str, Any]] | None
     queued_messages: list[dict[str, Any]]  # messages waiting for the live turn to end (api.queue_items)
 

@@ -31,6 +31,7 @@ _FULL_FIELDS = (
     "compression_generation",
     "reasoning_effort",
     "environment",
+    "environment_workspace",
     "queued_messages",
 )
 

@@ -29,6 +29,8 @@ from api import (
     agent_turn,
     attachments,
     compression,
+    environment_check,
+    environment_workers,
     environments,
     interrupted_turns,
     models,
@@ -46,6 +48,7 @@ from api import (
     workspace,
 )
 from api import config as _config
+from api.agent_events import OnEvent
 from api.agent_turn import TurnResult
 from api.errors import ApiError, BadRequest, Conflict, NotFound, redact_paths
 from api.live_render import LiveRender
@@ -106,9 +109,10 @@ def start_turn(
         with session_edit.edit(session_id) as session:
             if session.read_only:
                 raise Conflict("This session is read-only.")
-            # A workspace no longer valid refuses the turn before anything is saved.
-            workspace.for_turn(session)
-            environments.for_turn(session)
+            # An environment or workspace no longer valid refuses the turn before anything is saved.
+            where = environments.for_turn(session)
+            if where is None:
+                workspace.for_turn(session)
             # A turn left pending by a process that is gone is closed here and saved with the write-ahead.
             interrupted_turns.close_unless_live(
                 session,
@@ -143,7 +147,7 @@ def start_turn(
     turn.history_tokens = compression.estimate_tokens(history + [user_msg])
     threading.Thread(
         target=_run_turn,
-        args=(turn, session, message, history, now),
+        args=(turn, session, message, history, now, where),
         name=f"turn-{stream_id[:8]}",
         daemon=True,
     ).start()
@@ -153,7 +157,15 @@ def start_turn(
 # ---------------------------------------------------------------------- the worker
 
 
-def _run_turn(turn: Turn, session: models.Session, message: str, history: list[Any], user_ts: float) -> None:
+def _run_turn(
+    turn: Turn,
+    session: models.Session,
+    message: str,
+    history: list[Any],
+    user_ts: float,
+    where: tuple[str, dict[str, Any]] | None = None,
+) -> None:
+    """``where``: the session's execution environment ``(name, definition)``, None for local."""
     result = None
     error: tuple[str, str | None] | None = None
     save_error: tuple[str, str | None] | None = None
@@ -163,8 +175,17 @@ def _run_turn(turn: Turn, session: models.Session, message: str, history: list[A
     needs_setup = False  # no model configured: the page offers its setup form with the error
     live_render = LiveRender(turn.append)
     try:
-        if worker_pool.enabled():
-            runner: Any = _start_in_worker(turn, session, message, history, user_ts, live_render)
+        watch = None
+        if where is not None:
+            environment_check.reach(*where)  # an unreachable host ends the turn here, saying what to fix
+            watch = environment_check.ConnectionWatch(*where, live_render)
+        if where is not None or worker_pool.enabled():
+            runner: Any = _start_in_worker(
+                turn, session, message, history, user_ts, watch or live_render, where
+            )
+            if watch is not None:
+                watch.interrupt = runner.interrupt
+                watch.reset = lambda: runner.worker and runner.worker.send({"op": "leave_environment"})
         else:
             key, agent = agent_pool.take(session)
             runner = agent_turn.TurnRunner(
@@ -188,6 +209,10 @@ def _run_turn(turn: Turn, session: models.Session, message: str, history: list[A
         if isinstance(runner, worker_pool.RemoteRunner):
             runtime = runner.main_runtime
             error, needs_setup = _worker_outcome(turn, runner)
+        lost = watch.verdict() if watch is not None else None
+        if lost is not None:  # the host went away mid-turn: the turn ends with that, what it did is kept
+            answered = False
+            error = (lost, None)
         elif result is not None and result.error:  # say what to do about a refused URL, key or model
             result.error = provider_errors.explain(result.error, provider_errors.endpoint_of(agent))
     except _Cancelled:
@@ -250,10 +275,16 @@ def _start_in_worker(
     message: str,
     history: list[Any],
     user_ts: float,
-    live_render: LiveRender,
+    live_render: OnEvent,
+    where: tuple[str, dict[str, Any]] | None,
 ) -> worker_pool.RemoteRunner:
-    scope = turn_scope.for_turn(session, turn.append)
-    runner = worker_pool.start_turn(session, message, turn.image_paths, history, user_ts, live_render, scope)
+    """A local turn goes to the main pool; a turn in another environment to that environment's own pool."""
+    folder = None if where is None else environments.turn_workspace(session, where[1])
+    pool = None if where is None else environment_workers.pool_for(*where)
+    scope = turn_scope.for_turn(session, turn.append, folder)
+    runner = worker_pool.start_turn(
+        session, message, turn.image_paths, history, user_ts, live_render, scope, pool
+    )
     turn.runner = runner
     return runner
 

@@ -12,11 +12,13 @@ from api.agent_events import OnEvent
 from api.questions import CANCELLED
 
 
-def for_turn(session: models.Session, emit: OnEvent) -> agent_binding.TurnScope:
+def for_turn(session: models.Session, emit: OnEvent, folder: str | None = None) -> agent_binding.TurnScope:
+    """``folder``: the remote folder of a session in another execution environment (its local workspace is
+    not used then); None runs in the session's local workspace, checked now."""
     sid = session.session_id
     return agent_binding.TurnScope(
         session_id=sid,
-        workspace=workspace.for_turn(session),
+        workspace=folder if folder is not None else workspace.for_turn(session),
         ask_approval=functools.partial(approvals.ask, sid, emit),
         ask_clarify=functools.partial(clarify.ask, sid, emit),
         yolo=approvals.yolo(sid),

@@ -111,7 +111,11 @@ class RemoteRunner:
 
 
 class WorkerPool:
-    def __init__(self) -> None:
+    def __init__(self, terminal: dict[str, Any] | None = None, size: Callable[[], int] | None = None) -> None:
+        # One execution environment's pool (``api.environment_workers``) gives its workers that environment's
+        # terminal keys and its own size; the main pool keeps the agent's configuration and ``agent_workers``.
+        self._terminal = terminal
+        self._size = size or (lambda: int(_config.setting("agent_workers")))
         self._lock = threading.Lock()
         self._workers: list[WorkerProc] = []
         self._turns: dict[str, RemoteRunner] = {}
@@ -143,12 +147,12 @@ class WorkerPool:
         preferred = self._affinity.get(session_id)
         if preferred in usable:
             return preferred
-        if len(usable) < int(_config.setting("agent_workers")):
+        if len(usable) < self._size():
             return self._spawn_locked()
         return min(usable, key=lambda w: len(w.live))
 
     def _spawn_locked(self) -> WorkerProc:
-        worker = WorkerProc.spawn(self._on_frame, self._on_exit)
+        worker = WorkerProc.spawn(self._on_frame, self._on_exit, self._terminal)
         self._workers.append(worker)
         if self._warm_spec is not None:
             worker.send({"op": "warm", "spec": self._warm_spec()})
@@ -223,7 +227,7 @@ class WorkerPool:
             if self._stopping or self._warm_spec is None:
                 return
             usable = [w for w in self._workers if not w.retiring and not w.exited.is_set()]
-            if len(usable) < int(_config.setting("agent_workers")):
+            if len(usable) < self._size():
                 self._spawn_locked()
 
     # ------------------------------------------------------------------ deadlines, idle, warm-up, stop
@@ -267,7 +271,7 @@ class WorkerPool:
             for worker in usable:
                 worker.send({"op": "forget"})
                 worker.send({"op": "warm", "spec": spec})
-            for _ in range(int(_config.setting("agent_workers")) - len(usable)):
+            for _ in range(self._size() - len(usable)):
                 self._spawn_locked()
 
     def forget_idle_agents(self) -> None:
@@ -307,8 +311,10 @@ def start_turn(
     user_ts: float,
     on_event: OnEvent,
     scope: agent_binding.TurnScope,
+    pool: WorkerPool | None = None,
 ) -> RemoteRunner:
-    """Send a turn to a worker: the model context, the session's agent spec, workspace and yolo switch."""
+    """Send a turn to a worker of ``pool`` (the main pool by default): the model context, the session's agent
+    spec, workspace and yolo switch."""
     request = {
         "spec": agent_pool.spec_for(session),
         "text": turn_text,
@@ -319,5 +325,5 @@ def start_turn(
         "yolo": scope.yolo,
     }
     runner = RemoteRunner(request, on_event, scope)
-    POOL.start(runner)
+    (pool or POOL).start(runner)
     return runner

@@ -50,8 +50,13 @@ class WorkerProc:
 
     @classmethod
     def spawn(
-        cls, on_frame: Callable[[WorkerProc, dict[str, Any]], None], on_exit: Callable[[WorkerProc], None]
+        cls,
+        on_frame: Callable[[WorkerProc, dict[str, Any]], None],
+        on_exit: Callable[[WorkerProc], None],
+        terminal: dict[str, Any] | None = None,
     ) -> WorkerProc:
+        """``terminal``: the agent's ``terminal.*`` keys of the one execution environment this worker's tools
+        run in (``api.environment_workers``); None keeps the agent's own configuration."""
         ours, theirs = socket.socketpair()
         try:
             proc = subprocess.Popen(
@@ -67,7 +72,10 @@ class WorkerProc:
         finally:
             theirs.close()
         worker = cls(proc, worker_frames.Channel(ours), on_frame, on_exit)
-        worker.channel.send({"op": "hello", "settings": dict(_config.SETTINGS_VALUES)})
+        hello: dict[str, Any] = {"op": "hello", "settings": dict(_config.SETTINGS_VALUES)}
+        if terminal is not None:
+            hello["terminal"] = terminal
+        worker.channel.send(hello)
         worker._reader.start()
         log.info("agent worker %d started", worker.pid)
         return worker

@@ -13,10 +13,13 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import time
 from pathlib import Path
+
+from talaria_testing import process_leaks
 
 SSHD = "/usr/sbin/sshd"
 
@@ -133,6 +136,19 @@ class SshServer:
                 self.proc.kill()
                 self.proc.wait(5)
         self.proc = None
+
+    def drop(self) -> None:
+        """Stop the server and cut every open connection (stopping sshd alone leaves them running), as a
+        host that goes down does."""
+        if self.proc is None:
+            return
+        sessions = list(process_leaks.live_descendants(self.proc.pid))
+        self.stop()
+        for pid in sessions:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
     def definition(self, name: str, *, key: Path | None = None, port: int | None = None) -> dict:
         """The body of ``POST /api/environments`` for this server."""

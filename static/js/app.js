@@ -30,7 +30,7 @@ import { TurnChanges } from "./turn_changes.js";
 import { SetupDialog } from "./setup.js";
 import { toast, toastError } from "./toast.js";
 import { WorkspacePicker } from "./workspace.js";
-import { EnvironmentPicker } from "./environment.js";
+import { EnvironmentPicker, confirmEnvironment } from "./environment.js";
 import { YoloIndicator } from "./questions.js";
 import { ToolsMenu } from "./tools.js";
 
@@ -413,11 +413,19 @@ class App {
     } catch (err) {
       this.chat.dropPending();
       if (err.status === 409 && err.data?.stream_id) this.offerToFollow(err.data.stream_id);
+      else if (err.status === 409 && err.data?.needs_confirmation) return this.confirmThenSend(err.data.needs_confirmation, text);
       else toastError(err);
       return false;
     } finally {
       this.chat.starting = false;
     }
+  }
+
+  // A turn in a remote environment whose target the person has not accepted yet: the confirmation of what the
+  // agent copies there comes first, then the message is sent again (nothing was saved by the refused one).
+  async confirmThenSend(name, text) {
+    if (!(await confirmEnvironment(name))) return false;
+    return this.send(text);
   }
 
   // A message sent while the answer streams: queued, steered into the turn, or sent after stopping it.

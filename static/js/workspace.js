@@ -4,6 +4,15 @@
 import { getJSON, postJSON } from "./api.js";
 import { el, pathIcon } from "./dom.js";
 
+// A session in a remote environment works in a folder on that host (its login's home until one is chosen).
+function remoteOf(session) {
+  return session?.environment && session.environment !== "local" ? session.environment : null;
+}
+
+function folderOf(session) {
+  return remoteOf(session) ? session.environment_workspace || "~" : session.workspace;
+}
+
 export const workspaceApi = {
   overview: () => getJSON("/api/workspaces"),
   set: (sessionId, workspace) => postJSON("/api/session/workspace", { session_id: sessionId, workspace }),
@@ -89,9 +98,11 @@ export class WorkspacePicker {
       this.root.open = false;
       return;
     }
-    this.label.textContent = folderName(session.workspace);
-    this.summary.title = `Workspace: ${session.workspace}`;
-    this.path.textContent = session.workspace;
+    const folder = folderOf(session);
+    this.label.textContent = folderName(folder);
+    const remote = remoteOf(session);
+    this.summary.title = remote ? `Workspace on ${remote}: ${folder}` : `Workspace: ${folder}`;
+    this.path.textContent = remote ? `${folder} (on ${remote})` : folder;
   }
 
   showError(message) {
@@ -106,6 +117,12 @@ export class WorkspacePicker {
       data = await workspaceApi.overview();
     } catch (err) {
       this.showError(err.message);
+      return;
+    }
+    const remote = remoteOf(this.session);
+    if (remote) {
+      // This machine's folders mean nothing on the other host: a folder there is typed, and checked there.
+      this.recent.replaceChildren(el("li", "workspace-none", `Type a folder on ${remote}.`));
       return;
     }
     const current = this.session?.workspace;

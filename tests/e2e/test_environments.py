@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 from talaria_testing import sshd
 from talaria_testing.fake_llm import agent_server
 
-from .helpers import goto_app, new_session, screenshots
+from .helpers import goto_app, new_session, open_files_panel, screenshots, send, wait_turn_done
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(bool(sshd.available()), reason=sshd.available() or "ok")]
 
@@ -102,3 +102,38 @@ def test_on_a_phone_the_workspace_menu_opens_the_environment_picker(phone_page, 
     expect(phone_page.locator("#workspace-picker")).not_to_have_attribute("open", "")
     expect(phone_page.locator("#environment-picker .environment-name", has_text="local")).to_be_visible()
     screenshots(phone_page, "environment-phone-menu")
+
+
+def test_a_message_to_an_environment_pointed_at_another_host_asks_for_the_confirmation_then_runs_there(
+    page, server, ssh, llm
+):
+    """The confirmation is per target: the host changed since it was given, so the first message asks again."""
+    page.guard.allowed_statuses.add(409)  # the refused start that brings the confirmation
+    server.post_json("/api/environments", ssh.definition("turnbox"))
+    server.post_json("/api/environments/confirm", {"name": "turnbox"})
+    sid = server.post_json("/api/session/new", {})["session"]["session_id"]
+    server.post_json("/api/session/environment", {"session_id": sid, "environment": "turnbox"})
+    server.post_json("/api/environments", {**ssh.definition("turnbox"), "ssh_host": "localhost"})
+    goto_app(page, f"/#/s/{sid}")
+    llm.script("Answered from the worker of turnbox.")
+    before = send(page, "hello over there")
+    dialog = page.locator("dialog.modal")
+    expect(dialog).to_contain_text(f"{ssh.user}@localhost:{ssh.port}", timeout=60000)
+    screenshots(page, "environment-turn-confirmation")
+    dialog.get_by_role("button", name="Copy and use").click()
+    wait_turn_done(page, before, timeout=60000)
+    expect(page.locator("#transcript")).to_contain_text("Answered from the worker of turnbox.")
+    saved = json.loads((server.session_dir / f"{sid}.json").read_text())
+    assert [m["content"] for m in saved["messages"] if m["role"] == "user"] == ["hello over there"]
+    screenshots(page, "environment-turn-answered")
+
+    # Its workspace is the folder on that host, and the files panel says its files are there, not here.
+    expect(page.locator("#workspace-picker > summary")).to_have_text("root")
+    page.locator("#workspace-picker > summary").click()
+    expect(page.locator("#workspace-picker .workspace-path")).to_have_text("/root (on turnbox)")
+    expect(page.locator("#workspace-picker .workspace-recent")).to_have_text("Type a folder on turnbox.")
+    screenshots(page, "environment-remote-workspace")
+    page.locator("#workspace-picker > summary").click()
+    panel = open_files_panel(page)
+    expect(panel.locator(".form-error")).to_contain_text("environment 'turnbox'")
+    screenshots(page, "environment-remote-files")
