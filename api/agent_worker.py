@@ -28,10 +28,12 @@ from typing import Any
 
 from api import (
     agent_binding,
+    agent_calls,
     agent_pool,
     agent_runtime,
     agent_turn,
     log_setup,
+    mcp_servers,
     provider_errors,
     worker_frames,
 )
@@ -57,6 +59,7 @@ class Worker:
         self._runners: dict[str, agent_turn.TurnRunner] = {}
         self._stopped: dict[str, str] = {}  # turn id → the interrupt message that arrived for it
         self._waiting: dict[str, _Waiting] = {}
+        self._early_steers: dict[str, list[str]] = {}  # turn id → steers that came before its agent was built
         self._ended = threading.Event()
 
     # ------------------------------------------------------------------ the loop
@@ -77,6 +80,8 @@ class Worker:
     def _dispatch(self, frame: dict[str, Any]) -> None:
         op = frame.get("op")
         if op == "turn":
+            with self._lock:  # before any steer for it can be read: this loop reads frames in order
+                self._early_steers[frame["id"]] = []
             threading.Thread(
                 target=self._turn, args=(frame,), name=f"turn-{frame['id'][:8]}", daemon=True
             ).start()
@@ -86,6 +91,12 @@ class Worker:
             if waiting is not None:
                 waiting.value = frame.get("value")
                 waiting.answered.set()
+        elif op == "steer":
+            self._steer(frame)
+        elif op == "call":
+            threading.Thread(
+                target=self._call, args=(frame,), name=f"call-{frame.get('name')}", daemon=True
+            ).start()
         elif op == "interrupt":
             self._interrupt(frame["id"], str(frame.get("message") or "Stopped by the user"))
         elif op == "warm":
@@ -101,6 +112,30 @@ class Worker:
         while not self._ended.wait(interval):
             if not self.channel.send({"op": "beat"}):
                 return
+
+    def _steer(self, frame: dict[str, Any]) -> None:
+        """Hand a steer to the running agent (``TurnRunner.steer``); one for a turn whose agent is still
+        being built waits for it, as the runner holds one that comes before the model is asked."""
+        turn_id, text = str(frame.get("id") or ""), str(frame.get("text") or "")
+        with self._lock:
+            runner = self._runners.get(turn_id)
+            early = self._early_steers.get(turn_id) if runner is None else None
+            if early is not None:
+                early.append(text)
+        ok = early is not None or (runner is not None and runner.steer(text))
+        self.channel.send({"op": "steered", "id": turn_id, "qid": frame.get("qid"), "ok": ok})
+
+    def _call(self, frame: dict[str, Any]) -> None:
+        """Run a side call (``api.agent_calls``) and send its value, or what failed."""
+        reply: dict[str, Any] = {"op": "called", "qid": frame.get("qid")}
+        try:
+            reply["value"] = agent_calls.run(str(frame.get("name")), dict(frame.get("args") or {}))
+        except agent_runtime.ProviderNotConfigured as exc:
+            reply["error"] = {"kind": "not_configured", "message": exc.message}
+        except Exception as exc:  # noqa: BLE001 - the server hears every failure; the worker goes on
+            log.exception("side call %s failed", frame.get("name"))
+            reply["error"] = {"kind": "failed", "message": f"{type(exc).__name__}: {exc}"}
+        self.channel.send(reply)
 
     def _interrupt(self, turn_id: str, message: str) -> None:
         with self._lock:
@@ -168,6 +203,13 @@ class Worker:
         """Run one turn and send its result; whatever fails, the server hears how the turn ended."""
         turn_id = frame["id"]
         try:
+            self._send_turn_end(turn_id, frame)
+        finally:
+            with self._lock:
+                self._early_steers.pop(turn_id, None)
+
+    def _send_turn_end(self, turn_id: str, frame: dict[str, Any]) -> None:
+        try:
             self.channel.send({"op": "result", "id": turn_id, **self._run(turn_id, frame)})
         except agent_runtime.ProviderNotConfigured as exc:
             self.channel.send({"op": "result", "id": turn_id, "failure": [exc.message, True]})
@@ -192,6 +234,9 @@ class Worker:
         with self._lock:
             self._runners[turn_id] = runner
             stopped = turn_id in self._stopped
+            early = self._early_steers.pop(turn_id, [])
+        for text in early:  # held by the runner until the model is first asked
+            runner.steer(text)
         try:
             if not stopped:
                 runner.start()
@@ -237,6 +282,22 @@ def leave_environment() -> None:
         log.warning("tearing down the agent's environment failed", exc_info=True)
 
 
+# How long a new worker waits for its first MCP discovery before it takes turns (a slow server's tools
+# arrive later, between turns, as in the server).
+MCP_FIRST_ROUND_S = 15.0
+
+
+def discover_mcp_tools(wait_s: float = MCP_FIRST_ROUND_S) -> None:
+    """Run the person's MCP discovery in this process: the agent registers a server's tools in the process
+    that connected to it, so each worker discovers (and follows changes of the section) as the server does."""
+    if not mcp_servers.mcp_available():
+        return
+    mcp_servers.start_discovery()
+    deadline = time.monotonic() + wait_s
+    while mcp_servers.DISCOVERY.snapshot()["discovery"] != "ready" and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     sock = socket.socket(fileno=int(args[0]))
@@ -253,10 +314,12 @@ def main(argv: list[str] | None = None) -> int:
         os.nice(NICENESS)
     except OSError:  # a priority that cannot be lowered leaves the worker as it is
         log.warning("could not lower the agent worker's CPU priority")
+    discover_mcp_tools()
     log.info("agent worker %d ready", os.getpid())
     channel.send({"op": "ready"})
     Worker(channel).serve()
     channel.close()
+    mcp_servers.DISCOVERY.stop(timeout=5.0)
     if isinstance(terminal, dict):
         leave_environment()
         shutil.rmtree(tempfile.gettempdir(), ignore_errors=True)

@@ -14,7 +14,7 @@ import time
 import uuid
 from typing import Any
 
-from api import agent_runtime, atomic, compression_undo, interrupted_turns, models, toolsets
+from api import agent_runtime, atomic, compression_undo, interrupted_turns, models, worker_pool
 from api import config as _config
 from api.anchor import anchor_message_key, visible_messages_for_anchor
 from api.errors import ApiError, BadRequest, Conflict, redact_paths
@@ -80,12 +80,6 @@ def _resolve_provider(session: models.Session) -> tuple[str, str | None, dict[st
     if not runtime.get("api_key"):
         raise BadRequest("No provider configured -- cannot compress.")
     return model, provider or runtime.get("provider"), runtime
-
-
-def _request_tokens(agent: Any, messages: list[Any]) -> int:
-    """What a request with ``messages`` weighs, system prompt and tool schemas included: the figure the
-    context meter shows after a turn (the provider's count), so the two agree."""
-    return max(agent_runtime.estimate_request_tokens(agent, messages), 1)
 
 
 def _summary(
@@ -162,27 +156,25 @@ def _compress(session: models.Session, focus_topic: str | None) -> dict[str, Any
     model, provider, runtime = _resolve_provider(session)
     snapshot = list(original)
     stream_before = _stream_state(session)
-    # A throwaway agent (state_db_path=None): only its compressor is used, and nothing is persisted.
-    try:
-        agent = agent_runtime.build_agent(
-            sid,
-            model,
-            provider,
-            state_db_path=None,
-            runtime=runtime,
-            enabled_toolsets=toolsets.setting_toolsets(),
+    try:  # in a worker process: the summary's LLM call leaves the server
+        outcome = worker_pool.side_call(
+            "compress",
+            {
+                "session_id": sid,
+                "model": model,
+                "provider": provider,
+                "runtime": runtime,
+                "messages": snapshot,
+                "focus_topic": focus_topic,
+            },
         )
     except agent_runtime.ProviderNotConfigured:
         raise BadRequest("No provider configured -- cannot compress.") from None
-    before_tokens = _request_tokens(agent, snapshot)
-    outcome = agent_runtime.compress_messages(
-        agent, snapshot, focus_topic=focus_topic, current_tokens=before_tokens
-    )
-    if outcome.aborted:
+    if outcome["aborted"]:
         raise BadRequest("Compression failed: the model could not write the summary; nothing was changed.")
-    compressed = _validate_compressed(outcome.messages)
-    unchanged = not outcome.changed or compressed == original
-    after_tokens = _request_tokens(agent, compressed)
+    compressed = _validate_compressed(outcome["messages"])
+    unchanged = not outcome["changed"] or compressed == original
+    before_tokens, after_tokens = int(outcome["before_tokens"]), int(outcome["after_tokens"])
     summary = _summary(original, compressed, before_tokens, after_tokens, focus_topic)
 
     with lock(sid):  # the older backup is set aside before any later save can write a new one

@@ -14,7 +14,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from api import agent_runtime, session_edit, work_cards
+from api import agent_calls, session_edit, work_cards, worker_pool
 from api.errors import NotFound
 
 if TYPE_CHECKING:  # the type only: the journal is handed in
@@ -30,22 +30,12 @@ _THREAD: threading.Thread | None = None
 
 
 def state_of(proc_id: str) -> dict[str, Any] | None:
-    """``{exited, exit_code, output}`` of a background process, or None when the agent's registry has none."""
-    try:
-        registry = agent_runtime.agent_module("tools.process_registry").process_registry
-        found = registry.get(proc_id)
-    except Exception:  # noqa: BLE001 - an agent that cannot answer leaves the card as it is
-        log.exception("reading background process %s failed", proc_id)
-        return {"exited": False, "exit_code": None, "output": ""}
-    if found is None:
-        return None
-    output = found.output_buffer or ""
-    clean = getattr(registry, "_clean_shell_noise", None)  # the agent's own: bash's startup warnings go
-    return {
-        "exited": bool(found.exited),
-        "exit_code": found.exit_code,
-        "output": clean(output) if callable(clean) else output,
-    }
+    """``{exited, exit_code, output}`` of a background process, or None when no agent's registry has it:
+    asked of every worker process (the one whose turn started it holds it), or of the agent here."""
+    if not worker_pool.enabled():
+        return agent_calls.process_state(proc_id)
+    found = [state for state in worker_pool.POOL.call_each("process_state", {"proc_id": proc_id}) if state]
+    return found[0] if found else None
 
 
 def _running(cards: list[dict[str, Any]]) -> list[dict[str, Any]]:

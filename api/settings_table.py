@@ -283,10 +283,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "agent_workers",
         int,
-        0,
+        2,
         "TALARIA_AGENT_WORKERS",
         "Worker processes the agent's turns run in (at a lower CPU priority, apart from the server's "
-        "requests); 0 runs them as threads of the server.",
+        "requests; each runs many turns at once, and a second is started only while the first is busy); "
+        "0 runs them as threads of the server, for debugging.",
         0,
         64,
     ),

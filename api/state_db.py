@@ -75,6 +75,9 @@ def _uri(path: Path, params: str) -> str:
 
 def _is_wal_database(path: Path) -> bool:
     # Bytes 18/19 of the SQLite header are the write/read format versions: 2 means WAL.
+    # Closing any descriptor of the file drops every POSIX lock this process holds on it, those of a live
+    # SQLite connection too (the agent's goal store here): callers read the header only while no -wal or
+    # -shm exists, that is while no connection in WAL mode is open.
     with open(path, "rb") as fh:
         header = fh.read(20)
     return len(header) == 20 and header[18] == 2
@@ -110,7 +113,7 @@ def _with_connection(path: Path, read: Callable[[sqlite3.Connection, str], _T]) 
     key = str(path)
     wal = Path(f"{path}-wal")
     shm = Path(f"{path}-shm")
-    if _is_wal_database(path) and not wal.exists() and not shm.exists():
+    if not wal.exists() and not shm.exists() and _is_wal_database(path):
         before = _stat_key(path)
         conn = _connect(path, "&immutable=1")
         try:

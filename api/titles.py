@@ -1,8 +1,8 @@
 """Session titles written by the model after the first exchange.
 
 The first turn's end gives a session a quick title (its first line, ``api.streaming``). Then, once,
-the agent's own title generator (``agent.title_generator`` through ``api.agent_runtime``) is asked in
-the background for a short title of the first exchange, on the same model and endpoint as the turn.
+the agent's own title generator (``agent.title_generator``, ``api.agent_calls``, in a worker process) is
+asked in the background for a short title of the first exchange, on the same model and endpoint as the turn.
 It replaces the quick title unless the person has named the session meanwhile (``manual_title``), and
 marks ``llm_title_generated`` so it is asked once. A rename afterwards still wins, as always.
 """
@@ -13,7 +13,7 @@ import logging
 import threading
 from typing import Any
 
-from api import agent_runtime, models, session_edit
+from api import agent_runtime, models, session_edit, worker_pool
 from api.errors import NotFound
 from api.session_catalogue import clean_title
 from api.session_fields import message_text
@@ -79,7 +79,9 @@ def apply_title(session_id: str, title: str | None) -> bool:
 
 def _generate(session_id: str, user_text: str, answer_text: str, runtime: dict[str, Any] | None) -> None:
     try:
-        title = agent_runtime.generate_title(user_text, answer_text, runtime)
+        # In a worker process: the title's LLM call leaves the server.
+        args = {"user_text": user_text, "answer_text": answer_text, "runtime": runtime}
+        title = worker_pool.side_call("title", args)
     except Exception:  # noqa: BLE001 - a title is a nicety; the turn is already saved
         log.warning("title generation for %s failed", session_id, exc_info=True)
         return

@@ -23,19 +23,40 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from api import agent_binding, agent_pool, agent_turn, models
+from api import agent_binding, agent_calls, agent_pool, agent_runtime, agent_turn, models
 from api import config as _config
 from api.agent_events import OnEvent
+from api.errors import ApiError
 from api.worker_proc import WorkerProc
 
 log = logging.getLogger("talaria.worker_pool")
 
 _WATCH_S = 0.25  # how often deadlines and idle workers are looked at
 _SETTLE_S = 10.0  # what a question of a lost turn may take to be settled and erased
+_STEER_S = 5.0  # what a worker may take to say whether the running agent took a steer
+SIDE_CALL_S = 300.0  # what a side call (a title, a compression's summary) may take in a worker
 
 
 def enabled() -> bool:
     return int(_config.setting("agent_workers")) > 0
+
+
+class _Reply:
+    """The answer to one request sent to a worker (a steer, a side call), awaited by the sender."""
+
+    def __init__(self) -> None:
+        self.qid = uuid.uuid4().hex
+        self._event = threading.Event()
+        self.value: Any = None
+        self.error: dict[str, Any] | None = None
+
+    def set(self, value: Any, error: dict[str, Any] | None = None) -> None:
+        self.value, self.error = value, error
+        self._event.set()
+
+    def wait(self, timeout: float) -> bool:
+        """Whether the answer came in time."""
+        return self._event.wait(timeout)
 
 
 class RemoteRunner:
@@ -54,6 +75,8 @@ class RemoteRunner:
         self.worker: WorkerProc | None = None
         self._interrupted: str | None = None
         self._asking: list[threading.Thread] = []
+        self._steer_lock = threading.Lock()
+        self._steers: dict[str, _Reply] = {}
 
     def interrupt(self, message: str | None = None) -> None:
         if self.done.is_set():
@@ -63,8 +86,24 @@ class RemoteRunner:
             self.worker.send({"op": "interrupt", "id": self.id, "message": self._interrupted})
 
     def steer(self, text: str) -> bool:
-        """A steer does not cross to a worker yet: False, so the queue runs it as the next message."""
-        return False
+        """Hand ``text`` to the agent in its worker (its own steer); False when the turn cannot take it."""
+        if self.done.is_set() or self.worker is None:
+            return False
+        reply = _Reply()
+        with self._steer_lock:
+            self._steers[reply.qid] = reply
+        try:
+            sent = self.worker.send({"op": "steer", "id": self.id, "qid": reply.qid, "text": text})
+            return sent and reply.wait(_STEER_S) and reply.value is True
+        finally:
+            with self._steer_lock:
+                self._steers.pop(reply.qid, None)
+
+    def steered(self, frame: dict[str, Any]) -> None:
+        with self._steer_lock:
+            reply = self._steers.get(str(frame.get("qid") or ""))
+        if reply is not None:
+            reply.set(bool(frame.get("ok")))
 
     def interrupted(self) -> bool:
         """Whether a question the turn asks is moot: the turn was stopped or its worker is gone."""
@@ -105,6 +144,9 @@ class RemoteRunner:
         """The worker ended: a question still open is settled (an approval as deny) and erased from the
         session file before the turn ends, so the transcript says what was left unanswered."""
         self.lost = True
+        with self._steer_lock:
+            for reply in self._steers.values():
+                reply.set(False)
         for thread in self._asking:
             thread.join(_SETTLE_S)
         self.done.set()
@@ -120,6 +162,7 @@ class WorkerPool:
         self._workers: list[WorkerProc] = []
         self._turns: dict[str, RemoteRunner] = {}
         self._affinity: dict[str, WorkerProc] = {}  # session id → the worker holding its idle agent
+        self._calls: dict[str, tuple[WorkerProc, _Reply]] = {}  # side calls under way, by request id
         self._stopping = False
         self._watcher: threading.Thread | None = None
         self._warm_spec: Callable[[], dict[str, Any] | None] | None = (
@@ -147,9 +190,15 @@ class WorkerPool:
         preferred = self._affinity.get(session_id)
         if preferred in usable:
             return preferred
+        least_busy = min(usable, key=lambda w: len(w.live), default=None)
+        # Another process only while every worker is busy: a server that runs one turn at a time (most
+        # tests, a person alone) pays for one worker's start.
+        if least_busy is not None and not least_busy.live:
+            return least_busy
         if len(usable) < self._size():
             return self._spawn_locked()
-        return min(usable, key=lambda w: len(w.live))
+        assert least_busy is not None  # agent_workers > 0 here: at least one worker is usable
+        return least_busy
 
     def _spawn_locked(self) -> WorkerProc:
         worker = WorkerProc.spawn(self._on_frame, self._on_exit, self._terminal)
@@ -161,9 +210,57 @@ class WorkerPool:
             self._watcher.start()
         return worker
 
+    def call(self, name: str, args: dict[str, Any], timeout: float = SIDE_CALL_S) -> Any:
+        """Run the side call ``name`` (``api.agent_calls``) in a worker and return its value; its failure
+        is raised here (the agent's missing provider as ``ProviderNotConfigured``)."""
+        with self._lock:
+            if self._stopping:
+                raise ApiError("Talaria is shutting down", status=503)
+            usable = [w for w in self._workers if not w.retiring and not w.exited.is_set()]
+            least_busy = min(usable, key=lambda w: len(w.live), default=None)
+            worker = least_busy if least_busy is not None else self._spawn_locked()
+        return self._call_on(worker, name, args, timeout)
+
+    def call_each(self, name: str, args: dict[str, Any], timeout: float = _STEER_S) -> list[Any]:
+        """The side call ``name`` in every running worker (state one of them holds, such as its agent's
+        background processes): the values of those that answered; none is started for it."""
+        with self._lock:
+            workers = [w for w in self._workers if not w.exited.is_set()]
+        values = []
+        for worker in workers:
+            try:
+                values.append(self._call_on(worker, name, args, timeout))
+            except ApiError:
+                continue  # ended or slow: what it held is not known here
+        return values
+
+    def _call_on(self, worker: WorkerProc, name: str, args: dict[str, Any], timeout: float) -> Any:
+        reply = _Reply()
+        with self._lock:
+            self._calls[reply.qid] = (worker, reply)
+        try:
+            if not worker.send({"op": "call", "qid": reply.qid, "name": name, "args": args}):
+                reply.set(None, {"message": "the agent's worker process ended"})
+            if not reply.wait(timeout):
+                raise ApiError(f"The agent's {name} call took longer than {timeout:.0f} s", status=504)
+        finally:
+            with self._lock:
+                self._calls.pop(reply.qid, None)
+        if reply.error is not None:
+            if reply.error.get("kind") == "not_configured":
+                raise agent_runtime.ProviderNotConfigured(str(reply.error.get("message") or ""))
+            raise ApiError(str(reply.error.get("message") or "the side call failed"), status=502)
+        return reply.value
+
     def _on_frame(self, worker: WorkerProc, frame: dict[str, Any]) -> None:
         op = frame.get("op")
         if op in ("beat", "ready"):
+            return
+        if op == "called":
+            with self._lock:
+                pending = self._calls.get(str(frame.get("qid") or ""))
+            if pending is not None:
+                pending[1].set(frame.get("value"), frame.get("error"))
             return
         runner = self._turns.get(str(frame.get("id") or ""))
         if runner is None:
@@ -172,6 +269,8 @@ class WorkerPool:
             runner.on_event(str(frame.get("name")), frame.get("data") or {})
         elif op == "ask":
             runner.ask(str(frame.get("qid")), str(frame.get("kind")), frame.get("data") or {})
+        elif op == "steered":
+            runner.steered(frame)
         elif op == "result":
             self._end_turn(worker, runner.id)
             runner.finish(frame)
@@ -200,6 +299,9 @@ class WorkerPool:
             for sid in [sid for sid, w in self._affinity.items() if w is worker]:
                 del self._affinity[sid]
             replace = self._warm_spec is not None and not self._stopping and not worker.retiring
+            calls = [reply for w, reply in self._calls.values() if w is worker]
+        for reply in calls:
+            reply.set(None, {"message": "the agent's worker process ended during the call"})
         if lost:
             log.warning(
                 "agent worker %d ended (exit code %s) during %d turn(s)",
@@ -327,3 +429,10 @@ def start_turn(
     runner = RemoteRunner(request, on_event, scope)
     (pool or POOL).start(runner)
     return runner
+
+
+def side_call(name: str, args: dict[str, Any], timeout: float = SIDE_CALL_S) -> Any:
+    """The agent's side call ``name`` (``api.agent_calls``): in a worker process, or here without workers."""
+    if enabled():
+        return POOL.call(name, args, timeout)
+    return agent_calls.run(name, args)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import threading
 import time
@@ -86,6 +87,24 @@ def is_summary_request(body: Any) -> bool:
         isinstance(m, dict) and any(mark in message_text(m.get("content")) for mark in SUMMARY_MARKERS)
         for m in messages
     )
+
+
+def socket_owner(local_port: int) -> int | None:
+    """The process holding the TCP socket bound to 127.0.0.1:``local_port`` (a client of this server)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError), open(table) as rows:
+            for row in list(rows)[1:]:
+                fields = row.split()
+                if int(fields[1].rsplit(":", 1)[1], 16) == local_port:
+                    inodes.add(f"socket:[{fields[9]}]")
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(OSError):
+                    if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
+                        return int(pid)
+    return None
 
 
 TITLE_MARKER = "Generate a short, descriptive title"
@@ -168,6 +187,9 @@ class FakeLLM:
         self.default_reply = default_reply
         self.default_summary = default_summary
         self.hang_timeout = hang_timeout
+        # Set: each request's log entry names the process that sent it (``caller_pid``), found by the
+        # client's port; tests that check which process calls the model switch it on (a scan of /proc).
+        self.record_callers = False
         self._lock = threading.Condition()
         self._replies: deque[Reply] = deque()
         self._summaries: deque[Reply] = deque()
@@ -278,7 +300,9 @@ class FakeLLM:
             }
 
     # -- used by the handler -----------------------------------------------------------------
-    def _record(self, method: str, path: str, headers: dict, body: Any) -> dict:
+    def _record(
+        self, method: str, path: str, headers: dict, body: Any, client_port: int | None = None
+    ) -> dict:
         if path == "/v1/chat/completions" and method == "POST":
             kind = "summary" if is_summary_request(body) else "title" if is_title_request(body) else "chat"
         elif path.startswith("/v1/models"):
@@ -293,6 +317,8 @@ class FakeLLM:
             "kind": kind,
             "time": time.time(),
         }
+        if self.record_callers and client_port is not None:
+            entry["caller_pid"] = socket_owner(client_port)
         with self._lock:
             self._log.append(entry)
         return entry
@@ -392,7 +418,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send_json(200, {"requests": self.fake.requests()})
         if path == "/_control/state":
             return self._send_json(200, self.fake.state())
-        self.fake._record("GET", path, dict(self.headers.items()), None)
+        self.fake._record("GET", path, dict(self.headers.items()), None, self.client_address[1])
         fake = self.fake
         card = {
             "id": fake.model,
@@ -426,7 +452,7 @@ class _Handler(BaseHTTPRequestHandler):
         if path.startswith("/_control/"):
             status, payload = self.fake._apply_control(path, body)
             return self._send_json(status, payload)
-        entry = self.fake._record("POST", path, dict(self.headers.items()), body)
+        entry = self.fake._record("POST", path, dict(self.headers.items()), body, self.client_address[1])
         if path == "/api/show" and self.fake.vision_models:
             return self._show(body)
         if path != "/v1/chat/completions" or not isinstance(body, dict):

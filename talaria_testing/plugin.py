@@ -46,7 +46,9 @@ def _configure_talaria() -> None:
     """In-process tests see the isolated folders, as the server would after parsing its settings."""
     from api import config
 
-    config.configure(config.load_settings())
+    # In-process tests put fakes of the agent in sys.modules, which a worker process would not see: their
+    # turns run as threads here. Test servers run the default, worker processes.
+    config.configure({**config.load_settings(), "agent_workers": 0})
 
 
 TEST_ROOT = _isolate_environment()

@@ -64,6 +64,8 @@ def bound(root: Path, *, restore: bool = True) -> Iterator[Path]:
         mp.setattr(models, "SESSION_DIR", sessions)
         mp.setattr(models, "SESSION_INDEX_FILE", sessions / "_index.json")
         mp.setitem(config.SETTINGS_VALUES, "index_flush_delay", 3600.0)
+        # The fake agent lives in this process's sys.modules: its calls run here, not in a worker process.
+        mp.setitem(config.SETTINGS_VALUES, "agent_workers", 0)
         install_scripted_compressor(mp)
         with models.LOCK:
             models.SESSIONS.clear()

@@ -94,6 +94,8 @@ def install(monkeypatch) -> None:
     monkeypatch.setitem(api_config.SETTINGS_VALUES, "checkpoint_interval", 0.02)
     # The stand-in agent has no tools, so no turn asks the agent's own configuration for its defaults.
     monkeypatch.setitem(api_config.SETTINGS_VALUES, "agent_toolsets", "none")
+    # The stand-in lives in this process: turns run as its threads, not in a worker process.
+    monkeypatch.setitem(api_config.SETTINGS_VALUES, "agent_workers", 0)
 
 
 @contextlib.contextmanager

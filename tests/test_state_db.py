@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import shutil
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -358,3 +360,16 @@ def test_rollback_journal_database_is_read_without_creating_files(db_path):
     before = sorted(p.name for p in db_path.parent.iterdir())
     assert [r["content"] for r in state_db.get_state_db_session_messages("s1", db_path=db_path)] == ["a"]
     assert sorted(p.name for p in db_path.parent.iterdir()) == before
+
+
+def test_a_read_leaves_the_locks_of_a_live_connection_of_this_process_in_place(agent_db, db_path):
+    """Closing a descriptor of the file drops every POSIX lock the process holds on it: the agent's goal
+    store, a live connection of the server, lost its hold, and a worker's agent closing its own connection
+    then took itself for the last one and checkpointed and removed the log under it ("malformed" after)."""
+    agent_db.set_meta("goal:s1", "kept")
+    assert Path(f"{db_path}-wal").exists()
+    assert state_db.meta_value(db_path, "goal:s1") == "kept"
+    other = "import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute('select 1 from state_meta').fetchall()"
+    subprocess.run([sys.executable, "-c", other, str(db_path)], check=True)
+    assert Path(f"{db_path}-wal").exists()  # this process's connection still holds the log
+    assert state_db.meta_value(db_path, "goal:s1") == "kept"

@@ -264,3 +264,25 @@ def test_warm_workers_give_the_first_turn_its_first_token_within_a_second_also_a
         _wait_for_line(server, "warm-up done in", after=seen)
         fake.script(Reply(text="after the setup"))
         assert _first_token_s(server, sid, "first after the setup") <= 1.0
+
+
+def test_the_model_is_called_from_the_workers_only_for_turns_titles_and_compression(srv, fake):
+    """The agent's LLM calls leave the server process: each request the fake LLM gets comes from a worker."""
+    fake.record_callers = True
+    try:
+        sid = new_session(srv)
+        fake.script("Boats float.")
+        assert text_of(chat(srv, sid, "tell me about boats")) == "Boats float."
+        wait_for(lambda: session(srv, sid)["title"] == "About tell me about boats", what="the model's title")
+        for i in range(8):  # enough conversation for the compressor to summarise its middle
+            fake.script(f"Answer {i}: " + "here is more " * 60)
+            chat(srv, sid, f"Question {i}: " + "tell me more " * 40)
+        status, body = srv.json("POST", "/api/session/compress", {"session_id": sid})
+        assert status == 200 and body["changed"], body
+        workers = set(worker_pids(srv))
+    finally:
+        fake.record_callers = False
+    calls = [r for r in fake.requests() if r["path"] == "/v1/chat/completions"]
+    assert {r["kind"] for r in calls} == {"chat", "title", "summary"}
+    callers = {r["caller_pid"] for r in calls}
+    assert srv.proc.pid not in callers and callers <= workers, (callers, workers, srv.proc.pid)
