@@ -21,11 +21,11 @@ from api import (
     cron_ticker,
     http_handler,
     mcp_servers,
+    models,
     origin,
     routes,
     search_indexer,
     session_feed,
-    session_index,
     streaming,
     worker_pool,
 )
@@ -105,5 +105,5 @@ def shutdown_sequence(server: TalariaServer, grace_s: float = SHUTDOWN_GRACE_S) 
     if not server.wait_idle(grace_s):
         log.warning("requests still running after %.0f s; exiting anyway", grace_s)
     server.server_close()
-    session_index.flush()
+    models.store().close()
     search_indexer.stop()
