@@ -18,9 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from api import (
-    agent_pool,
     agent_runtime,
-    agent_watch,
     app_server,
     atomic,
     auth,
@@ -29,16 +27,11 @@ from api import (
     goal_loop,
     interrupted_turns,
     log_setup,
-    mcp_servers,
-    model_catalog,
     provider_errors,
-    routes,
-    search_indexer,
     session_recovery,
     settings_table,
     state_lock,
     turn_queue,
-    worker_pool,
     workspace,
 )
 from api.app import App
@@ -211,27 +204,15 @@ def main(argv: list[str] | None = None) -> int:
     session_dir.mkdir(parents=True, exist_ok=True)
     summary = run_startup_recovery(session_dir)
     application.startup_recovery = summary
-    # After recovery, so the index is checked against the files recovery left.
-    search_indexer.start(session_dir, Path(config.STATE_DIR) / "search.db")
-
-    routes.configure(auth=application.auth, startup_recovery=summary)
     try:
-        server = app_server.make_server(values["host"], values["port"])
+        server = app_server.make_server(application, values["host"], values["port"])
     except OSError as exc:
         print(f"talaria: cannot listen on {values['host']}:{values['port']}: {exc}", file=sys.stderr)
         return 1
-
-    # The model picker's list and the agent's config modules are ready before the first page asks.
-    threading.Thread(target=model_catalog.warm_up, name="warm-up", daemon=True).start()
+    application.start()  # after recovery, so the search index is checked against the files recovery left
     host, port = server.server_address[:2]
     shown = f"[{host}]" if ":" in host else host
     print(banner(f"http://{shown}:{port}", log_path), flush=True)
-    if values["warm_up"] and values["agent_workers"]:
-        worker_pool.POOL.warm_up()  # the workers import the agent and build the latest session's agent
-    elif values["warm_up"]:
-        agent_pool.start_warm_up()
-    mcp_servers.start_discovery()
-    agent_watch.WATCH.start()
     # Goals whose turn the restart cut short pause; messages queued behind a turn the last run of the server
     # did not finish run now, tab or no tab.
     threading.Thread(

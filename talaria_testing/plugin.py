@@ -153,19 +153,13 @@ def store(tmp_path):
 
 
 @pytest.fixture
-def app(tmp_path):
-    """An ``App`` whose store is on ``tmp_path / "sessions"`` (the sidebar feed and search follow its saves)."""
-    from api import models
-    from api import store as store_module
+def app(store):
+    """An ``App`` on the test's store (``store``): the sidebar feed and the search indexer follow its saves."""
     from api.app import App
 
-    session_dir = tmp_path / "sessions"
-    session_dir.mkdir()
-    previous = store_module.in_use()
-    built = App(store=store_module.Store(session_dir, models.Session))
+    built = App(store=store)
     yield built
     built.close()
-    store_module.use(previous)
 
 
 @pytest.fixture
