@@ -1,8 +1,8 @@
 """Talaria's server from its parts: the serving loop (``api.http_server``) answering through the request
 handler and the route table, under the Host policy, sized by the settings; served until SIGTERM/SIGINT,
-then stopped in order (sidebar feeds, live turns, requests in flight, the sidebar index).
+then stopped in order (the app's work: sidebar feeds, live turns; requests in flight; the app's sidebar index).
 
-    server = make_server("127.0.0.1", 8787)
+    server = make_server(App(), "127.0.0.1", 8787)
     serve(server)
 """
 
@@ -13,23 +13,10 @@ import signal
 import socket
 import threading
 from types import FrameType
-from typing import Any
+from typing import Any, cast
 
-from api import (
-    agent_watch,
-    config,
-    cron_ticker,
-    environment_workers,
-    http_handler,
-    mcp_servers,
-    origin,
-    routes,
-    search_indexer,
-    session_feed,
-    session_index,
-    streaming,
-    worker_pool,
-)
+from api import config, http_handler, origin, routes
+from api.app import App
 from api.http_server import TalariaServer
 from api.http_writer import ResponseFile
 
@@ -50,9 +37,10 @@ def _answer(
 
 
 def make_server(
-    host: str | None = None, port: int | None = None, *, threads: int | None = None
+    app: App, host: str | None = None, port: int | None = None, *, threads: int | None = None
 ) -> TalariaServer:
-    """Bind ``host:port`` (settings by default) and build the server; raises ``OSError`` if it cannot."""
+    """Bind ``host:port`` (settings by default) and build the server serving ``app``; raises ``OSError`` if it
+    cannot."""
     host = config.setting("host") if host is None else host
     port = int(config.setting("port")) if port is None else port
     server = TalariaServer(
@@ -71,6 +59,7 @@ def make_server(
         response_idle_timeout=float(config.setting("response_idle_timeout")),
         response_timeout=float(config.setting("response_timeout")),
     )
+    server.app = app  # the handler hands it to the routes
     origin.configure(host, str(config.setting("allowed_hosts")))
     return server
 
@@ -85,7 +74,6 @@ def serve(server: TalariaServer, grace_s: float = SHUTDOWN_GRACE_S) -> None:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    cron_ticker.TICKER.start()
     try:
         server.serve_forever()
     finally:
@@ -94,18 +82,9 @@ def serve(server: TalariaServer, grace_s: float = SHUTDOWN_GRACE_S) -> None:
 
 def shutdown_sequence(server: TalariaServer, grace_s: float = SHUTDOWN_GRACE_S) -> None:
     """After the loop stopped: end live turns, wait for requests in flight, flush the index."""
-    session_feed.CHANGES.close()  # the sidebar feeds end; the tabs reconnect to the next server
-    agent_watch.WATCH.stop()
-    try:
-        streaming.shutdown()
-    except Exception:  # noqa: BLE001
-        log.exception("stopping live turns failed")
-    worker_pool.POOL.stop()  # after the turns settled: no agent worker outlives the server
-    environment_workers.stop_all()
-    mcp_servers.DISCOVERY.stop()  # the MCP servers' processes end with their connections
-    cron_ticker.TICKER.stop()  # the scheduler child ends; a job it was running is marked interrupted
+    app = cast("App", server.app)
+    app.stop_work()
     if not server.wait_idle(grace_s):
         log.warning("requests still running after %.0f s; exiting anyway", grace_s)
     server.server_close()
-    session_index.flush()
-    search_indexer.stop()
+    app.close()

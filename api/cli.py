@@ -18,9 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from api import (
-    agent_pool,
     agent_runtime,
-    agent_watch,
     app_server,
     atomic,
     auth,
@@ -29,18 +27,14 @@ from api import (
     goal_loop,
     interrupted_turns,
     log_setup,
-    mcp_servers,
-    model_catalog,
     provider_errors,
-    routes,
-    search_indexer,
     session_recovery,
     settings_table,
     state_lock,
     turn_queue,
-    worker_pool,
     workspace,
 )
+from api.app import App
 
 log = logging.getLogger("talaria.server")
 
@@ -136,10 +130,10 @@ def bad_setting(exc: Exception) -> int:
     return EXIT_BAD_SETTING
 
 
-def run_startup_recovery() -> dict[str, Any]:
-    """The startup sweep plus the interrupted-turn markers; never raises."""
+def run_startup_recovery(session_dir: Path) -> dict[str, Any]:
+    """The startup sweep of ``session_dir`` plus the interrupted-turn markers; never raises."""
     summary: dict[str, Any] = {"scanned": 0, "restored": 0, "details": [], "interrupted_turns": []}
-    for folder in (config.STATE_DIR, config.SESSION_DIR):
+    for folder in (config.STATE_DIR, session_dir):
         try:
             atomic.sweep_leftover_temps(folder)  # what a killed write left; each removal is logged
         except OSError:
@@ -147,14 +141,14 @@ def run_startup_recovery() -> dict[str, Any]:
     try:
         summary.update(
             session_recovery.recover_all_sessions_on_startup(
-                config.SESSION_DIR, rebuild_index=True, state_db_path=config.STATE_DB_PATH
+                session_dir, rebuild_index=True, state_db_path=config.STATE_DB_PATH
             )
         )
     except Exception as exc:  # noqa: BLE001 - startup goes on whatever the folder holds
         log.exception("startup recovery failed")
         summary["error"] = str(exc)
     try:
-        summary["interrupted_turns"] = interrupted_turns.recover_interrupted_turns(config.SESSION_DIR)
+        summary["interrupted_turns"] = interrupted_turns.recover_interrupted_turns(session_dir)
     except Exception as exc:  # noqa: BLE001
         log.exception("marking interrupted turns failed")
         summary["interrupted_error"] = str(exc)
@@ -184,9 +178,9 @@ def build_auth(values: dict[str, Any]) -> auth.AuthManager:
     return auth.AuthManager(values["password"], secret)
 
 
-def _resume_after_restart(interrupted: list[str]) -> None:
+def _resume_after_restart(interrupted: list[str], session_dir: Path) -> None:
     goal_loop.after_restart(interrupted)
-    turn_queue.resume_waiting(config.SESSION_DIR)
+    turn_queue.resume_waiting(session_dir)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -200,39 +194,30 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "doctor":
         return run_doctor(values)
     state_lock.hold_or_exit(config.STATE_DIR)
+    application = App()
     try:
-        auth = build_auth(values)
+        application.auth = build_auth(values)
     except ValueError as exc:
         return bad_setting(exc)
     log_path = log_setup.configure_logging(values["log_level"], values["state_dir"])
-    Path(config.SESSION_DIR).mkdir(parents=True, exist_ok=True)
-    summary = run_startup_recovery()
-    # After recovery, so the index is checked against the files recovery left.
-    search_indexer.start(Path(config.SESSION_DIR), Path(config.STATE_DIR) / "search.db")
-
-    routes.configure(auth=auth, startup_recovery=summary)
+    session_dir = application.store.session_dir
+    session_dir.mkdir(parents=True, exist_ok=True)
+    summary = run_startup_recovery(session_dir)
+    application.startup_recovery = summary
     try:
-        server = app_server.make_server(values["host"], values["port"])
+        server = app_server.make_server(application, values["host"], values["port"])
     except OSError as exc:
         print(f"talaria: cannot listen on {values['host']}:{values['port']}: {exc}", file=sys.stderr)
         return 1
-
-    # The model picker's list and the agent's config modules are ready before the first page asks.
-    threading.Thread(target=model_catalog.warm_up, name="warm-up", daemon=True).start()
+    application.start()  # after recovery, so the search index is checked against the files recovery left
     host, port = server.server_address[:2]
     shown = f"[{host}]" if ":" in host else host
     print(banner(f"http://{shown}:{port}", log_path), flush=True)
-    if values["warm_up"] and values["agent_workers"]:
-        worker_pool.POOL.warm_up()  # the workers import the agent and build the latest session's agent
-    elif values["warm_up"]:
-        agent_pool.start_warm_up()
-    mcp_servers.start_discovery()
-    agent_watch.WATCH.start()
     # Goals whose turn the restart cut short pause; messages queued behind a turn the last run of the server
     # did not finish run now, tab or no tab.
     threading.Thread(
         target=_resume_after_restart,
-        args=(summary.get("interrupted_turns") or [],),
+        args=(summary.get("interrupted_turns") or [], session_dir),
         name="queue-resume",
         daemon=True,
     ).start()

@@ -1,19 +1,21 @@
-"""The settings in force and the paths they name, the session cache and its per-session locks, and the
-model/provider resolution hermes-webui's names promise here.
+"""The settings in force and the paths they name, and the model/provider resolution hermes-webui's names
+promise here.
 
 The table of settings is ``api.settings_table`` (``SETTINGS``, ``load_settings``); ``configure(values)``
 installs the values it resolved.
 Importing reads nothing: entry points (the CLI, the recovery CLI, the test plugin) call ``configure``;
 a program that uses the paths without it gets them from the environment on first use, as hermes-webui does. Nothing else in Talaria reads ``os.environ``.
+
+hermes-webui's store names here (``SESSION_DIR``, ``SESSION_INDEX_FILE``, ``SESSIONS``, ``LOCK``,
+``_get_session_agent_lock``) belong to the store; ``api.models`` serves them on this module too (its
+compatibility face).
 """
 
 from __future__ import annotations
 
-import collections
 import os
 import threading
-import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -88,8 +90,6 @@ def _static_defaults() -> dict[str, Any]:
 SETTINGS_VALUES: dict[str, Any] = _static_defaults()
 HERMES_HOME: Path = cast(Path, _PathFromEnvironment("HERMES_HOME"))
 STATE_DIR: Path = cast(Path, _PathFromEnvironment("STATE_DIR"))
-SESSION_DIR: Path = cast(Path, _PathFromEnvironment("SESSION_DIR"))
-SESSION_INDEX_FILE: Path = cast(Path, _PathFromEnvironment("SESSION_INDEX_FILE"))
 STATE_DB_PATH: Path = cast(Path, _PathFromEnvironment("STATE_DB_PATH"))
 _CONFIGURED = threading.Event()
 _CONFIGURE_LOCK = threading.RLock()
@@ -107,7 +107,7 @@ def configure_from_environment() -> None:
         if not _CONFIGURED.is_set():
             configure(load_settings(strict=False))
             try:
-                SESSION_DIR.mkdir(parents=True, exist_ok=True)
+                sessions_folder().mkdir(parents=True, exist_ok=True)
             except OSError:
                 pass  # the save that needs it names the problem
 
@@ -122,19 +122,17 @@ def configure(values: Mapping[str, Any]) -> None:
     """Take the settings (``load_settings(...)``) and point the paths at them; every entry point calls it.
 
     Safe to call again (a test, ``talaria doctor``): the same dict and the same module globals are
-    updated in place, and the modules that keep their own bindings of the paths follow.
+    updated in place. A store already built keeps its folder (``api.app.App`` builds one from these).
     """
     with _CONFIGURE_LOCK:
         _configure(values)
 
 
 def _configure(values: Mapping[str, Any]) -> None:
-    global HERMES_HOME, STATE_DIR, SESSION_DIR, SESSION_INDEX_FILE, STATE_DB_PATH
+    global HERMES_HOME, STATE_DIR, STATE_DB_PATH
     SETTINGS_VALUES.update(values)
     HERMES_HOME = Path(SETTINGS_VALUES["hermes_home"])
     STATE_DIR = Path(SETTINGS_VALUES["state_dir"])
-    SESSION_DIR = STATE_DIR / "sessions"
-    SESSION_INDEX_FILE = SESSION_DIR / "_index.json"
     STATE_DB_PATH = HERMES_HOME / "state.db"
     # hermes-agent finds its home only through the environment (it reads HERMES_HOME when imported,
     # lazily, after this): setting it here keeps the agent on the folder Talaria was given.
@@ -144,45 +142,18 @@ def _configure(values: Mapping[str, Any]) -> None:
     if not SETTINGS_VALUES.get("agent_installs"):
         os.environ["HERMES_DISABLE_LAZY_INSTALLS"] = "1"
     _CONFIGURED.set()
-    for follow in _FOLLOWERS:
-        follow()
 
 
-# Modules that keep their own bindings of the paths above (tests patch those) re-read them here.
-_FOLLOWERS: list[Callable[[], None]] = []
-
-
-def follow_settings(follow: Callable[[], None]) -> Callable[[], None]:
-    """Call ``follow()`` after every ``configure``; a module registers this way at import."""
-    _FOLLOWERS.append(follow)
-    return follow
+def sessions_folder() -> Path:
+    """``<state_dir>/sessions``, where the settings put the session files."""
+    configure_from_environment()
+    return STATE_DIR / "sessions"
 
 
 def default_workspace() -> str:
     """The configured workspace for new sessions, else the home folder (never the server's own cwd)."""
     configure_from_environment()
     return SETTINGS_VALUES["default_workspace"] or str(Path.home())
-
-
-# ----------------------------------------------------------------------------------------------
-# Session cache and locks
-# ----------------------------------------------------------------------------------------------
-
-SESSIONS: collections.OrderedDict[str, Any] = collections.OrderedDict()
-LOCK = threading.Lock()
-
-_SESSION_AGENT_LOCKS: weakref.WeakValueDictionary[str, threading.RLock] = weakref.WeakValueDictionary()
-_SESSION_AGENT_LOCKS_LOCK = threading.Lock()
-
-
-def _get_session_agent_lock(sid: str) -> threading.RLock:
-    """The per-session lock: held for in-memory mutation plus save, never across network I/O."""
-    with _SESSION_AGENT_LOCKS_LOCK:
-        lock = _SESSION_AGENT_LOCKS.get(sid)
-        if lock is None:
-            lock = threading.RLock()
-            _SESSION_AGENT_LOCKS[sid] = lock
-        return lock
 
 
 # ----------------------------------------------------------------------------------------------

@@ -199,6 +199,7 @@ class TalariaServer:
         response_idle_timeout: float,
         response_timeout: float,
     ):
+        self.app: object = None  # what the handlers serve (``api.app.App``), opaque to the loop
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._listener = socket.socket(family, socket.SOCK_STREAM)
         try:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from api import models, questions, session_edit, session_index, turn_journal
+from api import models, questions, session_edit, turn_journal
 from api.errors import ApiError, Conflict
 from api.session_fields import message_text
 
@@ -80,7 +80,7 @@ def close_pending_turn(session: models.Session) -> bool:
 def recover_interrupted_turns(session_dir: Path) -> list[str]:
     """At startup: every session left mid-turn gets its interrupted marker (index rows say which)."""
     marked = []
-    for row in session_index.all_rows(Path(session_dir), Path(session_dir) / "_index.json"):
+    for row in models.store().index.all_rows(Path(session_dir), Path(session_dir) / "_index.json"):
         if not (row.get("active_stream_id") or row.get("pending_user_message")):
             continue
         sid = row["session_id"]

@@ -1,30 +1,36 @@
-"""``Session``: fields, the metadata-first JSON layout, durable load/save, the ``.bak`` policy, the cache.
+"""``Session``: fields, the metadata-first JSON layout, durable load/save, the ``.bak`` policy; hermes-webui's
+module-level names over the store in use.
 
-Module globals ``SESSION_DIR``, ``SESSION_INDEX_FILE``, ``SESSIONS`` and ``LOCK`` are read at call time
-(tests and the benchmark patch them); without ``config.configure`` the paths come from the environment
-on first use, as hermes-webui's do. The reconciliation names are re-exported from ``api.reconcile``.
+A session belongs to a store (``api.store.Store``: its folder, index, cache and locks), the one it was loaded
+from, else the store in use (``store()``). hermes-webui's names ``SESSION_DIR``, ``SESSION_INDEX_FILE``,
+``SESSIONS`` and ``LOCK`` (here and on ``api.config``, with ``_get_session_agent_lock``) are a face over that
+store: setting one points the store (``_StoreFace``). Without ``config.configure`` the folder comes from the
+environment on first use, as hermes-webui's does. The reconciliation names are re-exported from
+``api.reconcile``.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
+import types
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from api import (
     atomic,
     compression_undo,
     jsonio,
-    session_cache,
     session_index,
     session_merge,
     session_rows,
     tombstones,
 )
 from api import config as _config
+from api import store as _store
 from api.errors import Conflict
 from api.safe_read import UnsafeFile
 from api.session_fields import (
@@ -52,25 +58,6 @@ from api.session_files import (  # noqa: F401 - read_session_file and read_metad
 from api.sidebar_order import Page
 
 log = logging.getLogger("talaria.models")
-
-STATE_DIR: Path = _config.STATE_DIR
-SESSION_DIR: Path = _config.SESSION_DIR
-SESSION_INDEX_FILE: Path = _config.SESSION_INDEX_FILE
-
-
-@_config.follow_settings
-def _follow_settings() -> None:
-    """The paths move with ``config.configure`` (they are module globals: tests patch them here)."""
-    global STATE_DIR, SESSION_DIR, SESSION_INDEX_FILE
-    STATE_DIR, SESSION_DIR, SESSION_INDEX_FILE = (
-        _config.STATE_DIR,
-        _config.SESSION_DIR,
-        _config.SESSION_INDEX_FILE,
-    )
-
-
-SESSIONS = _config.SESSIONS
-LOCK = _config.LOCK
 
 _METADATA_REQUIRED = ("session_id", "title", "created_at", "updated_at")
 
@@ -134,6 +121,7 @@ class Session(SessionFields):
             None  # the payload as last read or written: what "our changes" are relative to
         )
         self._file_keys: frozenset[str] = frozenset()
+        self._store: _store.Store[Session] | None = None  # None: the store in use
         self._extra: dict[str, Any] = {
             k: v for k, v in kw.items() if k not in KNOWN_FIELDS and k not in DERIVED_KEYS
         }
@@ -163,13 +151,21 @@ class Session(SessionFields):
         """The file's identity (inode, size, mtime) when this object last read or wrote it."""
         return self._disk_sig
 
+    def home(self) -> _store.Store[Session]:
+        """The store this session belongs to."""
+        return self._store if self._store is not None else store()
+
+    def bind(self, home: _store.Store[Session]) -> None:
+        """Belong to ``home`` (a session built in memory belongs to the store in use until then)."""
+        self._store = home
+
     @property
     def path(self) -> Path:
-        return Path(SESSION_DIR) / f"{self.session_id}.json"
+        return self.home().session_dir / f"{self.session_id}.json"
 
     @property
     def backup_path(self) -> Path:
-        return Path(SESSION_DIR) / f"{self.session_id}.json.bak"
+        return self.home().session_dir / f"{self.session_id}.json.bak"
 
     def anchor_scene_index(self) -> dict[str, Any]:
         out = {}
@@ -261,12 +257,13 @@ class Session(SessionFields):
         if self._undo_stored != self._undo_cleaned:
             compression_undo.remove_others(self.path, self._undo_stored)
             self._undo_cleaned = self._undo_stored
+        home = self.home()
         if not skip_index:
-            session_index.note_saved(
-                Path(SESSION_DIR), Path(SESSION_INDEX_FILE), self.compact(), (st.st_size, st.st_mtime_ns)
+            home.index.note_saved(
+                home.session_dir, home.index_file, self.compact(), (st.st_size, st.st_mtime_ns)
             )
         if self.messages:
-            _clear_tombstone(Path(SESSION_DIR), self.session_id)
+            _clear_tombstone(home.session_dir, self.session_id)
         return True
 
     def _write(self, touch_updated_at: bool) -> os.stat_result | None:
@@ -323,7 +320,7 @@ class Session(SessionFields):
         sig = disk_sig(path)
         if sig is None or sig == self._disk_sig:
             return
-        theirs = _load_session_from_path(path)
+        theirs = _load_session_from_path(path, self._store)
         if theirs is None:
             # Unreadable: the save reads it again, keeps it aside as corrupt, then replaces it.
             self._disk_sig, self._saved_message_count = sig, None
@@ -345,7 +342,7 @@ class Session(SessionFields):
             "%s.json was changed by another program; its changes are kept and ours re-applied",
             self.session_id,
         )
-        mine = Session.from_payload(merged, sig=theirs._disk_sig)
+        mine = Session.from_payload(merged, sig=theirs._disk_sig, store=self._store)
         mine._saved_message_count = theirs._saved_message_count
         mine._base = theirs._base
         if mine.compression_generation == self.compression_generation and mine.compression_undo is None:
@@ -362,15 +359,13 @@ class Session(SessionFields):
         The one rollback: a failed save calls it, and so does ``api.session_edit.edit`` when its body raises.
         """
         try:
-            fresh = _load_session_from_path(self.path)
+            fresh = _load_session_from_path(self.path, self._store)
         except Exception:  # noqa: BLE001 - whatever happens, the unsaved state must not stay cached
             fresh = None
         if fresh is not None:
             self._adopt(fresh)
             return
-        with LOCK:
-            if SESSIONS.get(self.session_id) is self:
-                del SESSIONS[self.session_id]
+        self.home().drop(self.session_id, only=self)
 
     def _adopt(self, other: Session) -> None:
         self.__dict__.clear()
@@ -379,7 +374,13 @@ class Session(SessionFields):
     # ------------------------------------------------------------------ load
 
     @classmethod
-    def from_payload(cls, data: dict[str, Any], *, sig: tuple[Any, ...] | None = None) -> Session:
+    def from_payload(
+        cls,
+        data: dict[str, Any],
+        *,
+        sig: tuple[Any, ...] | None = None,
+        store: _store.Store[Session] | None = None,
+    ) -> Session:
         messages = data.get("messages")
         on_disk = len(messages) if isinstance(messages, list) else 0
         if isinstance(messages, list):
@@ -387,6 +388,7 @@ class Session(SessionFields):
             if collapsed is not messages:
                 data = dict(data, messages=collapsed)
         session = cls(**data)
+        session._store = store
         session._saved_message_count = on_disk
         session._disk_sig = sig
         session._file_keys = frozenset(data)
@@ -398,10 +400,10 @@ class Session(SessionFields):
         return session
 
     @classmethod
-    def load(cls, sid: str) -> Session | None:
+    def load(cls, sid: str, store: _store.Store[Session] | None = None) -> Session | None:
         if not is_safe_session_id(sid):
             return None
-        path = Path(SESSION_DIR) / f"{sid}.json"
+        path = (store or _in_use()).session_dir / f"{sid}.json"
         found = read_session_file(path)
         if found is None:
             return None
@@ -411,7 +413,7 @@ class Session(SessionFields):
             raise ValueError(f"session file {path.name} does not hold a JSON object")
         bind_to_file_name(data, sid)
         sig = (st.st_ino, st.st_size, st.st_mtime_ns)
-        session = cls.from_payload(data, sig=sig)
+        session = cls.from_payload(data, sig=sig, store=store)
         if session._saved_message_count != len(session.messages):
             try:
                 session.save(touch_updated_at=False, skip_index=True)
@@ -420,10 +422,21 @@ class Session(SessionFields):
         return session
 
     @classmethod
-    def load_metadata_only(cls, sid: str) -> Session | None:
+    def load_metadata_only(cls, sid: str, store: _store.Store[Session] | None = None) -> Session | None:
         if not is_safe_session_id(sid):
             return None
-        return metadata_stub(Path(SESSION_DIR) / f"{sid}.json") or cls.load(sid)
+        folder = (store or _in_use()).session_dir
+        return metadata_stub(folder / f"{sid}.json", store) or cls.load(sid, store)
+
+    @staticmethod
+    def stub_from_path(path: Path) -> Session | None:
+        """A metadata-only session from a file's prefix (``metadata_stub``), for the index."""
+        return metadata_stub(path)
+
+    @staticmethod
+    def from_path(path: Path) -> Session | None:
+        """A whole session file parsed without saving, None on any error, for the index."""
+        return _load_session_from_path(path)
 
     # ------------------------------------------------------------------ sidebar row
 
@@ -448,18 +461,19 @@ class Session(SessionFields):
         return f"<Session {self.session_id} {len(self.messages)} msgs>"
 
 
-def metadata_stub(path: Path) -> Session | None:
+def metadata_stub(path: Path, store: _store.Store[Session] | None = None) -> Session | None:
     """A metadata-only session from the file's prefix (it refuses to save); None when the prefix lacks it."""
     data = read_metadata_prefix(path)
     if data is None or any(k not in data for k in _METADATA_REQUIRED):
         return None
     bind_to_file_name(data, Path(path).name[: -len(".json")])
     session = Session(**data)
+    session._store = store
     session._loaded_metadata_only = True
     return session
 
 
-def _load_session_from_path(path: Path) -> Session | None:
+def _load_session_from_path(path: Path, store: _store.Store[Session] | None = None) -> Session | None:
     """Parse one sidecar without saving (index rebuild, recovery); None on any error."""
     try:
         found = read_session_file(Path(path))
@@ -470,13 +484,10 @@ def _load_session_from_path(path: Path) -> Session | None:
         if not isinstance(data, dict):
             return None
         bind_to_file_name(data, Path(path).name[: -len(".json")])
-        return Session.from_payload(data, sig=(st.st_ino, st.st_size, st.st_mtime_ns))
+        return Session.from_payload(data, sig=(st.st_ino, st.st_size, st.st_mtime_ns), store=store)
     except Exception as exc:  # noqa: BLE001 - a broken file is a logged skip
         log.warning("skipping unreadable session file %s: %s", Path(path).name, exc)
         return None
-
-
-session_index.use_session_readers(metadata_stub, _load_session_from_path)
 
 
 def _clear_tombstone(session_dir: Path, sid: str) -> None:
@@ -486,66 +497,84 @@ def _clear_tombstone(session_dir: Path, sid: str) -> None:
         log.warning("could not clear the tombstones of %s: %s", sid, exc)
 
 
-# ---------------------------------------------------------------------- cache
+# ---------------------------------------------------------------------- the store in use
+
+
+def _default_store() -> _store.Store[Session]:
+    return _store.Store(_config.sessions_folder(), Session)
+
+
+def store() -> _store.Store[Session]:
+    """The store in use: the app's, else one on the settings' folder built on first use (hermes-webui's way)."""
+    return _store.current(_default_store)
+
+
+_in_use = store  # for the methods whose ``store`` parameter hides the function
 
 
 def get_session(sid: str, metadata_only: bool = False) -> Session:
     """The cached session (reloaded when the file changed underneath), else loaded from disk; KeyError if none."""
-    return cast(
-        "Session", session_cache.get_or_load(sid, SESSIONS, LOCK, Session, metadata_only=metadata_only)
-    )
+    return store().get(sid, metadata_only=metadata_only)
 
 
 def cache_session(session: Session) -> None:
-    session_cache.put(session, SESSIONS, LOCK)
+    store().put(session)
 
 
-def _index_paths() -> tuple[Path, Path]:
-    return Path(SESSION_DIR), Path(SESSION_INDEX_FILE)
+def _index() -> tuple[session_index.SessionIndex, Path, Path]:
+    home = store()
+    return home.index, home.session_dir, home.index_file
 
 
 def reindex_after_turn(sid: str) -> None:
     """A turn of this process ended: its sidebar row stops saying "streaming" even when the file still
     names the turn (its final save failed, so no save updated the row)."""
-    with LOCK:
-        session = SESSIONS.get(sid)
+    session = store().cached(sid)
     signature = session.read_signature if session is not None else None
     if session is None or not session.active_stream_id or signature is None:
         return
     _ino, size, mtime_ns = signature
-    session_index.note_saved(*_index_paths(), session.compact(), (size, mtime_ns))
+    index, folder, index_file = _index()
+    index.note_saved(folder, index_file, session.compact(), (size, mtime_ns))
 
 
 def session_row(sid: str) -> dict[str, Any] | None:
     """One session's sidebar row (a copy), None when it has none."""
-    return session_index.row(*_index_paths(), sid)
+    index, folder, index_file = _index()
+    return index.row(folder, index_file, sid)
 
 
 def all_sessions() -> list[dict[str, Any]]:
     """A copy of every sidebar row, newest first, from the in-memory index (validated against the files
     once). O(sessions): requests use the four below, which cost what they return."""
-    return session_index.all_rows(*_index_paths())
+    index, folder, index_file = _index()
+    return index.all_rows(folder, index_file)
 
 
 def sessions_newest_first() -> Iterator[dict[str, Any]]:
     """The index's rows newest first, for a walk that stops early (read them, never change them)."""
-    return session_index.newest_first(*_index_paths())
+    index, folder, index_file = _index()
+    return index.newest_first(folder, index_file)
 
 
 def sidebar_page(before: tuple[float, str] | None, limit: int | None, project: str | None = None) -> Page:
-    return session_index.page(*_index_paths(), before, limit, project)
+    index, folder, index_file = _index()
+    return index.page(folder, index_file, before, limit, project)
 
 
 def project_session_ids(project: str) -> list[str]:
-    return session_index.in_project(*_index_paths(), project)
+    index, folder, index_file = _index()
+    return index.in_project(folder, index_file, project)
 
 
 def session_count() -> int:
-    return session_index.count(*_index_paths())
+    index, folder, index_file = _index()
+    return index.count(folder, index_file)
 
 
 def has_session_row(sid: str) -> bool:
-    return session_index.has_row(*_index_paths(), sid)
+    index, folder, index_file = _index()
+    return index.has_row(folder, index_file, sid)
 
 
 # ---------------------------------------------------------------------- reconciliation names
@@ -571,3 +600,65 @@ def reconciled_state_db_messages_for_session(
         sid: Any = getattr(session, "session_id", None)
         state_messages = get_state_db_session_messages(sid)
     return reconciled_view(session, state_messages, prefer_context=prefer_context)
+
+
+# ---------------------------------------------------------------------- hermes-webui's face
+
+
+class _StoreFace(types.ModuleType):
+    """hermes-webui's module-level store names, on ``api.models`` and ``api.config``: each reads the store in
+    use, and setting one (as hermes-webui's tests do, through ``monkeypatch.setattr``) changes that store."""
+
+    @property
+    def SESSION_DIR(self) -> Path:  # noqa: N802 - hermes-webui's name
+        return store().session_dir
+
+    @SESSION_DIR.setter
+    def SESSION_DIR(self, folder: Path) -> None:  # noqa: N802
+        store().point_at(Path(folder))
+
+    @property
+    def SESSION_INDEX_FILE(self) -> Path:  # noqa: N802
+        return store().index_file
+
+    @SESSION_INDEX_FILE.setter
+    def SESSION_INDEX_FILE(self, path: Path) -> None:  # noqa: N802
+        store().index_file = Path(path)
+
+    @property
+    def SESSIONS(self) -> Any:  # noqa: N802
+        return store().sessions
+
+    @SESSIONS.setter
+    def SESSIONS(self, cache: Any) -> None:  # noqa: N802
+        store().sessions = cache
+
+    @property
+    def LOCK(self) -> Any:  # noqa: N802
+        return store().cache_lock
+
+    @LOCK.setter
+    def LOCK(self, lock: Any) -> None:  # noqa: N802
+        store().cache_lock = lock
+
+    @property
+    def _get_session_agent_lock(self) -> Any:
+        return store().lock_for
+
+    @_get_session_agent_lock.setter
+    def _get_session_agent_lock(self, lock_for: Any) -> None:
+        store().lock_for = lock_for
+
+
+class _ModelsFace(_StoreFace):
+    @property
+    def STATE_DIR(self) -> Path:  # noqa: N802 - hermes-webui's name; the settings' folder
+        return _config.STATE_DIR
+
+    @STATE_DIR.setter
+    def STATE_DIR(self, folder: Path) -> None:  # noqa: N802
+        _config.STATE_DIR = Path(folder)
+
+
+sys.modules[__name__].__class__ = _ModelsFace
+sys.modules[_config.__name__].__class__ = _StoreFace

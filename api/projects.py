@@ -42,9 +42,8 @@ class ProjectsUnreadable(ApiError):
 
 
 def projects_file() -> Path:
-    """``<state_dir>/projects.json`` (the session folder's parent, so tests that patch ``models.SESSION_DIR``
-    follow)."""
-    return Path(models.SESSION_DIR).parent / FILE_NAME
+    """``<state_dir>/projects.json``: the session folder's parent holds it."""
+    return models.store().session_dir.parent / FILE_NAME
 
 
 def clean_project_id(value: Any) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from api import session_index, state_db, tombstones
+from api import models, state_db, tombstones
 from api.jsonio import loads as loads_json
 from api.recovery_rules import message_count
 from api.safe_read import UnsafeFile, read_regular_file
@@ -140,7 +140,7 @@ def read_deleted(folder: Path) -> set[str]:
 
 def rebuild_folder_index(folder: Path) -> bool:
     try:
-        session_index.rebuild_index_file(folder)
+        models.store().index.rebuild_index_file(folder)
         return True
     except Exception as exc:  # noqa: BLE001
         log.warning("index rebuild after recovery failed: %s", exc)

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import functools
 import logging
-import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from importlib import metadata
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from api import (
     agent_import,
@@ -53,25 +52,32 @@ from api.http_io import (
     respond_error,
 )
 
+if TYPE_CHECKING:
+    from api.app import App
+    from api.auth import AuthManager
+
 log = logging.getLogger("talaria.routes")
 
 MESSAGE_MAX_BYTES = 200 * 1024
 
-# Server-wide state the server sets once at startup (configure()).
-_STATE: dict[str, Any] = {"auth": None, "startup_recovery": None, "started_at": time.time()}
+
+def _app(handler: BaseHTTPRequestHandler) -> App | None:
+    """The app this request is served by (its server holds it); None for a handler outside a server, which
+    sees login off and no startup summary."""
+    return cast("App | None", getattr(getattr(handler, "server", None), "app", None))
 
 
-def configure(*, auth: Any = None, startup_recovery: dict[str, Any] | None = None) -> None:
-    """Install the auth manager (None = auth off) and the startup recovery summary."""
-    _STATE["auth"] = auth
-    _STATE["startup_recovery"] = startup_recovery
+def _auth(handler: BaseHTTPRequestHandler) -> AuthManager | None:
+    app = _app(handler)
+    return app.auth if app is not None else None
 
 
-def startup_recovery() -> dict[str, Any]:
-    summary = _STATE["startup_recovery"]
+def startup_recovery(handler: BaseHTTPRequestHandler) -> dict[str, Any]:
+    app = _app(handler)
+    summary = app.startup_recovery if app is not None else None
     if summary is None:
         return {"scanned": 0, "restored": 0, "details": [], "interrupted_turns": [], "ran": False}
-    return cast("dict[str, Any]", summary)
+    return summary
 
 
 @functools.cache
@@ -122,7 +128,9 @@ def _handle_health(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> No
             "sessions": models.session_count(),
             # Public even with login on: counts only (details, with file names, are behind the login).
             "recovery": {
-                k: len(v) if isinstance(v, list) else v for k, v in startup_recovery().items() if k != "error"
+                k: len(v) if isinstance(v, list) else v
+                for k, v in startup_recovery(handler).items()
+                if k != "error"
             },
         },
     )
@@ -296,7 +304,7 @@ def _handle_recovery_repair_safe(handler: BaseHTTPRequestHandler, body: dict[str
 
 
 def _handle_recovery_startup(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
-    j(handler, startup_recovery())
+    j(handler, startup_recovery(handler))
 
 
 # ---------------------------------------------------------------------- chat (api.streaming, api.sse)
@@ -342,7 +350,7 @@ def _handle_chat_cancel(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -
 
 
 def _handle_auth_login(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    auth = _STATE["auth"]
+    auth = _auth(handler)
     if auth is None or not auth.enabled:
         j(handler, {"ok": True, "csrf_token": None, "enabled": False})
         return
@@ -355,7 +363,7 @@ def _handle_auth_login(handler: BaseHTTPRequestHandler, body: dict[str, Any]) ->
 
 
 def _handle_auth_logout(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    auth = _STATE["auth"]
+    auth = _auth(handler)
     if auth is None or not auth.enabled:
         j(handler, {"ok": True})
         return
@@ -364,7 +372,7 @@ def _handle_auth_logout(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -
 
 
 def _handle_auth_status(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
-    auth = _STATE["auth"]
+    auth = _auth(handler)
     if auth is None or not auth.enabled:
         j(handler, {"enabled": False, "logged_in": True})
         return
@@ -440,7 +448,7 @@ def is_api_path(path: str) -> bool:
 
 
 def _check_auth(handler: BaseHTTPRequestHandler, method: str, path: str) -> None:
-    auth = _STATE["auth"]
+    auth = _auth(handler)
     if auth is None or not auth.enabled or path in PUBLIC_PATHS:
         return
     auth.authorize(header(handler, "Cookie"), header(handler, "X-CSRF-Token"), state_changing=method != "GET")

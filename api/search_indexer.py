@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from api import jsonio, session_files, session_index
+from api import jsonio, session_files
 from api.messages import message_text
 from api.search_index import Entry, IndexBroken, SearchIndex
 from api.session_fields import is_safe_session_id
@@ -282,14 +282,13 @@ def stop() -> None:
         INDEXER = None
 
 
-def _changed(sid: str, _row: dict[str, Any] | None) -> None:
+def note_changed(sid: str, _row: dict[str, Any] | None) -> None:
+    """A session's index row changed (a save, a removal): the indexer reads its file again."""
     if INDEXER is not None:
         INDEXER.note(sid)
 
 
-def _reset() -> None:
+def note_reset() -> None:
+    """The index was rebuilt: the indexer checks every file."""
     if INDEXER is not None:
         INDEXER.note(None)
-
-
-session_index.add_listener(_changed, _reset)

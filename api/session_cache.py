@@ -1,28 +1,27 @@
 """The in-memory session cache: a cached object is fresh while its file is the one it read or wrote, and
 over the cap the oldest entries that are provably safe to drop go (never a live turn or unsaved rows).
 
-``api.models.get_session`` and ``cache_session`` call these with the cache and lock they read at call time
-(tests patch ``api.models``), and with ``Session`` for loading; this module keeps no session state of its
-own beyond one lock per session while a load runs, so two requests never parse the same file twice at once.
+``api.store.Store`` calls these with itself: the cache, its lock, the load locks and the session type are the
+store's; this module keeps no state.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
-import weakref
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from api import config as _config
 from api.session_fields import is_safe_session_id
 from api.session_files import disk_sig
 
-_LOAD_LOCKS: weakref.WeakValueDictionary[str, threading.Lock] = (
-    weakref.WeakValueDictionary()
-)  # sid -> lock while a load runs
-_LOAD_LOCKS_GUARD = threading.Lock()
+if TYPE_CHECKING:
+    from api.store import Store
+
+log = logging.getLogger("talaria.admin")
 _NEW_SESSION_GRACE_S = 1800.0  # a never-saved empty session is kept this long
 
 
@@ -39,15 +38,14 @@ def _usable(cached: Any, metadata_only: bool) -> bool:
     return not (cached.metadata_only and not metadata_only) and not is_stale(cached)
 
 
-def get_or_load(
-    sid: str, cache: OrderedDict[str, Any], lock: Any, session_class: Any, *, metadata_only: bool = False
-) -> Any:
+def get_or_load(store: Store[Any], sid: str, *, metadata_only: bool = False) -> Any:
     """The cached session (reloaded when the file changed underneath), else loaded from disk; KeyError if none.
 
     ``metadata_only`` may answer a stub read from the file's prefix, which is never cached.
     """
     if not is_safe_session_id(sid):
         raise KeyError(sid)
+    cache, lock = store.sessions, store.cache_lock
     with lock:
         cached = cache.get(sid)
         if cached is not None:
@@ -59,30 +57,30 @@ def get_or_load(
     if cached is not None and _usable(cached, metadata_only):
         return cached
     if metadata_only:
-        stub = session_class.load_metadata_only(sid)
+        stub = store.session_type.load_metadata_only(sid, store=store)
         if stub is None:
             raise KeyError(sid)
         return stub
-    with _LOAD_LOCKS_GUARD:
-        load_lock = _LOAD_LOCKS.setdefault(sid, threading.Lock())
+    with store.load_locks_guard:
+        load_lock = store.load_locks.setdefault(sid, threading.Lock())
     with load_lock:
         with lock:
             cached = cache.get(sid)
         if cached is not None and _usable(cached, False):
             return cached
-        session = session_class.load(sid)
+        session = store.session_type.load(sid, store=store)
         if session is None:
             raise KeyError(sid)
-        put(session, cache, lock)
+        put(store, session)
     return session
 
 
-def put(session: Any, cache: OrderedDict[str, Any], lock: Any) -> None:
+def put(store: Store[Any], session: Any) -> None:
     """Cache ``session`` as the most recently used, evicting what is safe to evict over the cap."""
-    with lock:
-        cache[session.session_id] = session
-        cache.move_to_end(session.session_id)
-        evict_sessions_over_cap(cache)
+    with store.cache_lock:
+        store.sessions[session.session_id] = session
+        store.sessions.move_to_end(session.session_id)
+        evict_sessions_over_cap(store.sessions)
 
 
 def _evictable(session: Any, now: float) -> bool:

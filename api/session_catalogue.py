@@ -20,7 +20,6 @@ from api import (
     jsonio,
     models,
     session_files,
-    session_index,
     tombstones,
     turn_journal,
 )
@@ -38,12 +37,8 @@ SEARCH_QUERY_MAX = 500
 _UNDO_TOKEN = re.compile(r"([A-Za-z0-9-][A-Za-z0-9_-]{0,199})-(\d{10,16})")
 
 
-def _index_file() -> Path:
-    return Path(models.SESSION_INDEX_FILE)
-
-
 def trash_dir() -> Path:
-    """``<state_dir>/trash`` (the session folder's parent, so tests that patch ``models.SESSION_DIR`` follow)."""
+    """``<state_dir>/trash``: the session folder's parent."""
     return session_dir().parent / "trash"
 
 
@@ -184,9 +179,9 @@ def delete_session(sid: str) -> dict[str, Any]:
                 _move_durable(path, dest / path.name)
         atomic.fsync_dir(dest)
         atomic.fsync_dir(folder)
-        session_index.note_removed(folder, _index_file(), sid)
-        with models.LOCK:
-            models.SESSIONS.pop(sid, None)
+        home = models.store()
+        home.index.note_removed(folder, home.index_file, sid)
+        home.drop(sid)
     return {"ok": True, "undo_token": dest.name}
 
 
@@ -224,7 +219,8 @@ def restore_deleted(token: Any) -> dict[str, Any]:
         session = load_session(sid)
         st = os.stat(session.path)
         row = session.compact()
-        session_index.note_saved(folder, _index_file(), row, (st.st_size, st.st_mtime_ns))
+        home = models.store()
+        home.index.note_saved(folder, home.index_file, row, (st.st_size, st.st_mtime_ns))
     return row
 
 
@@ -273,8 +269,7 @@ def find_in_messages(messages: list[Any], needle: str) -> dict[str, Any] | None:
 
 
 def _content_match(sid: str, needle: str) -> dict[str, Any] | None:
-    with models.LOCK:
-        cached = models.SESSIONS.get(sid)
+    cached = models.store().cached(sid)
     if cached is not None and not cached.metadata_only:
         return find_in_messages(list(cached.messages), needle)
     try:

@@ -19,51 +19,35 @@ one edit per save: the lock is never held across agent work, and each save is it
 one save outside this module is ``Session.load`` rewriting a file whose adjacent duplicate partial rows
 it collapsed, inside the load that ``edit`` itself calls.
 
-The lock is ``api.config._get_session_agent_lock`` (reentrant: a body may call code that edits the same
-session). The functions take the session id only, so a store object can wrap them as methods.
+The store (``api.store.Store.edit``) does the work; these act on the store in use (``api.models.store``). The
+lock is the store's per-session lock (reentrant: a body may call code that edits the same session).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager
+from typing import Any
 
-from api import config as _config
 from api import models
-from api.session_lookup import load_session
+from api.store import Unchanged
+
+__all__ = ["Unchanged", "create", "edit", "lock"]
 
 
-class Unchanged(Exception):
-    """Raised inside an ``edit`` by a body that changed nothing: the edit ends without a save."""
-
-
-def lock(session_id: str) -> AbstractContextManager[bool]:
+def lock(session_id: str) -> AbstractContextManager[Any]:
     """The per-session lock, for code that reads a session or moves its files without saving it."""
-    return _config._get_session_agent_lock(session_id)
+    return models.store().lock(session_id)
 
 
-@contextmanager
-def edit(session_id: str, *, touch_updated_at: bool = True) -> Iterator[models.Session]:
-    """Lock, load fully, yield the session, save once on a clean exit.
+def edit(session_id: str, *, touch_updated_at: bool = True) -> AbstractContextManager[models.Session]:
+    """Lock, load fully, yield the session, save once on a clean exit (``api.store.Store.edit``).
 
-    Missing or unsafe ids are ``NotFound``, an unreadable file a 500 (``session_lookup.load_session``).
-    ``touch_updated_at=False`` keeps the sidebar order (metadata edits, checkpoints, markers).
+    Missing or unsafe ids are ``NotFound``, an unreadable file a 500. ``touch_updated_at=False`` keeps the
+    sidebar order (metadata edits, checkpoints, markers).
     """
-    with lock(session_id):
-        session = load_session(session_id)
-        try:
-            yield session
-        except Unchanged:
-            return
-        except BaseException:
-            if session.changed_since_read():  # a refusal before any change keeps the object as it is
-                session.revert_to_file()
-            raise
-        session.save(touch_updated_at=touch_updated_at)
+    return models.store().edit(session_id, touch_updated_at=touch_updated_at)
 
 
 def create(session: models.Session, *, touch_updated_at: bool = True) -> None:
     """Save a session built in memory under its lock, then cache it; a failed save caches nothing."""
-    with lock(session.session_id):
-        session.save(touch_updated_at=touch_updated_at)
-        models.cache_session(session)
+    models.store().create(session, touch_updated_at=touch_updated_at)

@@ -23,7 +23,7 @@ import threading
 import time
 from typing import Any
 
-from api import session_index, session_list
+from api import session_list
 
 HISTORY = 2000
 
@@ -101,4 +101,3 @@ class ChangeLog:
 
 
 CHANGES = ChangeLog(start=time.time_ns() // 1_000_000)
-session_index.add_listener(CHANGES.record, CHANGES.reset)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from api import atomic, config, models, recovery_audit, session_index, settings_table
+from api import atomic, config, models, recovery_audit, settings_table
 from api.recovery_files import (
     Doc,
     bak_path,
@@ -109,14 +109,14 @@ def _after_restore(folder: Path, sids: list[str]) -> None:
     if not sids:
         return
     try:
-        session_index.forget(folder)
+        models.store().index.forget(folder)
     except Exception as exc:  # noqa: BLE001 - the index is a cache; recovery must not fail on it
         log.warning("could not reset the session index after recovery: %s", exc)
     try:
-        if Path(models.SESSION_DIR) == folder:
-            with models.LOCK:
-                for sid in sids:
-                    models.SESSIONS.pop(sid, None)
+        home = models.store()
+        if home.session_dir == folder:
+            for sid in sids:
+                home.drop(sid)
     except Exception as exc:  # noqa: BLE001
         log.warning("could not drop restored sessions from the cache: %s", exc)
 
@@ -253,7 +253,7 @@ def repair_safe_session_recovery(session_dir: Path, state_db_path: Path | None =
 
 def audit_live_sessions() -> dict[str, Any]:
     """The audit of the server's own session folder and state.db (the recovery audit route)."""
-    folder = Path(models.SESSION_DIR)
+    folder = models.store().session_dir
     return cast(
         "dict[str, Any]", relative_to(folder.parent, audit_session_recovery(folder, config.STATE_DB_PATH))
     )
@@ -261,7 +261,7 @@ def audit_live_sessions() -> dict[str, Any]:
 
 def repair_safe_live_sessions() -> dict[str, Any]:
     """The safe repair of the server's own session folder and state.db (the repair-safe route)."""
-    folder = Path(models.SESSION_DIR)
+    folder = models.store().session_dir
     return cast(
         "dict[str, Any]",
         relative_to(folder.parent, repair_safe_session_recovery(folder, config.STATE_DB_PATH)),
@@ -297,7 +297,9 @@ def main(argv: list[str] | None = None) -> int:
     action.add_argument(
         "--repair-safe", action="store_true", help="restore genuine losses and rebuild the index"
     )
-    parser.add_argument("--session-dir", type=Path, default=config.SESSION_DIR, help="default: %(default)s")
+    parser.add_argument(
+        "--session-dir", type=Path, default=config.sessions_folder(), help="default: %(default)s"
+    )
     parser.add_argument("--state-db", type=Path, default=config.STATE_DB_PATH, help="default: %(default)s")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args(argv)

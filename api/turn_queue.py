@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
-from api import attachments, models, queue_items, session_edit, session_index, streaming, turn_journal
+from api import attachments, models, queue_items, session_edit, streaming, turn_journal
 from api.errors import ApiError, BadRequest, Conflict, NotFound
 from api.sanitize import scrub_surrogates
 
@@ -167,7 +167,7 @@ def _refuse(session_id: str, item_id: str, reason: str) -> None:
 def resume_waiting(session_dir: Path) -> list[str]:
     """At startup: start the queue of every session that has one waiting (index rows say which)."""
     started = []
-    for row in session_index.all_rows(Path(session_dir), Path(session_dir) / "_index.json"):
+    for row in models.store().index.all_rows(Path(session_dir), Path(session_dir) / "_index.json"):
         if not row.get("queued_count"):
             continue
         try:

@@ -24,9 +24,9 @@ def _block() -> None:
 def grow_session_forever(session_dir: str, sid: str, conn) -> None:
     """Append one message per save, forever; after each save returns, send the message count."""
     import api.models as models
+    from api import store
 
-    models.SESSION_DIR = Path(session_dir)
-    models.SESSION_INDEX_FILE = Path(session_dir) / "_index.json"
+    store.use(store.Store(Path(session_dir), models.Session))
     session = models.Session.load(sid) or models.Session(session_id=sid, title="crash", messages=[])
     n = len(session.messages)
     while True:

@@ -93,9 +93,10 @@ def _no_index_write_outlives_its_test():
     """A sidebar-index write a test scheduled (delayed by ``index_flush_delay``) happens within that test,
     not in the middle of a later one that records every durable write."""
     yield
-    session_index = sys.modules.get("api.session_index")
-    if session_index is not None:
-        session_index.flush()
+    store = sys.modules.get("api.store")
+    in_use = store.in_use() if store is not None else None
+    if in_use is not None:
+        in_use.close()
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -115,10 +116,10 @@ def cleanup_test_sessions():
     yield created
     import api.models as models
 
+    store = models.store()
     for sid in created:
-        with models.LOCK:
-            models.SESSIONS.pop(sid, None)
-        for folder in {Path(models.SESSION_DIR)}:
+        store.drop(sid)
+        for folder in {store.session_dir}:
             for path in folder.glob(f"{sid}.json*"):
                 try:
                     path.unlink()
@@ -143,19 +144,30 @@ def fake(llm):
 
 
 @pytest.fixture
-def state_dir(tmp_path, monkeypatch):
-    """A fresh session folder bound to ``api.models`` for one test (module globals patched)."""
-    import api.models as models
+def store(tmp_path):
+    """A store on ``tmp_path / "sessions"``, the one in use for the test (what ``api.models``' names act on)."""
+    from talaria_testing.stores import store_on
 
     session_dir = tmp_path / "sessions"
     session_dir.mkdir()
-    monkeypatch.setattr(models, "SESSION_DIR", session_dir)
-    monkeypatch.setattr(models, "SESSION_INDEX_FILE", session_dir / "_index.json")
-    with models.LOCK:
-        models.SESSIONS.clear()
-    yield session_dir
-    with models.LOCK:
-        models.SESSIONS.clear()
+    with store_on(session_dir) as built:
+        yield built
+
+
+@pytest.fixture
+def app(store):
+    """An ``App`` on the test's store (``store``): the sidebar feed and the search indexer follow its saves."""
+    from api.app import App
+
+    built = App(store=store)
+    yield built
+    built.close()
+
+
+@pytest.fixture
+def state_dir(store):
+    """The session folder of the test's store (``store``)."""
+    return store.session_dir
 
 
 def _deterministic_hypothesis() -> None:

@@ -212,7 +212,7 @@ def check(
 
 def index_violations(sessions: Path) -> list[str]:
     """The sidebar index (validated, then written) lists exactly the session files, with their counts."""
-    from api import session_index
+    from api import models
     from api.jsonio import loads as loads_json
 
     sessions = Path(sessions)
@@ -228,14 +228,15 @@ def index_violations(sessions: Path) -> list[str]:
         if isinstance(doc, dict) and isinstance(doc.get("messages"), list):
             files[path.name[:-5]] = len(doc["messages"])
     out = []
+    index = models.store().index
     try:
-        session_index.forget(sessions)
-        rows = session_index.all_rows(sessions, index_file)
-        session_index.flush(index_file)
+        index.forget(sessions)
+        rows = index.all_rows(sessions, index_file)
+        index.flush(index_file)
         listed = {r["session_id"]: r.get("message_count") for r in rows}
         written = parse(index_file.read_bytes()) if index_file.exists() else None
     finally:
-        session_index.forget(sessions)
+        index.forget(sessions)
     if listed != files:
         out.append(f"index lists {sorted(listed.items())}, files hold {sorted(files.items())}")
     if not isinstance(written, list):

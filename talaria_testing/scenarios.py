@@ -48,33 +48,30 @@ def messages(n: int, start: int = 0, tag: str = "m") -> list[dict]:
 
 @contextlib.contextmanager
 def bound(root: Path, *, restore: bool = True) -> Iterator[Path]:
-    """Point ``api.models`` at ``<root>/sessions``, with the fake agent installed and index flushes deferred.
+    """A store on ``<root>/sessions`` in use, with the fake agent installed and index flushes deferred.
 
     On exit (with ``restore``) the pending index rows are flushed into the folder and everything is put back.
     """
     import api.config as config
     import api.models as models
-    from api import session_index
+    from api import store as store_module
     from talaria_testing.scripted_compressor import install_scripted_compressor
 
     sessions = Path(root) / "sessions"
     sessions.mkdir(parents=True, exist_ok=True)
     mp = pytest.MonkeyPatch()
+    built = store_module.Store(sessions, models.Session)
+    previous = store_module.use(built)
     try:
-        mp.setattr(models, "SESSION_DIR", sessions)
-        mp.setattr(models, "SESSION_INDEX_FILE", sessions / "_index.json")
         mp.setitem(config.SETTINGS_VALUES, "index_flush_delay", 3600.0)
         # The fake agent lives in this process's sys.modules: its calls run here, not in a worker process.
         mp.setitem(config.SETTINGS_VALUES, "agent_workers", 0)
         install_scripted_compressor(mp)
-        with models.LOCK:
-            models.SESSIONS.clear()
         yield sessions
     finally:
         if restore:
-            with models.LOCK:
-                models.SESSIONS.clear()
-            session_index.forget(sessions)
+            built.index.forget(sessions)
+            store_module.use(previous)
             mp.undo()
 
 
@@ -232,12 +229,13 @@ def run_over_corrupt(sessions: Path, info: dict) -> None:
 
 
 def run_index_flush(sessions: Path, info: dict) -> None:
-    from api import models, session_index
+    from api import models
 
     s = _get()
     s.title = "Renamed for the index"
     s.save()
-    session_index.flush(Path(models.SESSION_INDEX_FILE))
+    store = models.store()
+    store.index.flush(store.index_file)
 
 
 def run_rename(sessions: Path, info: dict) -> None:

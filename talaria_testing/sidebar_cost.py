@@ -15,8 +15,9 @@ from pathlib import Path
 
 def index_many_sessions(session_dir: Path, count: int, *, pinned_every: int = 0) -> list[str]:
     """``count`` sidebar rows in the index of ``session_dir`` (a row per session, as saves leave them)."""
-    from api import models, session_index
+    from api import models
 
+    index = models.store().index
     sids = []
     base = time.time() - count
     for n in range(count):
@@ -26,19 +27,20 @@ def index_many_sessions(session_dir: Path, count: int, *, pinned_every: int = 0)
             updated_at=base + n,
             pinned=bool(pinned_every) and n % pinned_every == 0,
         )
-        session_index.note_saved(session_dir, session_dir / "_index.json", session.compact(), (100, n))
+        index.note_saved(session_dir, session_dir / "_index.json", session.compact(), (100, n))
         sids.append(session.session_id)
-    session_index.flush()
+    index.flush()
     return sids
 
 
 def touch_row(session_dir: Path, sid: str) -> None:
     """One session changes (as a streaming turn's checkpoint does): its row moves to the top."""
-    from api import models, session_index
+    from api import models
 
+    index = models.store().index
     session = models.Session(session_id=sid, title="changed", updated_at=time.time() + 10)
-    session_index.note_saved(session_dir, session_dir / "_index.json", session.compact(), (200, 1))
-    session_index.flush()  # the flush runs now, not in a timer thread during the measurement
+    index.note_saved(session_dir, session_dir / "_index.json", session.compact(), (200, 1))
+    index.flush()  # the flush runs now, not in a timer thread during the measurement
 
 
 def bytes_allocated(call: Callable[[], object]) -> int:

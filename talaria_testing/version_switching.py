@@ -36,10 +36,9 @@ def build() -> None:
 def switch_child(session_dir: str, version: int, stop_at: int, conn) -> None:
     """Switch ``SID`` to ``version``; report every durable step and pause at step ``stop_at``."""
     import api.models as models
-    from api import atomic, session_versions
+    from api import atomic, session_versions, store
 
-    models.SESSION_DIR = Path(session_dir)
-    models.SESSION_INDEX_FILE = Path(session_dir) / "_index.json"
+    store.use(store.Store(Path(session_dir), models.Session))
     hook = PausingHook(conn, stop_at)
     atomic.STEP_HOOK = hook
     session_versions.switch_version(SID, INDEX, version)

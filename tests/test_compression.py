@@ -180,7 +180,7 @@ def test_uncompress_keeps_turns_added_after_the_compression(session, monkeypatch
     s.save()
     from api import models
 
-    models.SESSIONS.clear()
+    models.store().sessions.clear()
     compression.uncompress("c1")
     loaded = Session.load("c1")
     assert [m["content"] for m in loaded.context_messages] == [f"turn {i}" for i in range(6)] + [
@@ -291,7 +291,7 @@ def test_a_file_of_an_older_version_with_the_undo_inside_still_uncompresses_and_
     for undo_file in state_dir.glob("c1.json.undo-*"):
         undo_file.unlink()
     path.write_bytes(jsonio.dumps(old_layout))
-    models.SESSIONS.clear()
+    models.store().sessions.clear()
     loaded = Session.load("c1")
     assert (
         loaded.compression_undo is not None and loaded.compression_generation == doc["compression_generation"]
@@ -299,7 +299,7 @@ def test_a_file_of_an_older_version_with_the_undo_inside_still_uncompresses_and_
     loaded.pinned = True
     loaded.save()  # a save by this version
     hermes_webui.run_turn(path, "later", "answer")
-    models.SESSIONS.clear()
+    models.store().sessions.clear()
     compression.uncompress("c1")
     assert [m["content"] for m in Session.load("c1").context_messages] == [f"turn {i}" for i in range(6)] + [
         "later",

@@ -10,7 +10,7 @@ import time
 import pytest
 
 import api.models as models
-from api import compression, session_index, session_ops, state_db
+from api import compression, session_ops, state_db
 from api.models import Session, merge_session_messages_append_only, reconciled_state_db_messages_for_session
 from api.session_recovery import recover_all_sessions_on_startup
 from talaria_testing.scripted_compressor import install_scripted_compressor
@@ -53,8 +53,8 @@ def _new_turn(db, text):
 
 
 def _restart(state_dir):
-    models.SESSIONS.clear()
-    session_index.forget(state_dir)
+    models.store().sessions.clear()
+    models.store().index.forget(state_dir)
     return recover_all_sessions_on_startup(state_dir, rebuild_index=True)
 
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 import io
 import json
 import re
+import types
 from pathlib import Path
 
 import pytest
 
 from api import compression, routes
+from api.app import App
 from api.auth import AuthManager
 from api.errors import Conflict
 from api.models import Session
@@ -27,7 +29,8 @@ def documented_routes() -> set[tuple[str, str]]:
 
 
 class FakeHandler:
-    def __init__(self, headers: dict | None = None, body: bytes = b""):
+    def __init__(self, headers: dict | None = None, body: bytes = b"", app: App | None = None):
+        self.server = types.SimpleNamespace(app=app)  # a real server holds the app its routes serve
         self.wfile = io.BytesIO()
         self.rfile = io.BytesIO(body)
         self.status = None
@@ -49,14 +52,15 @@ class FakeHandler:
 
 
 @pytest.fixture
-def no_auth():
-    routes.configure(auth=None, startup_recovery=None)
-    yield
-    routes.configure(auth=None, startup_recovery=None)
+def no_auth(app):
+    """The routes served by an app with login off."""
+    return app
 
 
-def _call(method: str, path: str, data: dict | None = None, headers: dict | None = None) -> FakeHandler:
-    handler = FakeHandler(headers)
+def _call(
+    method: str, path: str, data: dict | None = None, headers: dict | None = None, *, app: App | None = None
+) -> FakeHandler:
+    handler = FakeHandler(headers, app=app)
     query = data if method == "GET" else {}
     routes.dispatch(handler, method, path, query or {}, None if method == "GET" else (data or {}))
     return handler
@@ -171,60 +175,69 @@ def test_truncate_needs_a_non_negative_integer(state_dir, no_auth, keep):
 
 
 @pytest.fixture
-def auth_on():
-    manager = AuthManager("correct horse", b"k" * 32)
-    routes.configure(auth=manager, startup_recovery=None)
-    yield manager
-    routes.configure(auth=None, startup_recovery=None)
+def auth_on(app):
+    """The routes served by an app with login on."""
+    app.auth = AuthManager("correct horse", b"k" * 32)
+    return app
 
 
-def _login(manager: AuthManager) -> tuple[str, str]:
-    return manager.login("correct horse", "127.0.0.1")
+def _login(app: App) -> tuple[str, str]:
+    assert app.auth is not None
+    return app.auth.login("correct horse", "127.0.0.1")
 
 
-def test_auth_requires_a_cookie_except_on_public_routes(state_dir, auth_on):
-    assert _call("GET", "/api/sessions").status == 401
-    assert _call("GET", "/health").status == 200
-    assert _call("GET", "/api/auth/status").payload() == {
+def test_auth_requires_a_cookie_except_on_public_routes(auth_on):
+    assert _call("GET", "/api/sessions", app=auth_on).status == 401
+    assert _call("GET", "/health", app=auth_on).status == 200
+    assert _call("GET", "/api/auth/status", app=auth_on).payload() == {
         "enabled": True,
         "logged_in": False,
         "csrf_token": None,
     }
 
 
-def test_a_forged_cookie_is_401(state_dir, auth_on):
+def test_a_forged_cookie_is_401(auth_on):
     cookie, _ = _login(auth_on)
     body, _, sig = cookie.rpartition(".")
     forged = f"{body}.{'A' * len(sig)}"
-    assert _call("GET", "/api/sessions", headers={"Cookie": f"talaria_session={forged}"}).status == 401
+    assert (
+        _call("GET", "/api/sessions", headers={"Cookie": f"talaria_session={forged}"}, app=auth_on).status
+        == 401
+    )
 
 
-def test_posts_need_the_csrf_token(state_dir, auth_on):
+def test_posts_need_the_csrf_token(auth_on):
     cookie, csrf = _login(auth_on)
     headers = {"Cookie": f"talaria_session={cookie}"}
-    assert _call("GET", "/api/sessions", headers=headers).status == 200
-    assert _call("POST", "/api/session/new", {}, headers=headers).status == 403
-    assert _call("POST", "/api/session/new", {}, headers={**headers, "X-CSRF-Token": "wrong"}).status == 403
-    assert _call("POST", "/api/session/new", {}, headers={**headers, "X-CSRF-Token": csrf}).status == 200
+    assert _call("GET", "/api/sessions", headers=headers, app=auth_on).status == 200
+    assert _call("POST", "/api/session/new", {}, headers=headers, app=auth_on).status == 403
+    assert (
+        _call(
+            "POST", "/api/session/new", {}, headers={**headers, "X-CSRF-Token": "wrong"}, app=auth_on
+        ).status
+        == 403
+    )
+    assert (
+        _call("POST", "/api/session/new", {}, headers={**headers, "X-CSRF-Token": csrf}, app=auth_on).status
+        == 200
+    )
 
 
-def test_login_sets_an_http_only_cookie_and_returns_the_csrf_token(state_dir, auth_on):
-    handler = _call("POST", "/api/auth/login", {"password": "correct horse"})
+def test_login_sets_an_http_only_cookie_and_returns_the_csrf_token(auth_on):
+    handler = _call("POST", "/api/auth/login", {"password": "correct horse"}, app=auth_on)
     assert handler.status == 200 and handler.payload()["csrf_token"]
     assert "HttpOnly" in handler.sent["Set-Cookie"] and "SameSite=Strict" in handler.sent["Set-Cookie"]
-    assert _call("POST", "/api/auth/login", {"password": "nope"}).status == 401
+    assert _call("POST", "/api/auth/login", {"password": "nope"}, app=auth_on).status == 401
 
 
 def test_auth_status_without_auth_says_logged_in(no_auth):
     assert _call("GET", "/api/auth/status").payload() == {"enabled": False, "logged_in": True}
 
 
-def test_startup_summary_is_served(no_auth):
-    routes.configure(
-        auth=None, startup_recovery={"scanned": 3, "restored": 1, "details": [], "interrupted_turns": []}
-    )
-    assert _call("GET", "/api/recovery/startup").payload()["scanned"] == 3
-    assert _call("GET", "/health").payload()["recovery"]["restored"] == 1
+def test_startup_summary_is_served(app):
+    app.startup_recovery = {"scanned": 3, "restored": 1, "details": [], "interrupted_turns": []}
+    assert _call("GET", "/api/recovery/startup", app=app).payload()["scanned"] == 3
+    assert _call("GET", "/health", app=app).payload()["recovery"]["restored"] == 1
 
 
 def test_health_costs_the_same_however_many_sessions_are_stored(state_dir, no_auth):

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from api import jsonio, models, search_indexer, search_query, session_catalogue, session_index, session_ops
+from api import jsonio, models, search_indexer, search_query, session_catalogue, session_ops, store
+from api.app import App
 from api.search_index import Filters
 from api.session_edit import edit
 from talaria_testing.transcripts import conversation
@@ -46,17 +47,14 @@ def answered(indexer: search_indexer.Indexer, text: str) -> set[str]:
 
 
 class Folder:
-    """A session folder bound to ``api.models`` with its own index thread, for one example."""
+    """An app on a session folder of its own with its own index thread, for one example."""
 
     def __init__(self, root: Path):
         self.session_dir = root / "sessions"
         self.session_dir.mkdir()
         self.db = root / "search.db"
-        self.saved = dict(SESSION_DIR=models.SESSION_DIR, SESSION_INDEX_FILE=models.SESSION_INDEX_FILE)
-        models.SESSION_DIR = self.session_dir
-        models.SESSION_INDEX_FILE = self.session_dir / "_index.json"
-        with models.LOCK:
-            models.SESSIONS.clear()
+        self.previous = store.in_use()
+        self.app = App(store=store.Store(self.session_dir, models.Session))
         self.indexer = search_indexer.start(self.session_dir, self.db)
 
     def restart(self) -> None:
@@ -65,11 +63,8 @@ class Folder:
 
     def close(self) -> None:
         search_indexer.stop()
-        session_index.forget(self.session_dir)
-        with models.LOCK:
-            models.SESSIONS.clear()
-        for name, value in self.saved.items():
-            setattr(models, name, value)
+        self.app.close()
+        store.use(self.previous)
 
 
 @pytest.fixture
@@ -81,7 +76,7 @@ def folder(tmp_path):
 
 def _save(sid: str, words: list[str]) -> None:
     texts = [f"{w} and {words[(i + 1) % len(words)]}" for i, w in enumerate(words)] or ["plain"]
-    if (models.SESSION_DIR / f"{sid}.json").exists():
+    if (models.store().session_dir / f"{sid}.json").exists():
         with edit(sid) as session:
             session.messages = session.messages + conversation(*texts, start=2000.0 + len(session.messages))
     else:

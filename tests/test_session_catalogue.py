@@ -187,8 +187,7 @@ def test_content_search_finds_messages_with_index_and_snippet(state_dir):
     )
     session.save()
     assert session_catalogue.search_sessions("quick brown")["sessions"] == []
-    with models.LOCK:
-        models.SESSIONS.clear()  # read from the file, not the cache
+    models.store().sessions.clear()  # read from the file, not the cache
     rows = session_catalogue.search_sessions("quick brown", content=True)["sessions"]
     assert len(rows) == 1
     assert rows[0]["match"]["message_idx"] == 1
@@ -208,8 +207,7 @@ def test_a_content_snippet_is_the_plain_text_a_reader_sees_not_the_markdown(stat
 
 def test_content_search_handles_queries_json_escapes(state_dir):
     Session(title="q", messages=[message_row("user", 'she said "hi"\nthen left', 1.0)]).save()
-    with models.LOCK:
-        models.SESSIONS.clear()
+    models.store().sessions.clear()
     rows = session_catalogue.search_sessions('said "hi"', content=True)["sessions"]
     assert len(rows) == 1
 

@@ -26,7 +26,7 @@ def _saved(sid: str = "e1", n: int = 2) -> Session:
 
 
 def _on_disk(sid: str) -> dict:
-    return jsonio.loads((models.SESSION_DIR / f"{sid}.json").read_bytes())
+    return jsonio.loads((models.store().session_dir / f"{sid}.json").read_bytes())
 
 
 def _as_file(session: Session) -> dict:

@@ -211,6 +211,5 @@ def test_an_import_whose_save_fails_leaves_no_session_behind(fault, tmp_path):
         assert not [
             p.name for p in sessions.iterdir() if p.name.endswith(".json") and p.name != "_index.json"
         ]
-        with models.LOCK:
-            assert all(s.title != "Imported" for s in models.SESSIONS.values())
+        assert all(s.title != "Imported" for s in models.store().sessions.values())
         assert all(row["title"] != "Imported" for row in models.all_sessions())

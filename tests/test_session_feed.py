@@ -78,7 +78,7 @@ def test_serve_relays_changes_then_ends_when_the_log_closes():
     assert ("X-Content-Type-Options", "nosniff") in handler.headers_sent
 
 
-def test_saves_renames_and_deletes_reach_the_log(state_dir):
+def test_saves_renames_and_deletes_reach_the_log(app):
     start = CHANGES.seq
     session = Session(title="fed")
     session.save()

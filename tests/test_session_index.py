@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 
-from api import session_index
+from api import models
 from api.models import Session, all_sessions
 
 
@@ -26,7 +26,7 @@ def _index_rows(state_dir):
 def test_index_file_is_a_json_array_of_compact_rows_after_flush(state_dir):
     _save("a")
     _save("b", n=3)
-    session_index.flush()
+    models.store().index.flush()
     rows = _index_rows(state_dir)
     assert rows["b"]["message_count"] == 3
     assert rows["a"]["title"] == "Untitled"
@@ -34,7 +34,7 @@ def test_index_file_is_a_json_array_of_compact_rows_after_flush(state_dir):
 
 def test_index_becomes_current_within_the_flush_delay(state_dir):
     _save("a")
-    session_index.flush()
+    models.store().index.flush()
     _save("late", n=5)
     deadline = time.time() + 2.0
     while time.time() < deadline and "late" not in _index_rows(state_dir):
@@ -50,12 +50,12 @@ def test_listing_is_newest_first(state_dir):
 
 def test_index_rebuilds_rows_whose_files_changed_behind_it(state_dir):
     s = _save("a", n=2)
-    session_index.flush()
+    models.store().index.flush()
     raw = json.loads(s.path.read_text())
     raw["messages"].append({"role": "user", "content": "added elsewhere", "timestamp": 9.0})
     raw["title"] = "edited elsewhere"
     s.path.write_text(json.dumps(raw, indent=2))
-    session_index.forget(state_dir)
+    models.store().index.forget(state_dir)
     row = next(r for r in all_sessions() if r["session_id"] == "a")
     assert row["title"] == "edited elsewhere"
 
@@ -63,29 +63,29 @@ def test_index_rebuilds_rows_whose_files_changed_behind_it(state_dir):
 def test_index_drops_rows_of_deleted_files_and_adds_unknown_files(state_dir):
     _save("a")
     _save("b")
-    session_index.flush()
+    models.store().index.flush()
     (state_dir / "a.json").unlink()
     Session(session_id="c", messages=[{"role": "user", "content": "x"}]).save(skip_index=True)
-    session_index.forget(state_dir)
+    models.store().index.forget(state_dir)
     assert sorted(r["session_id"] for r in all_sessions()) == ["b", "c"]
-    session_index.flush()
+    models.store().index.flush()
     assert sorted(_index_rows(state_dir)) == ["b", "c"]
 
 
 def test_unparsable_index_file_is_rebuilt_from_the_files(state_dir):
     _save("a")
-    session_index.flush()
-    session_index.forget(state_dir)
+    models.store().index.flush()
+    models.store().index.forget(state_dir)
     (state_dir / "_index.json").write_text("{not json")
     assert [r["session_id"] for r in all_sessions()] == ["a"]
-    session_index.flush()
+    models.store().index.flush()
     assert list(_index_rows(state_dir)) == ["a"]
 
 
 def test_rebuild_index_file_counts_every_session(state_dir):
     for i in range(5):
         Session(session_id=f"s{i}", messages=[{"role": "user", "content": "x"}] * i).save(skip_index=True)
-    assert session_index.rebuild_index_file(state_dir) == 5
+    assert models.store().index.rebuild_index_file(state_dir) == 5
     rows = _index_rows(state_dir)
     assert {sid: r["message_count"] for sid, r in rows.items()} == {f"s{i}": i for i in range(5)}
 
@@ -95,7 +95,7 @@ def test_index_counts_match_files_after_many_saves(state_dir):
     for i in range(20):
         s.messages.append({"role": "assistant", "content": str(i), "timestamp": 100.0 + i})
         s.save()
-    session_index.flush()
+    models.store().index.flush()
     assert (
         _index_rows(state_dir)["grow"]["message_count"]
         == len(json.loads(s.path.read_text())["messages"])
@@ -106,13 +106,13 @@ def test_index_counts_match_files_after_many_saves(state_dir):
 def test_a_large_rebuild_is_written_at_once(state_dir):
     for i in range(20):
         Session(session_id=f"s{i}", messages=[{"role": "user", "content": "x"}]).save(skip_index=True)
-    session_index.forget(state_dir)
+    models.store().index.forget(state_dir)
     assert len(all_sessions()) == 20
     assert len(_index_rows(state_dir)) == 20
 
 
 def _rebuilt_row(state_dir, sid: str) -> dict:
-    session_index.rebuild_index_file(state_dir)
+    models.store().index.rebuild_index_file(state_dir)
     return next(r for r in all_sessions() if r["session_id"] == sid)
 
 
@@ -145,8 +145,8 @@ def test_rows_read_from_the_prefix_of_talarias_own_files_equal_the_full_rows(sta
 def test_rows_an_older_version_built_are_rebuilt_once(state_dir):
     """Older rows were built from the prefix alone, where user_message_count read 0 and last_message_at updated_at."""
     _save("old", n=3)
-    session_index.flush()
-    session_index.forget(state_dir)
+    models.store().index.flush()
+    models.store().index.forget(state_dir)
     index_file = state_dir / "_index.json"
     rows = json.loads(index_file.read_text())
     for row in rows:

@@ -14,6 +14,7 @@ from api.errors import BadRequest
 from api.models import Session
 from talaria_testing.scripted_turns import live_turn
 from talaria_testing.sidebar_cost import bytes_allocated, index_many_sessions, touch_row
+from talaria_testing.stores import store_on
 
 
 def _saved(title: str, updated_at: float, **kw) -> Session:
@@ -188,24 +189,19 @@ def _sorted_from_the_files(folder) -> list[dict]:
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(operations=OPERATIONS, limit=st.integers(1, 4))
-def test_after_any_changes_the_pages_equal_a_sort_from_scratch_of_the_files(
-    tmp_path, monkeypatch, operations, limit
-):
+def test_after_any_changes_the_pages_equal_a_sort_from_scratch_of_the_files(tmp_path, operations, limit):
     folder = tmp_path / f"example-{len(list(tmp_path.iterdir()))}" / "sessions"
     folder.mkdir(parents=True)
-    monkeypatch.setattr(models, "SESSION_DIR", folder)
-    monkeypatch.setattr(models, "SESSION_INDEX_FILE", folder / "_index.json")
-    with models.LOCK:
-        models.SESSIONS.clear()
-    live: list[str] = []
-    for operation in operations:
-        _apply(operation, live)
-    expected = _sorted_from_the_files(folder)
-    first = _page(limit)
-    walked, cursor = first["sessions"], first["next_cursor"]
-    while cursor is not None:
-        later = _page(limit, cursor)
-        walked, cursor = walked + later["sessions"], later["next_cursor"]
-    assert walked == expected
-    assert first["total"] == len(expected) == len(live)
-    assert _page()["sessions"] == expected
+    with store_on(folder):
+        live: list[str] = []
+        for operation in operations:
+            _apply(operation, live)
+        expected = _sorted_from_the_files(folder)
+        first = _page(limit)
+        walked, cursor = first["sessions"], first["next_cursor"]
+        while cursor is not None:
+            later = _page(limit, cursor)
+            walked, cursor = walked + later["sessions"], later["next_cursor"]
+        assert walked == expected
+        assert first["total"] == len(expected) == len(live)
+        assert _page()["sessions"] == expected

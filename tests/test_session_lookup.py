@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from api import session_catalogue, session_index, session_views
+from api import models, session_catalogue, session_views
 from api.errors import NotFound
 from talaria_testing.sessions import saved_session
 
@@ -22,7 +22,7 @@ def test_unsafe_missing_or_reserved_ids_are_404(state_dir):
             session_catalogue.rename_session(sid, "x")
         with pytest.raises(NotFound):
             session_catalogue.delete_session(sid)
-    session_index.flush()
+    models.store().index.flush()
     assert (state_dir / "_index.json").is_file() and (state_dir / "_deleted_webui_sessions.json").is_file()
 
 

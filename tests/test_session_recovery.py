@@ -452,7 +452,7 @@ def test_restored_sessions_are_seen_by_the_sidebar_and_the_cache(state_dir):
     models.get_session("s")
     assert next(r for r in models.all_sessions() if r["session_id"] == "s")["message_count"] == 2
     recover_all_sessions_on_startup(state_dir)
-    assert "s" not in models.SESSIONS
+    assert "s" not in models.store().sessions
     assert next(r for r in models.all_sessions() if r["session_id"] == "s")["message_count"] == 8
     assert len(models.get_session("s").messages) == len(_load(path)["messages"]) == 8
 
@@ -465,13 +465,13 @@ def test_rebuild_index_writes_the_index_when_it_is_missing(state_dir):
     assert [r["session_id"] for r in rows] == ["a"]
 
 
-def test_recovery_survives_an_index_that_cannot_be_rebuilt(state_dir, monkeypatch):
-    from api import session_index
+def test_recovery_survives_an_index_that_cannot_be_rebuilt(store, monkeypatch):
+    state_dir = store.session_dir
 
     def boom(*_a, **_k):
         raise RuntimeError("index broken")
 
-    monkeypatch.setattr(session_index, "rebuild_index_file", boom)
+    monkeypatch.setattr(store.index, "rebuild_index_file", boom)
     _write(state_dir, "s", live=_doc("s", _msgs(1)), bak=_doc("s", _msgs(3)))
     result = recover_all_sessions_on_startup(state_dir, rebuild_index=True)
     assert (result["restored"], result["index_rebuilt"]) == (1, False)

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from api import compression, models, session_index, session_ops, session_versions
+from api import compression, models, session_ops, session_versions
 from api.errors import BadRequest, Conflict
 from api.models import merge_session_messages_append_only, reconciled_state_db_messages_for_session
 from api.session_recovery import recover_all_sessions_on_startup
@@ -52,9 +52,8 @@ def _views(agent_db) -> tuple[list[str], list[str]]:
 
 
 def _restart(state_dir) -> dict:
-    with models.LOCK:
-        models.SESSIONS.clear()
-    session_index.forget(state_dir)
+    models.store().sessions.clear()
+    models.store().index.forget(state_dir)
     return recover_all_sessions_on_startup(state_dir, rebuild_index=True)
 
 
@@ -150,8 +149,7 @@ def test_hermes_webui_reads_the_version_shown_as_a_linear_session_and_its_save_l
     assert _texts(doc["messages"]) == _texts(PREFIX + FIRST)
     assert not hermes_webui.reads_as_continuation(doc)
     hermes_webui.run_turn(path, "from hermes-webui", "its answer")
-    with models.LOCK:
-        models.SESSIONS.clear()
+    models.store().sessions.clear()
     session = models.get_session(SID)
     assert _texts(session.messages) == _texts(PREFIX + FIRST) + ["from hermes-webui", "its answer"]
     assert session.message_versions is None  # its save dropped the field: no control names a lost tail

@@ -124,7 +124,7 @@ def test_pending_turn_left_by_a_dead_process_gets_an_interrupted_marker(state_di
     s = Session(session_id="dead", messages=[{"role": "user", "content": "q", "timestamp": 1.0}])
     s.active_stream_id, s.pending_user_message, s.pending_started_at = "gone", "q", 1.0
     s.save()
-    models.SESSIONS.clear()
+    models.store().sessions.clear()
     assert interrupted_turns.recover_interrupted_turns(state_dir) == ["dead"]
     rows = Session.load("dead").messages
     assert [m["role"] for m in rows] == ["user", "assistant"]
@@ -255,7 +255,7 @@ def test_a_turn_marked_interrupted_at_startup_keeps_its_pending_attachments_on_t
     s.active_stream_id, s.pending_user_message, s.pending_started_at = "gone", "see the plan", 1.0
     s.pending_attachments = files
     s.save()
-    models.SESSIONS.clear()
+    models.store().sessions.clear()
     assert interrupted_turns.recover_interrupted_turns(state_dir) == ["att"]
     loaded = Session.load("att")
     (user,) = [m for m in loaded.messages if m["role"] == "user"]

@@ -2,7 +2,7 @@
 
 Threads mix turn checkpoints (append + save under the session lock), manual compression (fake agent),
 undo, rename and listing. Every change to a transcript happens under
-``api.config._get_session_agent_lock(sid)`` (the real paths take it themselves; the test takes the same
+the store's per-session lock, ``models.store().lock(sid)`` (the real paths take it themselves; the test takes the same
 re-entrant lock around them to keep its ledger), so the ledger holds exactly what must be on disk.
 """
 
@@ -12,8 +12,7 @@ import random
 import threading
 import time
 
-from api import compression, models, session_catalogue, session_index, session_ops
-from api import config as api_config
+from api import compression, models, session_catalogue, session_ops
 from api.errors import ApiError
 from talaria_testing import promises
 from talaria_testing.scenarios import bound, messages
@@ -51,14 +50,14 @@ def _worker(tid: int, n_ops: int, ledger: Ledger, tallies: list, errors: list, s
                     {"role": "user", "content": f"t{tid}-{k} question", "timestamp": time.time()},
                     {"role": "assistant", "content": f"t{tid}-{k} answer", "timestamp": time.time()},
                 ]
-                with api_config._get_session_agent_lock(sid):
+                with models.store().lock(sid):
                     s = models.get_session(sid)
                     ledger.verify(sid, s, f"before append t{tid}-{k}")
                     s.messages.extend(rows)
                     s.save()
                     ledger.rows[sid] = ledger.rows[sid] + rows
             elif op == "undo":
-                with api_config._get_session_agent_lock(sid):
+                with models.store().lock(sid):
                     s = models.get_session(sid)
                     ledger.verify(sid, s, f"before undo t{tid}-{k}")
                     try:
@@ -112,9 +111,8 @@ def test_threads_mixing_checkpoints_compress_undo_rename_and_listing_lose_nothin
         for t in threads:
             t.join()
         elapsed = time.monotonic() - started
-        session_index.flush()
-        with models.LOCK:
-            models.SESSIONS.clear()
+        models.store().index.flush()
+        models.store().sessions.clear()
         lost = []
         for sid in SESSIONS:
             on_disk = models.Session.load(sid).messages
@@ -167,7 +165,7 @@ def test_compress_never_saves_over_a_turn_acknowledged_while_it_ran(state_dir, m
         monkeypatch.setattr(atomic, "STEP_HOOK", reader_in_the_window)
         session_catalogue.rename_session(sid, "renamed")
         monkeypatch.setattr(atomic, "STEP_HOOK", None)
-        with api_config._get_session_agent_lock(sid):
+        with models.store().lock(sid):
             live = models.get_session(sid)
             live.messages.extend(turn)
             live.save()
@@ -178,7 +176,6 @@ def test_compress_never_saves_over_a_turn_acknowledged_while_it_ran(state_dir, m
         compression.manual_compress(sid)
     except ApiError:
         pass  # refusing (409) is fine; overwriting the turn is not
-    with models.LOCK:
-        models.SESSIONS.clear()
+    models.store().sessions.clear()
     on_disk = models.Session.load(sid).messages
     assert on_disk[-2:] == turn, f"the acknowledged turn was overwritten: {len(on_disk)} rows on disk"

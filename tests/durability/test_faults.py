@@ -146,9 +146,8 @@ def test_disk_full_shrinking_save_on_a_real_small_tmpfs(counters, tmp_path):
             big = [dict(message(i), content=f"row {i} " + "z" * 4000) for i in range(60)]
             s = models.Session(session_id=SID, title="Faults", model="fake", messages=big)
             s.save()
-            from api import session_index
 
-            session_index.flush()
+            models.store().index.flush()
             filler = fill(mnt)
             filler_size = filler.stat().st_size
             filler.unlink()

@@ -16,7 +16,7 @@ import string
 
 import pytest
 
-from api import models, routes, session_index, tombstones
+from api import models, routes, tombstones
 from api.session_recovery import audit_session_recovery, recover_all_sessions_on_startup
 from talaria_testing import promises
 from talaria_testing.hostile import (
@@ -130,7 +130,7 @@ def test_a_number_too_large_for_a_float_does_not_break_the_sidebar(counters, tmp
     with bound(tmp_path / "state") as sessions:
         _save("good1", 6)
         (sessions / "bigint.json").write_bytes(BIGINT_DOC)
-        session_index.forget(sessions)
+        models.store().index.forget(sessions)
         recover_all_sessions_on_startup(sessions, rebuild_index=True)
         handler = RecordingHandler()
         routes.dispatch(handler, "GET", "/api/sessions", {})
@@ -143,7 +143,7 @@ def test_listing_and_index_rebuild_list_exactly_the_readable_sessions(hostile, c
     root, sessions, outside, kinds = hostile
     outside_before = tree_signature(outside)
     with bound(root):
-        session_index.rebuild_index_file(sessions)
+        models.store().index.rebuild_index_file(sessions)
         rows = models.all_sessions()
         handler = RecordingHandler()
         routes.dispatch(handler, "GET", "/api/sessions", {})
@@ -206,7 +206,7 @@ def test_hostile_ids_on_every_route_get_a_json_4xx_and_change_nothing(counters, 
     with bound(root) as sessions:
         _save(SID, 6)
         tombstones.add_deleted(sessions, "gone1")
-        session_index.flush()
+        models.store().index.flush()
         before = tree_signature(root)
         failures = []
         for method, path in ID_ROUTES:
@@ -238,7 +238,7 @@ def test_reserved_file_names_are_not_sessions(sid, counters, tmp_path):
         _save(SID, 6)
         tombstones.add_deleted(sessions, "gone1")
         tombstones.add_pruned(sessions, "gone2")
-        session_index.flush()
+        models.store().index.flush()
         reserved = sessions / f"{sid}.json"
         before = reserved.read_bytes()
         for method, path, fields in (
@@ -322,9 +322,8 @@ def test_fuzzed_requests_on_every_route_never_get_a_500(durability, counters, sc
                 server_errors.append(
                     f"{method} {path} {str(fields)[:200]} -> {handler.status} {str(handler.json())[:200]}"
                 )
-        session_index.flush()
-        with models.LOCK:
-            models.SESSIONS.clear()
+        models.store().index.flush()
+        models.store().sessions.clear()
         unreadable = [
             p.name
             for p in sessions.glob("*.json")
@@ -350,7 +349,7 @@ def test_lone_surrogates_in_a_title_do_not_stop_the_index_from_being_written(cou
         (sessions / "surrogate.json").write_bytes(
             b'{"session_id": "surrogate", "title": "\\ud800 odd", "messages": [], "created_at": 1, "updated_at": 2}'
         )
-        session_index.rebuild_index_file(sessions)
+        models.store().index.rebuild_index_file(sessions)
         counters.add(SECTION, "hostile_files")
         problems = promises.index_violations(sessions)
     assert not problems, problems

@@ -11,10 +11,11 @@ import shutil
 
 import pytest
 
-from api import models, session_index, session_versions
+from api import models, session_versions
 from api.session_recovery import recover_all_sessions_on_startup
 from talaria_testing.crash_child import AFTER_DONE
 from talaria_testing.killing import drop_caches, run_child
+from talaria_testing.stores import store_on
 from talaria_testing.version_switching import FIRST, INDEX, PREFIX, SECOND, SID, build, switch_child
 
 
@@ -27,9 +28,8 @@ WHOLE = {tuple(_texts(PREFIX + FIRST)): 0, tuple(_texts(PREFIX + SECOND)): 1}
 
 def _restart(folder) -> models.Session:
     drop_caches(folder)
-    with models.LOCK:
-        models.SESSIONS.clear()
-    session_index.forget(folder)
+    models.store().sessions.clear()
+    models.store().index.forget(folder)
     recover_all_sessions_on_startup(folder, rebuild_index=True)
     return models.Session.load(SID)
 
@@ -69,9 +69,7 @@ def test_a_kill_at_any_step_of_a_version_switch_leaves_one_whole_version(state_d
             switch_child, (str(folder), target, stop_at), until=lambda m: m[0] in ("paused", "done")
         )
         assert reached, f"the child never reached step {stop_at}"
-        state_dir_was = models.SESSION_DIR
-        models.SESSION_DIR, models.SESSION_INDEX_FILE = folder, folder / "_index.json"
-        try:
+        with store_on(folder):
             session = _restart(folder)
             shown = _shown_version(session)
             seen.add(shown)
@@ -80,8 +78,4 @@ def test_a_kill_at_any_step_of_a_version_switch_leaves_one_whole_version(state_d
             other = 1 - shown
             session_versions.switch_version(SID, INDEX, other)
             assert _shown_version(_restart(folder)) == other
-        finally:
-            models.SESSION_DIR, models.SESSION_INDEX_FILE = state_dir_was, state_dir_was / "_index.json"
-            with models.LOCK:
-                models.SESSIONS.clear()
     assert seen == {0, 1}  # kills before the session file's rename and after it

@@ -168,24 +168,18 @@ def screenshot(page, name: str) -> Path:
 
 @contextlib.contextmanager
 def session_store(session_dir: Path):
-    """Binds ``api.models`` to another server's session folder while a test writes files into it."""
+    """A store on another server's session folder, in use while a test writes files into it."""
     import api.models as models
+    from api import store
 
-    saved = (models.SESSION_DIR, models.SESSION_INDEX_FILE)
-    models.SESSION_DIR = Path(session_dir)
-    models.SESSION_INDEX_FILE = Path(session_dir) / "_index.json"
-    with models.LOCK:
-        models.SESSIONS.clear()
+    built = store.Store(Path(session_dir), models.Session)
+    previous = store.use(built)
     try:
         yield models
     finally:
-        from api import session_index
-
-        session_index.rebuild_index_file(models.SESSION_DIR, models.SESSION_INDEX_FILE)
-        session_index.forget(models.SESSION_DIR)
-        models.SESSION_DIR, models.SESSION_INDEX_FILE = saved
-        with models.LOCK:
-            models.SESSIONS.clear()
+        built.index.rebuild_index_file(built.session_dir, built.index_file)
+        built.index.forget(built.session_dir)
+        store.use(previous)
 
 
 def goto_app(page, path: str = "/"):

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from api import models, render_patches, session_index
+from api import models, render_patches, store
 from api.render import plain_text_html
 from talaria_testing import hermes_webui
 from talaria_testing.chat_client import (
@@ -448,11 +448,10 @@ def _long_history(pairs: int = 25, size: int = 5500) -> list[dict]:
 
 
 def _write_session(srv: ServerProc, sid: str, messages: list[dict], monkeypatch) -> None:
-    """Save a session into the server's state folder through ``api.models`` before the server starts."""
+    """Save a session into the server's state folder through a store of its own before the server starts."""
     srv.session_dir.mkdir(parents=True, exist_ok=True)
     srv.workspace.mkdir(parents=True, exist_ok=True)
-    monkeypatch.setattr(models, "SESSION_DIR", srv.session_dir)
-    monkeypatch.setattr(models, "SESSION_INDEX_FILE", srv.session_dir / "_index.json")
+    own = store.Store(srv.session_dir, models.Session)
     sess = models.Session(
         session_id=sid,
         title="A long conversation",
@@ -460,12 +459,8 @@ def _write_session(srv: ServerProc, sid: str, messages: list[dict], monkeypatch)
         messages=copy.deepcopy(messages),
         context_messages=copy.deepcopy(messages),
     )
-    sess.save()
-    # write the index now and drop this process's copy, so no deferred flush races the server
-    session_index.flush(srv.session_dir / "_index.json")
-    session_index.forget(srv.session_dir)
-    with models.LOCK:
-        models.SESSIONS.pop(sid, None)
+    own.create(sess)
+    own.close()  # the index is written now, so no deferred flush races the server
 
 
 def test_an_automatic_compression_inside_a_turn_keeps_every_visible_row(fake, tmp_path, monkeypatch):

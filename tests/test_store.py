@@ -1,0 +1,67 @@
+"""The store: a folder of sessions with its own index, cache, locks and write path; hermes-webui's names over
+the store in use."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+
+import pytest
+
+import api.config
+from api import models, store
+from api.errors import NotFound
+from api.models import Session
+from talaria_testing.stores import store_on
+
+
+def _on_disk(folder, sid):
+    return json.loads((folder / f"{sid}.json").read_text())
+
+
+def test_two_stores_on_two_folders_keep_their_own_files_cache_and_index(tmp_path):
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    first, second = store.Store(one, Session), store.Store(two, Session)
+    for home, title in ((first, "first"), (second, "second")):
+        home.create(Session(session_id="same", title=title, messages=[{"role": "user", "content": title}]))
+    with first.edit("same") as session:
+        session.title = "first, edited"
+    first.close()
+    second.close()
+    assert _on_disk(one, "same")["title"] == "first, edited"
+    assert _on_disk(two, "same")["title"] == "second"
+    assert second.get("same").title == "second"
+    assert [row["title"] for row in json.loads((one / "_index.json").read_text())] == ["first, edited"]
+
+
+def test_an_edit_that_raises_leaves_the_file_and_the_cached_session_as_they_were(store):
+    store.create(Session(session_id="s", title="kept", messages=[{"role": "user", "content": "hi"}]))
+    with pytest.raises(RuntimeError), store.edit("s") as session:
+        session.title = "lost"
+        raise RuntimeError("the body failed")
+    assert store.get("s").title == "kept"
+    assert _on_disk(store.session_dir, "s")["title"] == "kept"
+
+
+def test_an_unknown_or_unsafe_id_is_not_found_before_any_file_is_read(store):
+    for sid in ("missing", "../escape", ""):
+        with pytest.raises(NotFound), store.edit(sid):
+            pass
+
+
+def test_setting_hermes_webuis_names_points_the_store_in_use(tmp_path, monkeypatch):
+    folder = tmp_path / "elsewhere"
+    folder.mkdir()
+    with store_on(tmp_path / "unused") as home:
+        monkeypatch.setattr(models, "SESSION_DIR", folder)
+        monkeypatch.setattr(api.config, "_get_session_agent_lock", lambda sid: contextlib.nullcontext())
+        assert home.session_dir == folder and home.index_file == folder / "_index.json"
+        assert folder == api.config.SESSION_DIR and models.SESSIONS is home.sessions
+        Session(session_id="s", title="t", messages=[{"role": "user", "content": "x"}]).save()
+        assert (folder / "s.json").is_file()
+        assert isinstance(home.lock("s"), contextlib.nullcontext)
+        monkeypatch.undo()
+        assert home.session_dir == tmp_path / "unused"
+        assert not isinstance(home.lock("s"), contextlib.nullcontext)
