@@ -14,7 +14,6 @@ import json
 import threading
 from typing import Any
 
-from api import config as _config
 from api import worker_pool
 
 _LOCK = threading.Lock()
@@ -23,7 +22,9 @@ _STOPPED = threading.Event()
 
 
 def _size() -> int:
-    return max(1, int(_config.setting("agent_workers")))
+    """One process per environment: a worker runs many turns at once, and one process keeps one connection
+    (the agent's SSH master, a container) per target."""
+    return 1
 
 
 def _stop_in_background(pool: worker_pool.WorkerPool) -> None:
