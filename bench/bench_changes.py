@@ -1,7 +1,7 @@
 """The changes of a turn that touched 1,000 files, through the real server, beside their floor.
 
 A workspace of 20,000 small files (``--files``) gets a checkpoint from hermes-agent's own checkpoint store
-(``api.agent_runtime.checkpoint_manager()``, the one the routes use, in this process and on the server's
+(``api.agent.agent_runtime.checkpoint_manager()``, the one the routes use, in this process and on the server's
 ``HERMES_HOME``), as the agent takes one before a round of file changes; then 1,000 files (``--changed``)
 get a line each and the next checkpoint is taken, as the agent's next round would. ``--history`` older
 checkpoints (one file changed each) come before, so the list can be as long as the agent keeps (20).
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         with ServerProc(root) as server:
             # The agent's store lives under HERMES_HOME, read when its module is first imported: the server's.
             os.environ["HERMES_HOME"] = str(server.hermes_home)
-            from api import agent_runtime
+            from api.agent import agent_runtime
 
             manager = agent_runtime.checkpoint_manager()
             workspace = server.workspace

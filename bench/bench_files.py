@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from api.jsonio import dumps  # noqa: E402
+from api.rules.jsonio import dumps  # noqa: E402
 from bench.workspace_fixture import fill_folder, header, interleaved_ms, row, timed_get  # noqa: E402
 from talaria_testing.server_proc import ServerProc  # noqa: E402
 

@@ -68,7 +68,8 @@ def populate(session_dir: Path, count: int, messages: int, *, durable: bool = Tr
     """``count`` sessions of ``messages`` messages each, saved without the index, then one index rebuild.
     Not ``durable``: the same bytes written without the store's fsyncs (a corpus kept for many runs)."""
     import api.models as models
-    from api import jsonio, session_index
+    from api.rules import jsonio
+    from api.store import session_index
 
     session_dir.mkdir(parents=True, exist_ok=True)
     models.SESSION_DIR = session_dir

@@ -446,7 +446,7 @@ def main(argv: list[str] | None = None) -> int:
     if opts.serve_llm:
         serve_llm(opts.serve_llm, opts.rate, opts.tokens, opts.probe_tokens, opts.probe_log)
         return 0
-    from api import config
+    from api.store import config
 
     config.configure_from_environment()  # now: a later first use would rebind the folders populate writes to
     if opts.quick:

@@ -38,7 +38,7 @@ def project_of(i: int) -> str | None:
 
 def bind(srv: ServerProc) -> None:
     """This process's settings name the server's folders (never the person's ``~/.hermes``)."""
-    from api import config
+    from api.store import config
 
     srv.hermes_home.mkdir(parents=True, exist_ok=True)
     srv.session_dir.mkdir(parents=True, exist_ok=True)
@@ -49,7 +49,8 @@ def bind(srv: ServerProc) -> None:
 def populate(srv: ServerProc, count: int) -> None:
     """``count`` two-message sessions, some in the two projects, then one index rebuild; ``projects.json``."""
     import api.models as models
-    from api import jsonio, session_index
+    from api.rules import jsonio
+    from api.store import session_index
 
     bind(srv)
     session_dir = srv.session_dir

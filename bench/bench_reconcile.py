@@ -25,8 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from api.message_keys import clear_memos  # noqa: E402
-from api.models import merge_session_messages_append_only, reconciled_state_db_messages_for_session  # noqa: E402
+from api.rules.message_keys import clear_memos  # noqa: E402
+from api.store.models import merge_session_messages_append_only, reconciled_state_db_messages_for_session  # noqa: E402
 from talaria_testing.transcripts import session_view  # noqa: E402
 
 T0 = 1_750_000_000.0

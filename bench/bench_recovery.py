@@ -25,7 +25,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from api.session_recovery import recover_all_sessions_on_startup  # noqa: E402
+from api.services.session_recovery import recover_all_sessions_on_startup  # noqa: E402
 
 LOSS_DROP = 4
 

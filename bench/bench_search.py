@@ -107,7 +107,8 @@ def two_word_queries(rng: random.Random, vocab: list[str], count: int) -> list[s
 
 def scan_times(state_dir: Path, queries: list[str]) -> list[float]:
     """The linear scan over the same files, in this process (the server's fallback code)."""
-    from api import config, models, session_catalogue
+    from api import config, models
+    from api.services import session_catalogue
 
     config.configure({**config.load_settings(), "state_dir": str(state_dir)})
     models.SESSION_DIR, models.SESSION_INDEX_FILE = config.SESSION_DIR, config.SESSION_INDEX_FILE

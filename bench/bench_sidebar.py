@@ -46,7 +46,10 @@ class _Handler:
 
 
 def worker(sessions: int, runs: int, limit: int) -> dict:
-    from api import config, models, routes, session_index, session_views
+    from api import config, models
+    from api.services import session_views
+    from api.store import session_index
+    from api.web import routes
 
     config.configure(config.load_settings())  # the temp HERMES_HOME and state folder the parent chose
     session_dir = Path(tempfile.mkdtemp(prefix="talaria-bench-sidebar-")) / "sessions"

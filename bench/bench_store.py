@@ -25,8 +25,8 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import api.models as M  # noqa: E402
-from api import session_index  # noqa: E402
+import api.store.models as M  # noqa: E402
+from api.store import session_index  # noqa: E402
 
 WORDS = (
     "the a to of and in is it for on with as that café → 日本語 alpha beta gamma delta epsilon zeta".split()

@@ -10,7 +10,7 @@ another into one session, each followed live by one SSE reader. Measured:
 - the journal's size: the bytes a reader that joins after the turn ended downloads when it replays
   the stream from the start (what the server keeps of the turn for resuming readers);
 - the server's CPU time (user + system) while one answer streams (mostly the agent's own work per token);
-- the rendering alone, in this process: the CPU time ``api.live_render.LiveRender`` takes to render the
+- the rendering alone, in this process: the CPU time ``api.services.live_render.LiveRender`` takes to render the
   answer as it grows, rendering after every ``--render-step`` characters (``--render-only`` runs just this).
 
 Each run also checks that the saved answer is the scripted text. Each figure is the median over
@@ -141,8 +141,8 @@ def one_run(fake: FakeLLM, opts) -> dict:
 def render_cpu(chars: int, step: int) -> tuple[float, int]:
     """CPU seconds LiveRender spends rendering an answer fed ``step`` characters at a time, and the
     characters of HTML or text its render events carry."""
-    from api import config
-    from api.live_render import LiveRender
+    from api.services.live_render import LiveRender
+    from api.store import config
 
     with tempfile.TemporaryDirectory(prefix="talaria-bench-render-") as home:
         config.configure(config.load_settings(environ={"HERMES_HOME": home, "HERMES_WEBUI_STATE_DIR": home}))

@@ -3,7 +3,7 @@ whole server — each beside its floor.
 
 - ``pipeline`` (in this process, no agent): ``--turns`` answers (Markdown, word-sized tokens) are fed at
   ``--rate`` tokens/s each through what the server does per token — the live render
-  (``api.live_render``), the turn journal (``api.turn_journal``) and the SSE relay (``api.sse``, one
+  (``api.services.live_render``), the turn journal (``api.agent.turn_journal``) and the SSE relay (``api.web.sse``, one
   reader per turn writing to ``/dev/null``). Floor: the same tokens at the same rate, each written as
   its SSE frame straight to ``/dev/null`` (no render, no journal, no relay thread).
 - ``server``: the real server and agent, the fake LLM in its own process streaming the same answers at
@@ -56,7 +56,7 @@ def _paced(pieces: list[str], rate: float, emit) -> None:
 
 
 class _NullHandler:
-    """What ``api.sse`` needs of a request handler, its stream going to ``/dev/null``."""
+    """What ``api.web.sse`` needs of a request handler, its stream going to ``/dev/null``."""
 
     def __init__(self) -> None:
         self.wfile = open("/dev/null", "wb", buffering=0)  # noqa: SIM115 - closed by the run
@@ -73,9 +73,9 @@ class _NullHandler:
 
 def pipeline_run(turns: int, tokens: int, rate: float) -> tuple[float, float]:
     """CPU seconds per 1,000 tokens of render + journal + relay, and of the floor (frames to /dev/null)."""
-    from api import sse
-    from api.live_render import LiveRender
-    from api.turn_journal import Turn
+    from api.agent.turn_journal import Turn
+    from api.services.live_render import LiveRender
+    from api.web import sse
 
     answers = [answer_tokens(tokens, n) for n in range(turns)]
 
@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     if opts.floor_client:
         print(f"{floor_client(opts.floor_client, opts.turns):.1f}")
         return 0
-    from api import config
+    from api.store import config
 
     with tempfile.TemporaryDirectory(prefix="talaria-bench-pipeline-") as home:
         config.configure(config.load_settings(environ={"HERMES_HOME": home, "HERMES_WEBUI_STATE_DIR": home}))

@@ -17,8 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import api.models as M  # noqa: E402
-from api import config, session_ops, session_versions  # noqa: E402
+import api.store.models as M  # noqa: E402
+from api.services import session_ops, session_versions
+from api.store import config  # noqa: E402
 from bench.bench_store import make_messages, timed  # noqa: E402
 
 
@@ -33,7 +34,7 @@ def main() -> int:
         for n in (int(x) for x in args.sizes.split(",")):
             folder = root / f"n{n}"
             folder.mkdir()
-            # Every module's paths (not only api.models'): nothing of the bench lands in ~/.hermes.
+            # Every module's paths (not only api.store.models'): nothing of the bench lands in ~/.hermes.
             config.configure(
                 config.load_settings(
                     environ={"HERMES_HOME": str(folder), "HERMES_WEBUI_STATE_DIR": str(folder)}

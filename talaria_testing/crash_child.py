@@ -23,8 +23,8 @@ def _block() -> None:
 
 def grow_session_forever(session_dir: str, sid: str, conn) -> None:
     """Append one message per save, forever; after each save returns, send the message count."""
-    import api.models as models
-    from api import store
+    import api.store.models as models
+    from api.store import session_store as store
 
     store.use(store.Store(Path(session_dir), models.Session))
     session = models.Session.load(sid) or models.Session(session_id=sid, title="crash", messages=[])
@@ -64,7 +64,7 @@ class PausingHook:
 
 def step_child(name: str, root: str, info: dict, stop_at: int, conn) -> None:
     """Run scenario ``name`` against ``root``; report every durable step and pause at step ``stop_at``."""
-    from api import atomic
+    from api.store import atomic
     from talaria_testing.scenarios import BY_NAME, bound
 
     scenario = BY_NAME[name]
@@ -159,7 +159,8 @@ def _plan(op: str, messages: list, rng: random.Random, serial: int) -> tuple[lis
 
 
 def _perform(op: str, sid: str, args: dict) -> None:
-    from api import compression, session_catalogue, session_edit, session_ops
+    from api.services import compression, session_catalogue, session_ops
+    from api.store import session_edit
 
     if op == "turn":
         with session_edit.edit(sid) as s:
@@ -196,8 +197,8 @@ def random_ops_child(root: str, seed: int, conn) -> None:
     ``("ack", k, digest, refused)``; ``refused`` names the error when the store declined (nothing to undo,
     too short to compress, a turn still marked streaming).
     """
-    from api import models
-    from api.errors import ApiError
+    from api.rules.errors import ApiError
+    from api.store import models
     from talaria_testing.promises import _digest
     from talaria_testing.scenarios import SID, bound
 
@@ -226,11 +227,11 @@ def random_ops_child(root: str, seed: int, conn) -> None:
             time.sleep(0)
 
 
-# ---------------------------------------------------------------------- a chat turn (api.streaming, scripted agent)
+# ---------------------------------------------------------------------- a chat turn (api.services.streaming, scripted agent)
 
 
 def chat_turn_child(root: str, stop_at: int, conn) -> None:
-    """Run one chat turn on ``SID`` through ``api.streaming`` with the scripted agent; pause at step ``stop_at``.
+    """Run one chat turn on ``SID`` through ``api.services.streaming`` with the scripted agent; pause at step ``stop_at``.
 
     Reports ``("step", k, name, file)``, ``("started", stream_id)`` once ``start_turn`` returned and
     ``("done", k)`` once the turn finished (its final merge saved).
@@ -239,7 +240,9 @@ def chat_turn_child(root: str, stop_at: int, conn) -> None:
 
     import pytest
 
-    from api import atomic, streaming, turn_journal
+    from api.agent import turn_journal
+    from api.services import streaming
+    from api.store import atomic
     from talaria_testing import scripted_turns
     from talaria_testing.scenarios import SID, bound
 
@@ -285,7 +288,8 @@ def killed_mid_write_child(root: str, workspace: str, what: str, conn) -> None:
     be killed."""
     import base64
 
-    from api import atomic, attachments, models
+    from api.services import attachments
+    from api.store import atomic, models
     from talaria_testing.scenarios import bound
 
     big = "x" * (2 * 1024 * 1024)

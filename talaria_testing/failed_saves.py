@@ -17,15 +17,16 @@ from typing import Any
 
 import pytest
 
-from api import jsonio, session_catalogue, session_views
-from api.errors import ApiError
+from api.rules import jsonio
+from api.rules.errors import ApiError
+from api.services import session_catalogue, session_views
 from talaria_testing.faults import fill, remount, small_tmpfs
 from talaria_testing.scenarios import bound
 
 
 @contextlib.contextmanager
 def tmpfs_sessions(tmp_path: Path, size: str = "2m") -> Iterator[tuple[Path, Path]]:
-    """A real small tmpfs with ``api.models`` bound to its ``sessions`` folder; skips where mounting is refused."""
+    """A real small tmpfs with ``api.store.models`` bound to its ``sessions`` folder; skips where mounting is refused."""
     with small_tmpfs(tmp_path / "mnt", size) as mnt:
         if mnt is None:
             pytest.skip("mounting a tmpfs is not permitted here")

@@ -1,4 +1,4 @@
-"""A stand-in ``AIAgent`` for unit tests of ``api.agent_runtime`` and ``api.agent_turn``: the parts a turn
+"""A stand-in ``AIAgent`` for unit tests of ``api.agent.agent_runtime`` and ``api.agent.agent_turn``: the parts a turn
 and a manual compression use; a script decides what the turn does. The real agent: tests/integration.
 """
 

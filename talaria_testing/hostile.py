@@ -270,7 +270,7 @@ class RecordingHandler:
 def get_session_child(root: str, sid: str, conn) -> None:
     """``GET /api/session?session_id=sid`` with memory capped at 1.5 GiB; sends ``(status, payload)``."""
     resource.setrlimit(resource.RLIMIT_AS, (1536 << 20, 1536 << 20))
-    from api import routes
+    from api.web import routes
     from talaria_testing.scenarios import bound
 
     with bound(Path(root), restore=False):

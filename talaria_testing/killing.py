@@ -11,15 +11,15 @@ from pathlib import Path
 
 _PRELOAD = [
     "pytest",
-    "api.models",
-    "api.compression",
-    "api.session_ops",
-    "api.session_catalogue",
-    "api.session_recovery",
-    "api.reconcile",
-    "api.routes",
+    "api.store.models",
+    "api.services.compression",
+    "api.services.session_ops",
+    "api.services.session_catalogue",
+    "api.services.session_recovery",
+    "api.rules.reconcile",
+    "api.web.routes",
     "talaria_testing.hostile",
-    "api.streaming",
+    "api.services.streaming",
     "talaria_testing.scripted_turns",
     "talaria_testing.crash_child",
     "talaria_testing.scenarios",
@@ -39,8 +39,8 @@ def fork_context():
 
 
 def _configured_child(target: Callable, *args: object) -> None:
-    """Run ``target`` in the child as an entry point would: ``api.config`` configured from the environment."""
-    from api import config
+    """Run ``target`` in the child as an entry point would: ``api.store.config`` configured from the environment."""
+    from api.store import config
 
     config.configure(config.load_settings())
     target(*args)

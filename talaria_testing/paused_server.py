@@ -6,7 +6,7 @@
         srv.kill()
 
 The server runs as ``python -m talaria_testing.paused_server STEP NAME MARKER -- <talaria args>``: it sets
-``api.atomic.STEP_HOOK`` (the hook the in-process kill matrix uses) so that the first write step named
+``api.store.atomic.STEP_HOOK`` (the hook the in-process kill matrix uses) so that the first write step named
 ``STEP`` on a file whose name starts with ``NAME`` writes that file's name into ``MARKER`` and blocks its
 thread for good; everything else runs as ``talaria`` does.
 """
@@ -59,8 +59,8 @@ def _pause_at(step: str, name: str, marker: Path):
 
 def main(argv: list[str]) -> int:
     step, name, marker = argv[:3]
-    from api import atomic
-    from api.cli import main as talaria
+    from api.server.cli import main as talaria
+    from api.store import atomic
 
     atomic.STEP_HOOK = _pause_at(step, name, Path(marker))
     return talaria(argv[4:])

@@ -1,4 +1,4 @@
-"""Pytest plugin: isolates HERMES_HOME and the state dir, then configures ``api.config`` with them; fails a
+"""Pytest plugin: isolates HERMES_HOME and the state dir, then configures ``api.store.config`` with them; fails a
 test whose processes outlive it, and gives the shared fixtures (a state dir, the fake LLM).
 
 Loaded by ``tests/conftest.py``; a test outside the repository (the founding acceptance test, run in
@@ -44,7 +44,7 @@ def _isolate_environment() -> Path:
 
 def _configure_talaria() -> None:
     """In-process tests see the isolated folders, as the server would after parsing its settings."""
-    from api import config
+    from api.store import config
 
     # In-process tests put fakes of the agent in sys.modules, which a worker process would not see: their
     # turns run as threads here. Test servers run the default, worker processes.
@@ -93,7 +93,7 @@ def _no_index_write_outlives_its_test():
     """A sidebar-index write a test scheduled (delayed by ``index_flush_delay``) happens within that test,
     not in the middle of a later one that records every durable write."""
     yield
-    store = sys.modules.get("api.store")
+    store = sys.modules.get("api.store.session_store")
     in_use = store.in_use() if store is not None else None
     if in_use is not None:
         in_use.close()
@@ -114,7 +114,7 @@ def cleanup_test_sessions():
     """A list a test appends session ids to; their files are removed from the live store afterwards."""
     created: list[str] = []
     yield created
-    import api.models as models
+    import api.store.models as models
 
     store = models.store()
     for sid in created:
@@ -145,7 +145,7 @@ def fake(llm):
 
 @pytest.fixture
 def store(tmp_path):
-    """A store on ``tmp_path / "sessions"``, the one in use for the test (what ``api.models``' names act on)."""
+    """A store on ``tmp_path / "sessions"``, the one in use for the test (what ``api.store.models``' names act on)."""
     from talaria_testing.stores import store_on
 
     session_dir = tmp_path / "sessions"
@@ -157,7 +157,7 @@ def store(tmp_path):
 @pytest.fixture
 def app(store):
     """An ``App`` on the test's store (``store``): the sidebar feed and the search indexer follow its saves."""
-    from api.app import App
+    from api.server.app import App
 
     built = App(store=store)
     yield built

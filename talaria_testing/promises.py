@@ -44,7 +44,7 @@ def bak_rel(sid: str = SID) -> str:
 def parse(data: bytes | None) -> Any:
     if data is None:
         return None
-    from api import jsonio
+    from api.rules import jsonio
 
     try:
         return jsonio.loads(data)
@@ -212,8 +212,8 @@ def check(
 
 def index_violations(sessions: Path) -> list[str]:
     """The sidebar index (validated, then written) lists exactly the session files, with their counts."""
-    from api import models
-    from api.jsonio import loads as loads_json
+    from api.rules.jsonio import loads as loads_json
+    from api.store import models
 
     sessions = Path(sessions)
     index_file = sessions / "_index.json"
@@ -253,7 +253,7 @@ def spring_back_violations(exp: Expectation, post: dict[str, bytes], sessions: P
     brings none of them back (display nor model context) once the deliberate operation landed."""
     if exp.kind not in (DELIBERATE, COMPRESS) or fingerprint(post.get(live_rel())) != exp.new_fp:
         return []
-    from api.models import _load_session_from_path, reconciled_state_db_messages_for_session
+    from api.store.models import _load_session_from_path, reconciled_state_db_messages_for_session
 
     old_doc = exp.old_doc()
     if not isinstance(old_doc, dict) or not isinstance(old_doc.get("messages"), list):

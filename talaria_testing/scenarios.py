@@ -52,9 +52,9 @@ def bound(root: Path, *, restore: bool = True) -> Iterator[Path]:
 
     On exit (with ``restore``) the pending index rows are flushed into the folder and everything is put back.
     """
-    import api.config as config
-    import api.models as models
-    from api import store as store_module
+    import api.store.config as config
+    import api.store.models as models
+    from api.store import session_store as store_module
     from talaria_testing.scripted_compressor import install_scripted_compressor
 
     sessions = Path(root) / "sessions"
@@ -84,7 +84,7 @@ def copy_state(src_root: Path, dst_root: Path) -> None:
 
 
 def _new(sid: str, msgs: list[dict], title: str = "Durability") -> None:
-    from api import models
+    from api.store import models
 
     models.Session(session_id=sid, title=title, model="fake-model", messages=msgs).save()
 
@@ -96,7 +96,7 @@ def _base(sessions: Path, n: int) -> dict:
 
 
 def _get(sid: str = SID):
-    from api import models
+    from api.store import models
 
     return models.get_session(sid)
 
@@ -116,7 +116,7 @@ def _loss(keep: int) -> None:
 
 
 def _compress() -> dict:
-    from api import compression
+    from api.services import compression
 
     return compression.manual_compress(SID)
 
@@ -148,7 +148,7 @@ def build_compressed(sessions: Path, n: int) -> dict:
 
 
 def build_after_undo(sessions: Path, n: int) -> dict:
-    from api import session_ops
+    from api.services import session_ops
 
     _base(sessions, n)
     session_ops.undo_last(SID)
@@ -187,7 +187,7 @@ def build_corrupt(sessions: Path, n: int) -> dict:
 
 
 def build_deleted(sessions: Path, n: int) -> dict:
-    from api import session_catalogue, session_ops
+    from api.services import session_catalogue, session_ops
 
     _base(sessions, n)
     session_ops.undo_last(SID)  # leaves a .bak behind, so an orphan backup could spring back
@@ -229,7 +229,7 @@ def run_over_corrupt(sessions: Path, info: dict) -> None:
 
 
 def run_index_flush(sessions: Path, info: dict) -> None:
-    from api import models
+    from api.store import models
 
     s = _get()
     s.title = "Renamed for the index"
@@ -239,7 +239,7 @@ def run_index_flush(sessions: Path, info: dict) -> None:
 
 
 def run_rename(sessions: Path, info: dict) -> None:
-    from api import session_catalogue
+    from api.services import session_catalogue
 
     session_catalogue.rename_session(SID, "A new title")
 
@@ -249,55 +249,55 @@ def run_compress(sessions: Path, info: dict) -> None:
 
 
 def run_uncompress(sessions: Path, info: dict) -> None:
-    from api import compression
+    from api.services import compression
 
     compression.uncompress(SID)
 
 
 def run_undo(sessions: Path, info: dict) -> None:
-    from api import session_ops
+    from api.services import session_ops
 
     session_ops.undo_last(SID)
 
 
 def run_retry(sessions: Path, info: dict) -> None:
-    from api import session_ops
+    from api.services import session_ops
 
     session_ops.retry_last(SID)
 
 
 def run_truncate(sessions: Path, info: dict) -> None:
-    from api import session_ops
+    from api.services import session_ops
 
     session_ops.truncate_session(SID, 3)
 
 
 def run_clear(sessions: Path, info: dict) -> None:
-    from api import session_ops
+    from api.services import session_ops
 
     session_ops.clear_session(SID)
 
 
 def run_recovery(sessions: Path, info: dict) -> None:
-    from api.session_recovery import recover_all_sessions_on_startup
+    from api.services.session_recovery import recover_all_sessions_on_startup
 
     recover_all_sessions_on_startup(sessions, rebuild_index=True)
 
 
 def run_delete(sessions: Path, info: dict) -> None:
-    from api import session_catalogue
+    from api.services import session_catalogue
 
     session_catalogue.delete_session(SID)
 
 
 def run_undelete(sessions: Path, info: dict) -> None:
-    from api import session_catalogue
+    from api.services import session_catalogue
 
     session_catalogue.restore_deleted(info["undo_token"])
 
 
 def run_checkpoint(sessions: Path, info: dict) -> None:
-    """A streaming checkpoint: the partial answer grows (the shape api.streaming saves every few seconds)."""
+    """A streaming checkpoint: the partial answer grows (the shape api.services.streaming saves every few seconds)."""
     s = _get()
     s.messages[-1] = dict(s.messages[-1], content=s.messages[-1]["content"] + "wer, and more of it")
     s.save()
@@ -374,7 +374,8 @@ SCENARIOS: tuple[Scenario, ...] = (
 
 def run_in_place_write(sessions: Path, info: dict) -> None:
     """Mutant, not a Talaria path: rewrite the live file in place, as a naive store would (the suite must catch it)."""
-    from api import atomic, jsonio
+    from api.rules import jsonio
+    from api.store import atomic
 
     s = _get()
     s.messages.extend(messages(2, start=900))

@@ -1,6 +1,6 @@
-"""A scripted stand-in for the agent inside ``api.streaming`` (for crash tests of a chat turn).
+"""A scripted stand-in for the agent inside ``api.services.streaming`` (for crash tests of a chat turn).
 
-``install(monkeypatch)`` swaps ``api.agent_runtime.build_agent`` and ``api.agent_turn.TurnRunner`` for a scripted agent
+``install(monkeypatch)`` swaps ``api.agent.agent_runtime.build_agent`` and ``api.agent.agent_turn.TurnRunner`` for a scripted agent
 and runner that stream ``ANSWER_TOKENS`` one by one (a few milliseconds apart) and then complete with
 ``ANSWER``; the checkpoint interval drops to 20 ms, so a turn checkpoints several times.
 """
@@ -55,7 +55,7 @@ class ScriptedTurnRunner:
         return self
 
     def _run(self) -> None:
-        from api.agent_turn import TurnResult
+        from api.agent.agent_turn import TurnResult
 
         sent = []
         for tok in ANSWER_TOKENS:
@@ -85,8 +85,8 @@ class ScriptedTurnRunner:
 
 
 def install(monkeypatch) -> None:
-    from api import agent_runtime, agent_turn
-    from api import config as api_config
+    from api.agent import agent_runtime, agent_turn
+    from api.store import config as api_config
 
     monkeypatch.setattr(agent_runtime, "build_agent", build_agent)
     monkeypatch.setattr(agent_turn, "TurnRunner", ScriptedTurnRunner)
@@ -101,7 +101,7 @@ def install(monkeypatch) -> None:
 @contextlib.contextmanager
 def live_turn(session) -> Iterator[object]:
     """``session`` as while a turn of this process streams in it: pending on disk and live in the journal."""
-    from api import turn_journal
+    from api.agent import turn_journal
 
     turn = turn_journal.Turn(uuid.uuid4().hex, session.session_id)
     session.active_stream_id = turn.stream_id

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from api.models import Session
+from api.store.models import Session
 from talaria_testing.transcripts import conversation
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 def index_many_sessions(session_dir: Path, count: int, *, pinned_every: int = 0) -> list[str]:
     """``count`` sidebar rows in the index of ``session_dir`` (a row per session, as saves leave them)."""
-    from api import models
+    from api.store import models
 
     index = models.store().index
     sids = []
@@ -35,7 +35,7 @@ def index_many_sessions(session_dir: Path, count: int, *, pinned_every: int = 0)
 
 def touch_row(session_dir: Path, sid: str) -> None:
     """One session changes (as a streaming turn's checkpoint does): its row moves to the top."""
-    from api import models
+    from api.store import models
 
     index = models.store().index
     session = models.Session(session_id=sid, title="changed", updated_at=time.time() + 10)

@@ -1,8 +1,8 @@
 """A session with two versions of one message, and a child process that switches between them until killed.
 
-``build`` makes the session in the folder ``api.models`` is bound to: "q2" answered first as
+``build`` makes the session in the folder ``api.store.models`` is bound to: "q2" answered first as
 ``FIRST`` (kept as version 0), then, edited, as ``SECOND`` (version 1, shown). ``switch_child`` runs one
-switch in a child process and pauses it at a durable step (``api.atomic.STEP_HOOK``) for the parent to kill.
+switch in a child process and pauses it at a durable step (``api.store.atomic.STEP_HOOK``) for the parent to kill.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ SECOND = conversation("q2 edited", "a2 edited", start=7.0)
 
 def build() -> None:
     """The session with ``FIRST`` kept as version 0 and ``SECOND`` shown (the context follows the transcript)."""
-    from api import models, session_edit, session_ops
+    from api.services import session_ops
+    from api.store import models, session_edit
 
     rows = [dict(m) for m in PREFIX + FIRST]
     models.Session(
@@ -35,8 +36,10 @@ def build() -> None:
 
 def switch_child(session_dir: str, version: int, stop_at: int, conn) -> None:
     """Switch ``SID`` to ``version``; report every durable step and pause at step ``stop_at``."""
-    import api.models as models
-    from api import atomic, session_versions, store
+    import api.store.models as models
+    from api.services import session_versions
+    from api.store import atomic
+    from api.store import session_store as store
 
     store.use(store.Store(Path(session_dir), models.Session))
     hook = PausingHook(conn, stop_at)

@@ -9,8 +9,8 @@ import threading
 
 import pytest
 
-from api import agent_memory, agent_runtime
-from api.errors import BadRequest, Conflict
+from api.agent import agent_memory, agent_runtime
+from api.rules.errors import BadRequest, Conflict
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""``api.agent_runtime`` against fake hermes modules in ``sys.modules`` (the real agent: tests/integration)."""
+"""``api.agent.agent_runtime`` against fake hermes modules in ``sys.modules`` (the real agent: tests/integration)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from api import agent_runtime
-from api.agent_runtime import AgentCallbacks
-from api.errors import Conflict
+from api.agent import agent_runtime
+from api.agent.agent_runtime import AgentCallbacks
+from api.rules.errors import Conflict
 from talaria_testing.fake_agent import ScriptedAgent, Sink
 
 
@@ -268,7 +268,7 @@ def test_without_a_state_db_path_the_agent_gets_no_session_db(fake_hermes):
 def test_attached_images_become_image_parts_when_the_agent_routes_them_natively(tmp_path):
     from types import SimpleNamespace
 
-    from api import agent_runtime
+    from api.agent import agent_runtime
 
     png = tmp_path / "dot.png"
     png.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 16)

@@ -7,8 +7,8 @@ import json
 import pytest
 import yaml
 
-from api import agent_setup, model_catalog
-from api.errors import BadRequest
+from api.agent import agent_setup, model_catalog
+from api.rules.errors import BadRequest
 
 
 @pytest.fixture

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from api import agent_commands, agent_skills, config
-from api.errors import BadRequest, Conflict, NotFound
+from api.agent import agent_commands, agent_skills
+from api.rules.errors import BadRequest, Conflict, NotFound
+from api.store import config
 
 SKILL = "---\nname: greet\ndescription: Greet someone warmly\n---\n# Greet\nSay hello by name.\n"
 

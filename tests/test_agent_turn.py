@@ -1,4 +1,4 @@
-"""``api.agent_turn``: one turn of a scripted agent in a worker thread, summarized as a ``TurnResult``."""
+"""``api.agent.agent_turn``: one turn of a scripted agent in a worker thread, summarized as a ``TurnResult``."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from api import agent_turn
-from api.agent_turn import TurnResult
+from api.agent import agent_turn
+from api.agent.agent_turn import TurnResult
 from talaria_testing.fake_agent import ScriptedAgent, Sink
 
 

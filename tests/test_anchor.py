@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from api.anchor import anchor_message_index, anchor_message_key, visible_messages_for_anchor
+from api.rules.anchor import anchor_message_index, anchor_message_key, visible_messages_for_anchor
 
 ROWS = [
     {"role": "user", "content": "first question", "_ts": 1.0},

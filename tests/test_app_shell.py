@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from api import app_shell
+from api.services import app_shell
 
 
 def make_static(root: Path) -> Path:

@@ -1,4 +1,4 @@
-"""``api.approvals`` in process: what the agent is told for each way a question ends, and that a failure
+"""``api.agent.approvals`` in process: what the agent is told for each way a question ends, and that a failure
 while asking leaves nothing open (the command is refused, the session can be asked again)."""
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from api import agent_binding, approvals, config
-from api.errors import BadRequest
-from api.models import Session
+from api.agent import agent_binding, approvals
+from api.rules.errors import BadRequest
+from api.store import config
+from api.store.models import Session
 from talaria_testing.asking import answer_when_asked
 
 DATA = {"command": "rm -rf /srv/x", "description": "recursive delete", "pattern_key": "recursive delete"}

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from api import atomic
+from api.store import atomic
 
 
 @pytest.fixture

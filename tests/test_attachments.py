@@ -8,9 +8,10 @@ import time
 
 import pytest
 
-from api import atomic, attachments, config
-from api.errors import BadRequest, Forbidden, PayloadTooLarge, UnsupportedMediaType
-from api.models import Session
+from api.rules.errors import BadRequest, Forbidden, PayloadTooLarge, UnsupportedMediaType
+from api.services import attachments
+from api.store import atomic, config
+from api.store.models import Session
 from talaria_testing.racers import racing
 from talaria_testing.server_proc import ServerProc
 

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from api.auth import (
+from api.rules.errors import BadRequest, Forbidden, TooManyRequests, Unauthorized
+from api.web.auth import (
     COOKIE_NAME,
     PBKDF2_ITERATIONS,
     SECRET_FILE_NAME,
@@ -24,7 +25,6 @@ from api.auth import (
     load_or_create_secret,
     verify_password,
 )
-from api.errors import BadRequest, Forbidden, TooManyRequests, Unauthorized
 
 PASSWORD = "correct horse battery staple"
 SECRET = b"s" * 32

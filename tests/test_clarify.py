@@ -1,12 +1,12 @@
-"""``api.clarify`` in process: the person's answer reaches the agent; no answer is said plainly."""
+"""``api.agent.clarify`` in process: the person's answer reaches the agent; no answer is said plainly."""
 
 from __future__ import annotations
 
 import pytest
 
-from api import clarify
-from api.errors import BadRequest
-from api.models import Session
+from api.agent import clarify
+from api.rules.errors import BadRequest
+from api.store.models import Session
 from talaria_testing.asking import answer_when_asked
 
 

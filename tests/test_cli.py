@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-from api import cli, config
+from api.server import cli
+from api.store import config
 from talaria_testing.server_proc import REPO_DIR, ServerProc
 
 

@@ -6,9 +6,10 @@ import time
 
 import pytest
 
-from api import compression, jsonio
-from api.errors import BadRequest, Conflict, NotFound
-from api.models import Session
+from api.rules import jsonio
+from api.rules.errors import BadRequest, Conflict, NotFound
+from api.services import compression
+from api.store.models import Session
 from talaria_testing import failed_saves, scripted_turns
 from talaria_testing.scripted_compressor import install_scripted_compressor
 
@@ -142,7 +143,7 @@ def test_compress_of_missing_session_is_404(state_dir, monkeypatch):
 
 
 def test_session_changed_during_compression_is_409_and_not_applied(session, monkeypatch):
-    from api.models import get_session
+    from api.store.models import get_session
 
     def compress_while_editing(messages, **kw):
         get_session("c1").messages.append(_msg("user", "typed meanwhile", 99.0))
@@ -178,7 +179,7 @@ def test_uncompress_keeps_turns_added_after_the_compression(session, monkeypatch
     s.messages.extend(new_turn)
     s.context_messages.extend(new_turn)
     s.save()
-    from api import models
+    from api.store import models
 
     models.store().sessions.clear()
     compression.uncompress("c1")
@@ -252,8 +253,8 @@ def test_a_backup_older_than_the_compression_is_set_aside_where_hermes_webui_rec
     session, monkeypatch
 ):
     """hermes-webui restores ``<sid>.json.bak`` over a live file with fewer messages at its start-up."""
-    from api import session_ops
-    from api.session_recovery import recover_all_sessions_on_startup
+    from api.services import session_ops
+    from api.services.session_recovery import recover_all_sessions_on_startup
 
     install_scripted_compressor(monkeypatch)
     session_ops.undo_last("c1")  # a shrinking save: the 6-message file becomes the backup
@@ -275,7 +276,7 @@ def test_a_file_of_an_older_version_with_the_undo_inside_still_uncompresses_and_
     """Older Talaria wrote compression_undo and compression_generation into the session file itself; such
     a file still uncompresses, and its next save moves the undo beside the file, where a hermes-webui save
     (which drops both keys) cannot erase it."""
-    from api import models
+    from api.store import models
     from talaria_testing import hermes_webui
 
     install_scripted_compressor(monkeypatch)

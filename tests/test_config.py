@@ -98,8 +98,8 @@ _IMPORT_PROBE = textwrap.dedent(
     os.environ = Recording(e._data, e.encodekey, e.decodekey, e.encodevalue, e.decodevalue)
 
     import importlib, pkgutil, api
-    for module in pkgutil.iter_modules(api.__path__):
-        importlib.import_module("api." + module.name)
+    for module in pkgutil.walk_packages(api.__path__, "api."):
+        importlib.import_module(module.name)
 
     from api import config, models
     result = {"opened": list(opened), "env_reads": list(env_reads)}
@@ -160,7 +160,7 @@ def test_importing_every_api_module_reads_no_file_and_no_environment_variable(tm
 
 def test_sessions_used_without_configure_live_in_the_folders_the_environment_names(tmp_path):
     """hermes-webui resolves its paths from the environment: code written for it saves a Session right
-    after importing api.models, without calling configure (it got NotConfigured). Importing still reads
+    after importing api.store.models, without calling configure (it got NotConfigured). Importing still reads
     nothing; the first use of a path reads HERMES_HOME / HERMES_WEBUI_STATE_DIR, never ~/.hermes."""
     found = _probe_fresh_import(tmp_path, "use-without-configure")
     assert found["opened"] == [] and found["env_reads"] == []
@@ -188,7 +188,7 @@ def test_configure_points_config_and_models_paths_at_the_given_settings(tmp_path
 _LAZY_INSTALL_PROBE = textwrap.dedent(
     """
     import json, subprocess, sys
-    from api import config
+    from api.store import config
     config.configure(config.load_settings(strict=False))
     from tools import lazy_deps
     ran = []

@@ -8,8 +8,8 @@ import copy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from api.context_view import state_db_delta_after_context
-from api.message_keys import message_content_key, reconcile_api_content_sidecars
+from api.rules.context_view import state_db_delta_after_context
+from api.rules.message_keys import message_content_key, reconcile_api_content_sidecars
 
 
 def u(text, ts, **extra):

@@ -2,10 +2,11 @@
 names exactly the modules that import it.
 
 The rule the column follows (docs/modules.md says it too): a module's importers are the modules of the
-table (`api/*.py` and `server.py`) whose code holds an import statement naming it — at the top, inside
-a function (imported at call time) or under `TYPE_CHECKING`. The column lists them in backticks, by module
-name (`server.py` for the entry point), or says "—" when there is none; a module more than
-``MANY_IMPORTERS`` modules import says how many instead ("33 modules").
+table (every `.py` under `api/` but the packages' `__init__.py`, and `server.py`) whose code holds an import
+statement naming it — at the top, inside a function (imported at call time) or under `TYPE_CHECKING`. The
+column lists them in backticks by their dotted name below `api` (`store.models`, `server.py` for the entry
+point), or says "—" when there is none; a module more than ``MANY_IMPORTERS`` modules import says how many
+instead ("33 modules").
 """
 
 from __future__ import annotations
@@ -30,7 +31,12 @@ def table_rows(doc: str) -> list[tuple[str, str]]:
 
 def table_modules(root: Path) -> dict[str, Path]:
     """The modules the table must list, by the name the "imported by" column gives them."""
-    modules = {path.stem: path for path in sorted((root / "api").glob("*.py")) if path.stem != "__init__"}
+    api = root / "api"
+    modules = {
+        ".".join(path.relative_to(api).with_suffix("").parts): path
+        for path in sorted(api.rglob("*.py"))
+        if path.name != "__init__.py" and "__pycache__" not in path.parts
+    }
     if (root / "server.py").is_file():
         modules["server.py"] = root / "server.py"
     return modules
@@ -38,22 +44,35 @@ def table_modules(root: Path) -> dict[str, Path]:
 
 def row_name(name: str) -> str:
     """The table's first column for a module named as the "imported by" column names it."""
-    return name if name.endswith(".py") else f"api/{name}.py"
+    return name if name.endswith(".py") else "api/" + name.replace(".", "/") + ".py"
 
 
-def imported_modules(path: Path) -> set[str]:
-    """The `api` modules an import statement anywhere in the file names."""
+def module_name(listed: str) -> str:
+    """The "imported by" column's name for the table's first column."""
+    return (
+        listed if listed == "server.py" else ".".join(Path(listed).relative_to("api").with_suffix("").parts)
+    )
+
+
+def imported_modules(path: Path, root: Path) -> set[str]:
+    """The names (below `api`) an import statement anywhere in the file names: modules and packages."""
     names: set[str] = set()
+    here = path.relative_to(root).parent.parts  # ("api", "store") for api/store/models.py
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
         if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[1] for alias in node.names if alias.name.startswith("api."))
+            names.update(alias.name[len("api.") :] for alias in node.names if alias.name.startswith("api."))
         elif isinstance(node, ast.ImportFrom):
-            if node.level == 0 and node.module == "api":
-                names.update(alias.name for alias in node.names)
-            elif node.level == 0 and node.module and node.module.startswith("api."):
-                names.add(node.module.split(".")[1])
-            elif node.level == 1 and path.parent.name == "api":
-                names.update([node.module.split(".")[0]] if node.module else [a.name for a in node.names])
+            if node.level:
+                base = list(here[: len(here) - node.level + 1])
+                parts = [*base, *(node.module.split(".") if node.module else [])]
+            else:
+                parts = (node.module or "").split(".")
+            if parts[:1] != ["api"]:
+                continue
+            package = ".".join(parts[1:])
+            if package:
+                names.add(package)
+            names.update(f"{package}.{alias.name}" if package else alias.name for alias in node.names)
     return names
 
 
@@ -62,7 +81,7 @@ def importers(root: Path) -> dict[str, set[str]]:
     modules = table_modules(root)
     found: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
-        for target in imported_modules(path) & found.keys() - {name}:
+        for target in imported_modules(path, root) & found.keys() - {name}:
             found[target].add(name)
     return found
 
@@ -83,7 +102,7 @@ def disagreements(root: Path) -> list[str]:
             if not (root / listed).is_dir():
                 problems.append(f"{listed}: listed but no such folder")
             continue
-        name = listed if listed == "server.py" else Path(listed).stem
+        name = module_name(listed)
         if name not in real or row_name(name) != listed:
             problems.append(f"{listed}: listed but no such module")
             continue
@@ -108,7 +127,7 @@ def disagreements(root: Path) -> list[str]:
 
 
 def test_the_module_table_is_true_to_the_code():
-    assert importers(REPO)["cli"] == {"server.py"}, "the real imports are read"
+    assert importers(REPO)["server.cli"] == {"server.py"}, "the real imports are read"
     assert disagreements(REPO) == []
 
 
@@ -125,19 +144,20 @@ def write_tree(root: Path, files: dict[str, str], table: list[tuple[str, str]]) 
 
 FILES = {
     "api/__init__.py": "",
-    "api/store.py": "import json\n",
-    "api/rules.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from api.store import X\n",
-    "api/service.py": "def later():\n    from api import store\n    import api.rules as rules\n",
-    "api/routes.py": "from .service import later\nfrom . import rules\n",
-    "server.py": "from api.routes import main\n",
+    "api/store/__init__.py": "",
+    "api/store/files.py": "import json\n",
+    "api/rules.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from api.store.files import X\n",
+    "api/service.py": "def later():\n    from api.store import files\n    import api.rules as rules\n",
+    "api/web/routes.py": "from ..service import later\nfrom .. import rules\n",
+    "server.py": "from api.web.routes import main\n",
     "static/app.js": "",
 }
 TRUE_TABLE = [
     ("server.py", "—"),
-    ("api/store.py", "`rules`, `service`"),
-    ("api/rules.py", "`service`, `routes`"),
-    ("api/service.py", "`routes`"),
-    ("api/routes.py", "`server.py`"),
+    ("api/store/files.py", "`rules`, `service`"),
+    ("api/rules.py", "`service`, `web.routes`"),
+    ("api/service.py", "`web.routes`"),
+    ("api/web/routes.py", "`server.py`"),
     ("static/", "—"),
 ]
 
@@ -150,21 +170,21 @@ def test_a_table_naming_every_importer_of_every_module_has_nothing_to_report(tmp
 @pytest.mark.parametrize(
     ("change", "problem"),
     [
-        ({"api/store.py": None}, "api/store.py: no row in the table"),
-        ({"api/gone.py": "`routes`"}, "api/gone.py: listed but no such module"),
+        ({"api/store/files.py": None}, "api/store/files.py: no row in the table"),
+        ({"api/gone.py": "`web.routes`"}, "api/gone.py: listed but no such module"),
         ({"assets/": "—"}, "assets/: listed but no such folder"),
         (
-            {"api/service.py": "`routes`, `server.py`"},
+            {"api/service.py": "`web.routes`, `server.py`"},
             "api/service.py: names ['server.py'], which do not import it",
         ),
-        ({"api/store.py": "`service`"}, "api/store.py: imported by ['rules'], not named"),
-        ({"api/rules.py": "`routes`"}, "api/rules.py: imported by ['service'], not named"),
-        ({"api/routes.py": "—"}, "api/routes.py: imported by ['server.py'], not named"),
+        ({"api/store/files.py": "`service`"}, "api/store/files.py: imported by ['rules'], not named"),
+        ({"api/rules.py": "`web.routes`"}, "api/rules.py: imported by ['service'], not named"),
+        ({"api/web/routes.py": "—"}, "api/web/routes.py: imported by ['server.py'], not named"),
         (
             {"server.py": "the command line"},
             "server.py: imported-by column 'the command line' names no module",
         ),
-        ({"api/store.py": "2 modules"}, "api/store.py: says 2 modules; 2 import it, name them"),
+        ({"api/store/files.py": "2 modules"}, "api/store/files.py: says 2 modules; 2 import it, name them"),
     ],
 )
 def test_a_row_the_code_contradicts_is_reported(tmp_path, change, problem):
@@ -179,8 +199,8 @@ def test_a_row_the_code_contradicts_is_reported(tmp_path, change, problem):
 
 
 def test_a_module_with_two_rows_is_reported(tmp_path):
-    write_tree(tmp_path, FILES, [*TRUE_TABLE, ("api/store.py", "`rules`, `service`")])
-    assert disagreements(tmp_path) == ["api/store.py: two rows"]
+    write_tree(tmp_path, FILES, [*TRUE_TABLE, ("api/store/files.py", "`rules`, `service`")])
+    assert disagreements(tmp_path) == ["api/store/files.py: two rows"]
 
 
 def test_a_module_more_than_ten_modules_import_gives_their_exact_count(tmp_path):

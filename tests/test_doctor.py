@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from api import config, doctor
+from api.server import doctor
+from api.store import config
 from talaria_testing.fake_llm import FakeLLM, refused_base_url, write_hermes_config
 
 
@@ -83,7 +84,7 @@ def test_render_shows_fixes_of_failures_only():
 def test_state_dir_held_by_a_running_talaria_names_the_process(tmp_path):
     import os
 
-    from api import state_lock
+    from api.store import state_lock
 
     state_lock.acquire(tmp_path)
     try:

@@ -11,8 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from api import endpoint_probe
-from api.errors import BadRequest
+from api.agent import endpoint_probe
+from api.rules.errors import BadRequest
 from talaria_testing.server_proc import ServerProc
 from talaria_testing.trickle import posting_at_once, trickling_endpoint
 

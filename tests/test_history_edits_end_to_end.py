@@ -9,10 +9,15 @@ import time
 
 import pytest
 
-import api.models as models
-from api import compression, session_ops, state_db
-from api.models import Session, merge_session_messages_append_only, reconciled_state_db_messages_for_session
-from api.session_recovery import recover_all_sessions_on_startup
+import api.store.models as models
+from api.services import compression, session_ops
+from api.services.session_recovery import recover_all_sessions_on_startup
+from api.store import state_db
+from api.store.models import (
+    Session,
+    merge_session_messages_append_only,
+    reconciled_state_db_messages_for_session,
+)
 from talaria_testing.scripted_compressor import install_scripted_compressor
 from talaria_testing.transcripts import conversation, message_row
 

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from api.http_buffer import MEMORY_PER_RESPONSE, ResponseBudget, ResponseBuffer
-from api.http_writer import ResponseWriter
+from api.server.http_buffer import MEMORY_PER_RESPONSE, ResponseBudget, ResponseBuffer
+from api.server.http_writer import ResponseWriter
 
 MB = 1 << 20
 

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from api import http_io
-from api.errors import ServiceUnavailable
-from api.http_io import (
+from api.rules.errors import ServiceUnavailable
+from api.web import http_io
+from api.web.http_io import (
     ApiError,
     BadRequest,
     NotFound,
@@ -210,7 +210,7 @@ def test_a_huge_declared_body_is_not_read_at_all(monkeypatch):
 
 
 def test_default_limit_comes_from_settings(monkeypatch):
-    from api import config
+    from api.store import config
 
     monkeypatch.setitem(config.SETTINGS_VALUES, "max_body_bytes", 10)
     with pytest.raises(PayloadTooLarge):
@@ -368,7 +368,7 @@ def test_two_content_lengths_are_400():
 
 
 def test_the_page_policy_allows_https_images_only_with_the_remote_images_setting(monkeypatch):
-    from api import config
+    from api.store import config
 
     monkeypatch.setitem(config.SETTINGS_VALUES, "remote_images", False)
     assert http_io.page_csp() == http_io.HTML_CSP

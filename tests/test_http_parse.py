@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from api.http_parse import ProtocolError, head_end, parse_head
+from api.server.http_parse import ProtocolError, head_end, parse_head
 
 
 def _head(*lines: str) -> bytes:

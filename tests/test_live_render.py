@@ -9,10 +9,10 @@ from html.parser import HTMLParser
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from api import render_patches
-from api.live_render import LiveRender
-from api.partial_render import render_unfinished
-from api.render import MARKDOWN_MAX_CHARS, plain_text_html, render_markdown
+from api.rules import render_patches
+from api.services.live_render import LiveRender
+from api.services.partial_render import render_unfinished
+from api.services.render import MARKDOWN_MAX_CHARS, plain_text_html, render_markdown
 
 
 class Sink:

@@ -7,14 +7,14 @@ import logging.handlers
 
 import pytest
 
-from api import log_setup
+from api.server import log_setup
 
 
 @pytest.mark.parametrize(
     "name,level,shown",
     [
         ("talaria.server", logging.INFO, logging.INFO),
-        ("api.streaming", logging.WARNING, logging.WARNING),
+        ("api.services.streaming", logging.WARNING, logging.WARNING),
         ("run_agent", logging.INFO, logging.WARNING),
         ("agent.conversation_loop", logging.ERROR, logging.ERROR),
         ("hermes_cli.plugins", logging.DEBUG, logging.DEBUG),

@@ -7,7 +7,8 @@ import os
 
 import yaml
 
-from api import config, mcp_servers
+from api.agent import mcp_servers
+from api.store import config
 
 
 def test_a_connection_cut_short_by_its_timeout_says_so_in_words():

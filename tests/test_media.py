@@ -8,9 +8,10 @@ import time
 
 import pytest
 
-from api import config, media
-from api.errors import BadRequest, Forbidden, NotFound, PayloadTooLarge, UnsupportedMediaType
-from api.models import Session
+from api.rules.errors import BadRequest, Forbidden, NotFound, PayloadTooLarge, UnsupportedMediaType
+from api.services import media
+from api.store import config
+from api.store.models import Session
 from talaria_testing.racers import racing
 from talaria_testing.server_proc import ServerProc
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from api.merge_index import Containment, transcript_texts
-from api.message_keys import tokens
+from api.rules.merge_index import Containment, transcript_texts
+from api.rules.message_keys import tokens
 
 _WORDS = st.sampled_from(["a", "ab", "b", "ok", "the", "cat", "sat", "é", "x-y", "a\x00b"])
 _TEXT = st.lists(_WORDS, max_size=6).map(" ".join)

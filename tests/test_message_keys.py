@@ -8,7 +8,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from api.message_keys import (
+from api.rules.message_keys import (
     INVALID_ROW_ID,
     collapse,
     context_messages_include_compression_marker,

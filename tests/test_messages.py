@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from api import messages
-from api.messages import content_as_text, merge_timestamp, message_text, message_time, timestamp_or_ts
+from api.rules import messages
+from api.rules.messages import content_as_text, merge_timestamp, message_text, message_time, timestamp_or_ts
 
 
 def test_merge_timestamp_is_a_finite_float_or_none():

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from api import model_catalog
-from api.errors import BadRequest
+from api.agent import model_catalog
+from api.rules.errors import BadRequest
 from talaria_testing.fake_llm import agent_server
 from talaria_testing.trickle import posting_at_once, trickling_endpoint
 
@@ -66,7 +66,7 @@ def test_the_catalog_is_reused_until_it_is_stale_or_refreshed(monkeypatch):
 
 
 def test_an_edit_of_the_agents_config_rebuilds_the_catalog(monkeypatch, tmp_path):
-    from api import config
+    from api.store import config
 
     monkeypatch.setattr(config, "HERMES_HOME", tmp_path)
     built = []

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import api.models as models
-from api.models import Session, get_session
+import api.store.models as models
+from api.store.models import Session, get_session
 from talaria_testing import foreign_writer
 from talaria_testing.transcripts import conversation, message_row
 
@@ -294,7 +294,7 @@ def test_the_file_name_decides_the_session_id(state_dir):
 
 
 def test_shrinking_save_fails_when_its_backup_cannot_be_written(state_dir, monkeypatch):
-    from api import atomic
+    from api.store import atomic
 
     s = _session(n=4)
     s.save()
@@ -350,7 +350,7 @@ def test_turns_appended_by_both_programs_are_all_kept(state_dir):
 
 
 def test_a_conflicting_change_is_a_409_and_memory_becomes_the_newer_file(state_dir):
-    from api.errors import Conflict
+    from api.rules.errors import Conflict
 
     s = _session(n=4)
     s.save()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from api.origin import build_policy, host_allowed, same_origin, split_host
+from api.rules.origin import build_policy, host_allowed, same_origin, split_host
 
 
 @pytest.mark.parametrize(

@@ -8,10 +8,10 @@ import types
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import api.reconcile
-from api.message_keys import clear_memos
-from api.plain_tail import context_tail
-from api.reconcile import reconciled_view
+import api.rules.reconcile
+from api.rules.message_keys import clear_memos
+from api.rules.plain_tail import context_tail
+from api.rules.reconcile import reconciled_view
 
 CALL_A = [{"id": "call_a", "type": "function", "function": {"name": "terminal", "arguments": "{}"}}]
 CALL_B = [{"id": "call_b", "type": "function", "function": {"name": "terminal", "arguments": "{}"}}]
@@ -178,12 +178,12 @@ def test_property_the_shortcut_answers_what_the_rules_answer(case):
         session([dict(m) for m in context], **fields), [dict(m) for m in state], prefer_context=True
     )
     clear_memos()
-    original = api.reconcile.context_tail
-    api.reconcile.context_tail = lambda context, state: None
+    original = api.rules.reconcile.context_tail
+    api.rules.reconcile.context_tail = lambda context, state: None
     try:
         rules = reconciled_view(
             session([dict(m) for m in context], **fields), [dict(m) for m in state], prefer_context=True
         )
     finally:
-        api.reconcile.context_tail = original
+        api.rules.reconcile.context_tail = original
     assert shortcut == rules

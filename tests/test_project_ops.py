@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 
-from api import jsonio, models, project_ops, projects, session_catalogue, session_views
+from api.rules import jsonio
+from api.services import project_ops, session_catalogue, session_views
+from api.store import models, projects
 from talaria_testing import failed_saves
 from talaria_testing.faults import fill
 from talaria_testing.sessions import saved_session

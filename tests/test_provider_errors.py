@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from api import config, provider_errors
-from api.endpoint_probe import ProbeResult
-from api.provider_errors import Endpoint
+from api.agent import provider_errors
+from api.agent.endpoint_probe import ProbeResult
+from api.agent.provider_errors import Endpoint
+from api.store import config
 from talaria_testing.fake_llm import refused_base_url
 
 

@@ -1,4 +1,4 @@
-"""``api.questions``: one registry per kind — answer once, refuse others' and settled ids, settle on the
+"""``api.agent.questions``: one registry per kind — answer once, refuse others' and settled ids, settle on the
 deadline, an interrupt or a stop — and the durable trace a restart turns into a transcript note."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import threading
 
 import pytest
 
-from api import questions
-from api.errors import Conflict, NotFound
-from api.models import Session
-from api.questions import ANSWERED, CANCELLED, STOPPED, TIMEOUT, Questions
+from api.agent import questions
+from api.agent.questions import ANSWERED, CANCELLED, STOPPED, TIMEOUT, Questions
+from api.rules.errors import Conflict, NotFound
+from api.store.models import Session
 
 
 def test_an_answer_settles_the_question_once_and_only_for_its_session():

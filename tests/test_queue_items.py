@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from api import queue_items
-from api.errors import BadRequest, NotFound
+from api.rules import queue_items
+from api.rules.errors import BadRequest, NotFound
 
 
 def test_items_another_program_mangled_are_dropped_and_the_rest_kept_in_order():

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import api.models
-from api.models import reconciled_state_db_messages_for_session
-from api.reconcile import merge_session_messages_append_only
+import api.store.models
+from api.rules.reconcile import merge_session_messages_append_only
+from api.store.models import reconciled_state_db_messages_for_session
 from talaria_testing.transcripts import session_view
 
 CALL_A = [
@@ -464,7 +464,7 @@ def test_reconciled_reads_state_db_through_api_models_at_call_time(monkeypatch):
         calls.append((args, kwargs))
         return [U1, A1, U2]
 
-    monkeypatch.setattr(api.models, "get_state_db_session_messages", fake)
+    monkeypatch.setattr(api.store.models, "get_state_db_session_messages", fake)
     out = reconciled_state_db_messages_for_session(session_view(session_id="abc", messages=[U1]))
     assert calls == [(("abc",), {})]
     assert out == [U1, A1, U2]
@@ -569,7 +569,7 @@ def _replay_case(draw):
 @settings(max_examples=300, deadline=None)
 @given(_replay_case())
 def test_property_column_wise_replay_decides_like_the_per_row_replay(case):
-    from api import reconcile
+    from api.rules import reconcile
 
     side, state, w = case
     fast = merge([dict(m) for m in side], [dict(m) for m in state], w, 0.5 if w else None)
@@ -623,7 +623,7 @@ def test_an_exact_copy_of_a_matched_state_row_is_dropped_after_a_new_turn_too():
 def test_property_rows_a_new_turn_adds_are_appended_as_the_rules_would(case):
     """The one-pass append of a new turn's rows (docs/reconciliation.md, "Speed") takes only rows every
     rule but the last would leave alone."""
-    from api import reconcile
+    from api.rules import reconcile
 
     side, state, w, b = case
     fast = merge([dict(m) for m in side], [dict(m) for m in state], w, b)
@@ -660,7 +660,7 @@ def _turn_case(draw):
 def test_property_a_transcript_asked_about_again_is_answered_as_the_first_time(case, edits, prefer_context):
     """What is kept across calls (docs/reconciliation.md, "Speed") never answers for rows that changed: the
     view of an edited or grown transcript, asked again, equals the view a first call gives."""
-    from api.message_keys import clear_memos
+    from api.rules.message_keys import clear_memos
 
     side, state, w, b = case
     rows = [dict(m) for m in side]

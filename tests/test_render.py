@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from api.render import (
+from api.services.render import (
     ALLOWED_TAGS,
     HIGHLIGHT_MAX_CHARS,
     MARKDOWN_MAX_BRACKETS,
@@ -293,7 +293,7 @@ def test_repeated_text_comes_from_the_cache():
 
 
 def test_cache_stays_within_its_entry_and_character_bounds(monkeypatch):
-    import api.render as render
+    import api.services.render as render
 
     small = render._RenderCache(max_entries=3, max_chars=1_000)
     monkeypatch.setattr(render, "_CACHE", small)
@@ -399,7 +399,7 @@ def test_remote_and_absolute_images_stay_links_by_default(src):
 
 
 def test_the_remote_images_setting_lets_https_images_load(monkeypatch):
-    from api import config
+    from api.store import config
 
     monkeypatch.setitem(config.SETTINGS_VALUES, "remote_images", True)
     html = render_markdown("![x](https://example.com/a.png) ![y](http://example.com/b.png)")

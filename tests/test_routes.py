@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from api import compression, routes
-from api.app import App
-from api.auth import AuthManager
-from api.errors import Conflict
-from api.models import Session
+from api.rules.errors import Conflict
+from api.server.app import App
+from api.services import compression
+from api.store.models import Session
+from api.web import routes
+from api.web.auth import AuthManager
 from talaria_testing.sidebar_cost import bytes_allocated, index_many_sessions, touch_row
 
 HTTP_API = Path(__file__).resolve().parents[1] / "docs" / "http-api.md"
@@ -84,7 +85,7 @@ def test_wrong_method_is_405_with_allow(no_auth):
 
 
 def compress_with(monkeypatch, manual_compress, body: dict) -> FakeHandler:
-    """The compress route's answer to ``body`` when ``api.compression.manual_compress`` is the given one."""
+    """The compress route's answer to ``body`` when ``api.services.compression.manual_compress`` is the given one."""
     monkeypatch.setattr(compression, "manual_compress", manual_compress)
     handler = FakeHandler()
     routes._handle_session_compress(handler, body)
@@ -113,7 +114,7 @@ def test_compress_passes_the_result_and_the_topic_through(monkeypatch):
 
     handler = compress_with(monkeypatch, fake, {"session_id": " abc ", "topic": "  " + "f" * 600})
     assert handler.status == 200 and handler.payload()["ok"] is True
-    assert calls == [("abc", "  " + "f" * 600)]  # api.compression strips and cuts it
+    assert calls == [("abc", "  " + "f" * 600)]  # api.services.compression strips and cuts it
 
 
 def failing(exc: Exception):

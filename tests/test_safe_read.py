@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from api.safe_read import TooLarge, UnsafeFile, read_regular_file
+from api.store.safe_read import TooLarge, UnsafeFile, read_regular_file
 
 
 def test_a_regular_file_is_read_with_its_stat(tmp_path):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from api.sanitize import sanitize_messages_for_api
+from api.rules.sanitize import sanitize_messages_for_api
 
 MARKER = "[CONTEXT COMPACTION — REFERENCE ONLY] earlier turns, summarized"
 
@@ -68,7 +68,7 @@ def test_an_answered_user_row_is_kept_whatever_follows():
 
 
 def test_lone_surrogates_become_the_replacement_character_and_clean_values_are_returned_as_they_are():
-    from api.sanitize import scrub_surrogates
+    from api.rules.sanitize import scrub_surrogates
 
     clean = {"role": "user", "content": ["ok", {"text": "fine ✓ 𝄞"}]}
     assert scrub_surrogates(clean) is clean

@@ -12,10 +12,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from api import jsonio, models, search_indexer, search_query, session_catalogue, session_ops, store
-from api.app import App
-from api.search_index import Filters
-from api.session_edit import edit
+from api.rules import jsonio, search_query
+from api.server.app import App
+from api.services import search_indexer, session_catalogue, session_ops
+from api.store import models
+from api.store import session_store as store
+from api.store.search_index import Filters
+from api.store.session_edit import edit
 from talaria_testing.transcripts import conversation
 
 VOCAB = ("amber", "birch", "cedar", "delta", "ember", "東京タワー")

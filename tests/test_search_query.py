@@ -7,8 +7,8 @@ import sqlite3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from api import search_query
-from api.search_query import MARK_CLOSE, MARK_OPEN
+from api.rules import search_query
+from api.rules.search_query import MARK_CLOSE, MARK_OPEN
 
 
 def test_words_phrases_exclusions_and_prefixes_become_quoted_terms():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from api import session_cache
-from api.models import Session
+from api.store import session_cache
+from api.store.models import Session
 
 
 def _cached(store, sid, **kw):

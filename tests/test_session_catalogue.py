@@ -8,9 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from api import config, jsonio, models, session_catalogue, session_views, tombstones
-from api.errors import BadRequest, Conflict, NotFound
-from api.models import Session
+from api.rules import jsonio
+from api.rules.errors import BadRequest, Conflict, NotFound
+from api.services import session_catalogue, session_views
+from api.store import config, models, tombstones
+from api.store.models import Session
 from talaria_testing import failed_saves, scripted_turns
 from talaria_testing.sessions import saved_session
 from talaria_testing.transcripts import message_row

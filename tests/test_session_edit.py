@@ -10,9 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from api import atomic, jsonio, models, session_edit
-from api.errors import NotFound
-from api.models import Session
+from api.rules import jsonio
+from api.rules.errors import NotFound
+from api.store import atomic, models, session_edit
+from api.store.models import Session
 from talaria_testing import failed_saves
 from talaria_testing.transcripts import conversation, message_row
 

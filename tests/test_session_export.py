@@ -7,10 +7,11 @@ from html.parser import HTMLParser
 
 import pytest
 
-from api import models, session_export, session_views
-from api.errors import BadRequest, NotFound, PayloadTooLarge
-from api.models import Session
-from api.session_export import export_session, import_session, to_markdown
+from api.rules.errors import BadRequest, NotFound, PayloadTooLarge
+from api.services import session_export, session_views
+from api.services.session_export import export_session, import_session, to_markdown
+from api.store import models
+from api.store.models import Session
 from talaria_testing import failed_saves
 from talaria_testing.transcripts import message_row
 

@@ -6,10 +6,10 @@ import io
 import threading
 import time
 
-from api import session_catalogue
-from api.models import Session
-from api.session_feed import CHANGES, ChangeLog
-from api.sse import serve_session_changes
+from api.services import session_catalogue
+from api.services.session_feed import CHANGES, ChangeLog
+from api.store.models import Session
+from api.web.sse import serve_session_changes
 
 
 def _row(sid: str, title: str = "t") -> dict:

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import get_type_hints
 
-from api import session_list
-from api.models import Session
-from api.session_fields import (
+from api.rules.session_fields import (
     FIELDS,
     KNOWN_FIELDS,
     NORMALISE,
     SessionFields,
     collapse_adjacent_duplicate_partials,
 )
+from api.services import session_list
+from api.store.models import Session
 
 
 def test_declared_fields_are_the_field_table():

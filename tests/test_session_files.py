@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from api.models import Session
-from api.recovery_files import MAX_FILE_BYTES, read_doc
-from api.session_files import UnsafeFile, read_metadata_prefix, read_regular_file, read_session_file
+from api.services.recovery_files import MAX_FILE_BYTES, read_doc
+from api.store.models import Session
+from api.store.session_files import UnsafeFile, read_metadata_prefix, read_regular_file, read_session_file
 
 DOC = b'{\n  "session_id": "s",\n  "title": "t",\n  "messages": [{"role": "user", "content": "hi"}]\n}'
 

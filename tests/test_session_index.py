@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import time
 
-from api import models
-from api.models import Session, all_sessions
+from api.store import models
+from api.store.models import Session, all_sessions
 
 
 def _save(sid, n=2, **kw):

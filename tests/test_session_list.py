@@ -9,9 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from api import models, session_catalogue, session_list
-from api.errors import BadRequest
-from api.models import Session
+from api.rules.errors import BadRequest
+from api.services import session_catalogue, session_list
+from api.store import models
+from api.store.models import Session
 from talaria_testing.scripted_turns import live_turn
 from talaria_testing.sidebar_cost import bytes_allocated, index_many_sessions, touch_row
 from talaria_testing.stores import store_on

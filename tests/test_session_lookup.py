@@ -7,8 +7,9 @@ import os
 
 import pytest
 
-from api import models, session_catalogue, session_views
-from api.errors import NotFound
+from api.rules.errors import NotFound
+from api.services import session_catalogue, session_views
+from api.store import models
 from talaria_testing.sessions import saved_session
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from api.session_merge import MergeConflict, changed_since, merge, snapshot
+from api.rules.session_merge import MergeConflict, changed_since, merge, snapshot
 
 U1, A1, U2, T2 = (
     {"role": r, "content": c}

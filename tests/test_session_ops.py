@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from api import atomic, session_ops
-from api.errors import BadRequest, Conflict, NotFound
-from api.models import Session
+from api.rules.errors import BadRequest, Conflict, NotFound
+from api.services import session_ops
+from api.store import atomic
+from api.store.models import Session
 from talaria_testing import failed_saves, scripted_turns
 from talaria_testing.transcripts import conversation, message_row
 
@@ -212,8 +213,8 @@ def test_a_history_edit_whose_save_fails_changes_nothing_and_a_later_pin_keeps_t
 
 
 def test_undo_in_a_compressed_session_keeps_the_removed_turns_state_db_rows_out_of_the_context(state_dir):
-    from api.anchor import anchor_message_key
-    from api.models import reconciled_state_db_messages_for_session
+    from api.rules.anchor import anchor_message_key
+    from api.store.models import reconciled_state_db_messages_for_session
 
     _compressed(state_dir)
     session = Session.load("cmp")

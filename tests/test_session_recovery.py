@@ -14,14 +14,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from api import atomic, recovery_files, session_recovery, tombstones
-from api.session_recovery import (
+from api.services import recovery_files, session_recovery
+from api.services.session_recovery import (
     inspect_session_recovery_status,
     live_only_message_count,
     recover_all_sessions_on_startup,
     recover_session,
     recovery_verdict,
 )
+from api.store import atomic, tombstones
 
 REPO = Path(__file__).resolve().parent.parent
 MARKER = {"role": "user", "content": "[context compaction] summary of earlier turns", "timestamp": 1.0}
@@ -405,7 +406,7 @@ def test_restore_is_on_disk_before_the_sweep_returns(state_dir, monkeypatch):
 
 
 def test_saving_a_restored_session_leaves_the_kept_file_unchanged(state_dir):
-    from api.models import Session
+    from api.store.models import Session
 
     _write(state_dir, "s", live=_doc("s", _msgs(1, "live")), bak=_doc("s", _msgs(3)))
     recover_all_sessions_on_startup(state_dir)
@@ -441,7 +442,7 @@ def test_recover_session_restores_one_session_and_reports_it(state_dir):
 
 
 def test_restored_sessions_are_seen_by_the_sidebar_and_the_cache(state_dir):
-    from api import models
+    from api.store import models
 
     path = _write(
         state_dir,
@@ -787,7 +788,7 @@ def test_repair_safe_fixes_what_is_safe_and_leaves_the_rest(messy):
 
 def _cli(*args):
     return subprocess.run(
-        [sys.executable, "-m", "api.session_recovery", *args],
+        [sys.executable, "-m", "api.services.session_recovery", *args],
         capture_output=True,
         text=True,
         cwd=REPO,

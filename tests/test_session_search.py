@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from api import search_indexer, session_search
-from api.errors import BadRequest
+from api.rules.errors import BadRequest
+from api.services import search_indexer, session_search
 from talaria_testing.sessions import saved_session
 from talaria_testing.transcripts import conversation
 

@@ -11,10 +11,11 @@ import time
 
 import pytest
 
-from api import compression, models, session_ops, session_versions
-from api.errors import BadRequest, Conflict
-from api.models import merge_session_messages_append_only, reconciled_state_db_messages_for_session
-from api.session_recovery import recover_all_sessions_on_startup
+from api.rules.errors import BadRequest, Conflict
+from api.services import compression, session_ops, session_versions
+from api.services.session_recovery import recover_all_sessions_on_startup
+from api.store import models
+from api.store.models import merge_session_messages_append_only, reconciled_state_db_messages_for_session
 from talaria_testing.scripted_compressor import install_scripted_compressor
 from talaria_testing.transcripts import conversation, message_row
 from talaria_testing.version_switching import FIRST, INDEX, PREFIX, SECOND, SID, build

@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from api import agent_sessions, session_catalogue, session_list, session_views
-from api.models import Session
+from api.agent import agent_sessions
+from api.services import session_catalogue, session_list, session_views
+from api.store.models import Session
 from talaria_testing.sessions import saved_session
 from talaria_testing.transcripts import message_row
 
@@ -75,7 +76,7 @@ def test_full_session_reports_can_uncompress(state_dir):
 
 @pytest.fixture
 def fake_state_db(monkeypatch):
-    module = types.ModuleType("api.state_db")
+    module = types.ModuleType("api.store.state_db")
     module.rows = []
     module.messages = {}
     module.list_agent_sessions = lambda: list(module.rows)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from api.sidebar_order import SidebarOrder
+from api.rules.sidebar_order import SidebarOrder
 
 SIDS = st.sampled_from([f"s{i}" for i in range(12)])
 TIMES = st.one_of(

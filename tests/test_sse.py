@@ -9,10 +9,11 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from api import render_patches, sse
-from api.live_render import LiveRender
-from api.render import render_markdown
-from api.turn_journal import Turn
+from api.agent.turn_journal import Turn
+from api.rules import render_patches
+from api.services.live_render import LiveRender
+from api.services.render import render_markdown
+from api.web import sse
 
 
 class _Handler:

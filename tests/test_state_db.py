@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-import api.config
-from api import state_db
+import api.store.config
+from api.store import state_db
 
 
 def _agent_db(path: Path):
@@ -158,7 +158,7 @@ def test_default_path_is_read_from_config_at_call_time(monkeypatch, tmp_path):
     db.create_session("s1", "webui")
     db.append_message("s1", "user", content="found", timestamp=1.0)
     db.close()
-    monkeypatch.setattr(api.config, "STATE_DB_PATH", tmp_path / "elsewhere.db")
+    monkeypatch.setattr(api.store.config, "STATE_DB_PATH", tmp_path / "elsewhere.db")
     assert state_db.default_state_db_path() == tmp_path / "elsewhere.db"
     assert [r["content"] for r in state_db.get_state_db_session_messages("s1")] == ["found"]
 

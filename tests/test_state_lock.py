@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from api import state_lock
+from api.store import state_lock
 from talaria_testing.server_proc import ServerProc
 
 
@@ -45,7 +45,7 @@ def test_a_busy_folder_is_refused_in_another_process_with_this_pid(tmp_path):
 
     state_lock.acquire(tmp_path)
     try:
-        code = f"from api import state_lock; state_lock.hold_or_exit({str(tmp_path)!r})"
+        code = f"from api.store import state_lock; state_lock.hold_or_exit({str(tmp_path)!r})"
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
         assert done.returncode == 1
         assert f"in use by process {os.getpid()} " in done.stderr

@@ -9,9 +9,10 @@ import json
 import pytest
 
 import api.config
-from api import models, store
-from api.errors import NotFound
-from api.models import Session
+import api.models
+from api.rules.errors import NotFound
+from api.store import session_store as store
+from api.store.models import Session
 from talaria_testing.stores import store_on
 
 
@@ -55,10 +56,10 @@ def test_setting_hermes_webuis_names_points_the_store_in_use(tmp_path, monkeypat
     folder = tmp_path / "elsewhere"
     folder.mkdir()
     with store_on(tmp_path / "unused") as home:
-        monkeypatch.setattr(models, "SESSION_DIR", folder)
+        monkeypatch.setattr(api.models, "SESSION_DIR", folder)
         monkeypatch.setattr(api.config, "_get_session_agent_lock", lambda sid: contextlib.nullcontext())
         assert home.session_dir == folder and home.index_file == folder / "_index.json"
-        assert folder == api.config.SESSION_DIR and models.SESSIONS is home.sessions
+        assert folder == api.config.SESSION_DIR and api.models.SESSIONS is home.sessions
         Session(session_id="s", title="t", messages=[{"role": "user", "content": "x"}]).save()
         assert (folder / "s.json").is_file()
         assert isinstance(home.lock("s"), contextlib.nullcontext)

@@ -10,19 +10,12 @@ from collections import OrderedDict
 
 import pytest
 
-from api import (
-    agent_pool,
-    agent_runtime,
-    agent_turn,
-    interrupted_turns,
-    models,
-    session_ops,
-    streaming,
-    turn_journal,
-)
-from api.agent_turn import TurnResult
-from api.errors import Conflict, NotFound
-from api.models import Session
+from api.agent import agent_pool, agent_runtime, agent_turn, interrupted_turns, turn_journal
+from api.agent.agent_turn import TurnResult
+from api.rules.errors import Conflict, NotFound
+from api.services import session_ops, streaming
+from api.store import models
+from api.store.models import Session
 from talaria_testing import scripted_turns
 from talaria_testing.faults import FaultInjector
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from api import atomic, tombstones
-from api.errors import BadRequest
+from api.rules.errors import BadRequest
+from api.store import atomic, tombstones
 
 
 def _file_ids(path: Path) -> list[str]:

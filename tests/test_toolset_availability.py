@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from api import toolset_availability
+from api.agent import toolset_availability
 
 
 def test_a_toolset_missing_one_of_several_keys_names_them():

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from api import config, toolsets
-from api.errors import BadRequest
-from api.models import Session
+from api.agent import toolsets
+from api.rules.errors import BadRequest
+from api.store import config
+from api.store.models import Session
 
 
 @pytest.fixture

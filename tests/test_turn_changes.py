@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
-from api.checkpoint_store import Point
-from api.turn_changes import TurnSpan, dated, spans, turn_range
+from api.agent.checkpoint_store import Point
+from api.services.turn_changes import TurnSpan, dated, spans, turn_range
 
 
 def test_each_turns_span_runs_from_its_user_row_to_its_last_row_and_the_running_one_has_no_end():

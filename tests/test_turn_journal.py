@@ -6,10 +6,10 @@ import tracemalloc
 
 import pytest
 
-from api import render_patches
-from api.live_render import LiveRender
-from api.render import plain_text_html, render_markdown
-from api.turn_journal import COMPACT_MIN_CHARS, Turn
+from api.agent.turn_journal import COMPACT_MIN_CHARS, Turn
+from api.rules import render_patches
+from api.services.live_render import LiveRender
+from api.services.render import plain_text_html, render_markdown
 
 
 def _long_answer(paragraphs: int = 500) -> str:

@@ -1,9 +1,9 @@
-"""The rows a finished turn leaves, decided from the agent's result (``api.turn_rows``)."""
+"""The rows a finished turn leaves, decided from the agent's result (``api.agent.turn_rows``)."""
 
 from __future__ import annotations
 
-from api import turn_journal, turn_rows
-from api.agent_turn import TurnResult
+from api.agent import turn_journal, turn_rows
+from api.agent.agent_turn import TurnResult
 
 
 def test_failed_turn_keeps_the_error_visible_but_out_of_the_answer():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from api import version_rules
-from api.errors import BadRequest, Conflict
+from api.rules import version_rules
+from api.rules.errors import BadRequest, Conflict
 
 A, B, C, D = ("a" * 32, "b" * 32, "c" * 32, "d" * 32)
 

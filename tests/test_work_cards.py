@@ -3,7 +3,7 @@ on the answer row that started it, and what a turn that ended first leaves of a 
 
 from __future__ import annotations
 
-from api import work_cards
+from api.rules import work_cards
 
 IDENTITY = {"subagent_id": "sa-1", "goal": "Find the bug", "task_index": 0, "task_count": 1, "tool_count": 0}
 

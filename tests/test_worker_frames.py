@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from api import worker_frames
-from api.worker_frames import Channel, FrameError
+from api.agent import worker_frames
+from api.agent.worker_frames import Channel, FrameError
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""``api.workspace``: the default workspace, and the rules a chosen folder must meet (each refusal named)."""
+"""``api.services.workspace``: the default workspace, and the rules a chosen folder must meet (each refusal named)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import os
 
 import pytest
 
-from api import config, workspace
-from api.errors import BadRequest, Conflict
-from api.models import Session
+from api.rules.errors import BadRequest, Conflict
+from api.services import workspace
+from api.store import config
+from api.store.models import Session
 
 
 @pytest.fixture

@@ -12,8 +12,9 @@ import random
 import threading
 import time
 
-from api import compression, models, session_catalogue, session_ops
-from api.errors import ApiError
+from api.rules.errors import ApiError
+from api.services import compression, session_catalogue, session_ops
+from api.store import models
 from talaria_testing import promises
 from talaria_testing.scenarios import bound, messages
 
@@ -145,7 +146,7 @@ def test_compress_never_saves_over_a_turn_acknowledged_while_it_ran(state_dir, m
     lands on the new object, and the compression that captured the old object before calling the agent
     saves that old object over the acknowledged turn.
     """
-    from api import atomic
+    from api.store import atomic
     from talaria_testing.scripted_compressor import install_scripted_compressor, keep_first_and_last
 
     sid = "race1"

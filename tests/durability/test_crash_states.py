@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 
-from api.session_recovery import recover_all_sessions_on_startup
+from api.services.session_recovery import recover_all_sessions_on_startup
 from talaria_testing import promises
 from talaria_testing.crash_states import CrashState, Stats, crash_states, materialise
 from talaria_testing.fsrecorder import FsRecorder, replay
@@ -73,7 +73,8 @@ def _describe(state: CrashState) -> str:
 
 def test_every_crash_state_of_a_chat_turn_keeps_promises(counters, scratch, monkeypatch):
     """Write-ahead save, checkpoints and the final merge of one turn (scripted agent) under power loss."""
-    from api import interrupted_turns, streaming, turn_journal
+    from api.agent import interrupted_turns, turn_journal
+    from api.services import streaming
     from talaria_testing import scripted_turns
 
     template = scratch / "template"

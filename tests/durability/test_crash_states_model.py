@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from api.session_recovery import recover_all_sessions_on_startup
+from api.services.session_recovery import recover_all_sessions_on_startup
 from talaria_testing import promises
 from talaria_testing.crash_states import Stats, crash_states, data_variants, materialise
 from talaria_testing.fsrecorder import FsRecorder, Op, replay
@@ -32,7 +32,7 @@ def _recorder(tmp_path: Path, files: dict[str, bytes]) -> FsRecorder:
 
 
 def _atomic_write(rec: FsRecorder, name: str, data: bytes, *, fsync_file=True, fsync_dir=True) -> None:
-    """Drive the recorder's wrappers the way ``api.atomic.write_bytes_durable`` does."""
+    """Drive the recorder's wrappers the way ``api.store.atomic.write_bytes_durable`` does."""
     tmp = os.path.join(rec.root, name + ".tmp")
     with rec:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)

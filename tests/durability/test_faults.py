@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from api import models
-from api.session_recovery import recover_all_sessions_on_startup
+from api.services.session_recovery import recover_all_sessions_on_startup
+from api.store import models
 from talaria_testing import failed_saves, promises
 from talaria_testing.faults import FaultInjector, fill, remount, small_tmpfs
 from talaria_testing.scenarios import SID, bound, message, messages
@@ -192,7 +192,7 @@ class _Handler:
     ("err", "words"), [(errno.ENOSPC, ("space", "full")), (errno.EROFS, ("read-only", "read only"))]
 )
 def test_the_api_answers_a_failed_save_with_a_json_error_that_names_the_cause(err, words, counters, tmp_path):
-    from api import routes
+    from api.web import routes
 
     with bound(tmp_path) as sessions:
         models.Session(session_id=SID, title="Faults", model="fake", messages=messages(6)).save()

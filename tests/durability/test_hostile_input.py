@@ -16,8 +16,9 @@ import string
 
 import pytest
 
-from api import models, routes, tombstones
-from api.session_recovery import audit_session_recovery, recover_all_sessions_on_startup
+from api.services.session_recovery import audit_session_recovery, recover_all_sessions_on_startup
+from api.store import models, tombstones
+from api.web import routes
 from talaria_testing import promises
 from talaria_testing.hostile import (
     BIGINT_DOC,

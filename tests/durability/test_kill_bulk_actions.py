@@ -1,5 +1,5 @@
 """A real server is SIGKILLed in the middle of a bulk action of the sidebar (``POST /api/sessions/bulk``),
-at a durable step of the third session's save (``api.atomic.STEP_HOOK``, set in the server process by
+at a durable step of the third session's save (``api.store.atomic.STEP_HOOK``, set in the server process by
 ``talaria_testing.paused_server``). Each session is then whole: the ones before it changed, it either old or
 new, the ones after it untouched; after a restart every one opens with all its messages."""
 

@@ -1,4 +1,4 @@
-"""SIGKILL during a chat turn (``api.streaming`` with a scripted agent): write-ahead, checkpoints, final merge.
+"""SIGKILL during a chat turn (``api.services.streaming`` with a scripted agent): write-ahead, checkpoints, final merge.
 
 After each kill the parent runs what the server runs at startup (``recover_all_sessions_on_startup`` then
 ``interrupted_turns.recover_interrupted_turns``) and checks: the rows before the turn are untouched; once
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from api import interrupted_turns
-from api.session_recovery import recover_all_sessions_on_startup
+from api.agent import interrupted_turns
+from api.services.session_recovery import recover_all_sessions_on_startup
 from talaria_testing import promises
 from talaria_testing.crash_child import AFTER_DONE, NEVER, chat_turn_child
 from talaria_testing.killing import drop_caches, run_child

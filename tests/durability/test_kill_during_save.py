@@ -6,8 +6,8 @@ import base64
 import random
 import time
 
-from api.models import Session
-from api.session_recovery import recover_all_sessions_on_startup
+from api.services.session_recovery import recover_all_sessions_on_startup
+from api.store.models import Session
 from talaria_testing.crash_child import grow_session_forever, killed_mid_write_child
 from talaria_testing.killing import run_child
 from talaria_testing.server_proc import ServerProc

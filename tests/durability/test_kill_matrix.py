@@ -1,6 +1,6 @@
 """SIGKILL at every durable step of every write path, and at random moments; promises 1-6 hold after recovery.
 
-A child process runs one operation and pauses right after the step named by ``api.atomic.STEP_HOOK``
+A child process runs one operation and pauses right after the step named by ``api.store.atomic.STEP_HOOK``
 (temp file created, written, fsynced, replaced, folder fsynced, unlinked, linked aside); the parent kills
 it there, drops the folder's cached pages, runs ``recover_all_sessions_on_startup(rebuild_index=True)``
 and checks the promises (``talaria_testing.promises``). A last kill point lies after the operation
@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from api import atomic, interrupted_turns
-from api.session_recovery import recover_all_sessions_on_startup
+from api.agent import interrupted_turns
+from api.services.session_recovery import recover_all_sessions_on_startup
+from api.store import atomic
 from talaria_testing import promises
 from talaria_testing.crash_child import AFTER_DONE, random_ops_child, step_child
 from talaria_testing.killing import drop_caches, run_child

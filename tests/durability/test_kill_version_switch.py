@@ -11,8 +11,9 @@ import shutil
 
 import pytest
 
-from api import models, session_versions
-from api.session_recovery import recover_all_sessions_on_startup
+from api.services import session_versions
+from api.services.session_recovery import recover_all_sessions_on_startup
+from api.store import models
 from talaria_testing.crash_child import AFTER_DONE
 from talaria_testing.killing import drop_caches, run_child
 from talaria_testing.stores import store_on

@@ -1,6 +1,6 @@
 """A real server process is SIGKILLed in the middle of writing a workspace file for the files panel, an
 upload (``POST /api/file/upload``) or a save (``POST /api/file/save``), at each durable step of the write
-(``api.atomic.STEP_HOOK``, set in the server process by ``talaria_testing.paused_server``). The file is
+(``api.store.atomic.STEP_HOOK``, set in the server process by ``talaria_testing.paused_server``). The file is
 then the old one or the new one, whole, never a torn one; the listing shows no temp file, and the next
 write into the folder removes the one the kill left."""
 
@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 import pytest
 
-from api import agent_memory
+from api.agent import agent_memory
 from talaria_testing.chat_client import new_session
 from talaria_testing.paused_server import PausedServer
 from talaria_testing.server_proc import ServerProc

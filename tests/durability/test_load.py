@@ -91,7 +91,7 @@ def test_fifty_clients_read_while_four_turns_stream(durability, counters, tmp_pa
         tmp_path / "load", env={"TALARIA_AGENT_TOOLSETS": "none", "TALARIA_CHECKPOINT_INTERVAL": "1.0"}
     )
     with bound(srv.state_dir):
-        from api import models
+        from api.store import models
 
         sids = []
         for k in range(SESSIONS):

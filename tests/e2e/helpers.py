@@ -169,8 +169,8 @@ def screenshot(page, name: str) -> Path:
 @contextlib.contextmanager
 def session_store(session_dir: Path):
     """A store on another server's session folder, in use while a test writes files into it."""
-    import api.models as models
-    from api import store
+    import api.store.models as models
+    from api.store import session_store as store
 
     built = store.Store(Path(session_dir), models.Session)
     previous = store.use(built)

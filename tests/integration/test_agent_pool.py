@@ -46,7 +46,7 @@ def test_a_restart_warms_the_latest_sessions_agent_and_turns_during_and_after_it
 
 
 def test_a_first_start_warms_up_without_leaving_a_session_behind(tmp_path):
-    from api import state_db
+    from api.store import state_db
 
     with FakeLLM() as llm, agent_server(tmp_path, llm.base_url, env={"TALARIA_WARM_UP": "1"}) as srv:
         _wait_for_line(srv, "warm-up done in")

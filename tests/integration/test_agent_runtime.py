@@ -1,4 +1,4 @@
-"""The real hermes-agent driven through ``api.agent_runtime`` and ``api.agent_turn`` against the fake LLM server."""
+"""The real hermes-agent driven through ``api.agent.agent_runtime`` and ``api.agent.agent_turn`` against the fake LLM server."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from api import agent_runtime, agent_turn, config
+from api.agent import agent_runtime, agent_turn
+from api.store import config
 from talaria_testing.fake_llm import Reply, write_hermes_config
 
 pytestmark = pytest.mark.integration

@@ -15,8 +15,10 @@ import time
 
 import pytest
 
-from api import models, render_patches, store
-from api.render import plain_text_html
+from api.rules import render_patches
+from api.services.render import plain_text_html
+from api.store import models
+from api.store import session_store as store
 from talaria_testing import hermes_webui
 from talaria_testing.chat_client import (
     SSE,

@@ -1,4 +1,4 @@
-""" "Test connection" (``api.environment_check``) through the agent's own backends: against a real OpenSSH
+""" "Test connection" (``api.services.environment_check``) through the agent's own backends: against a real OpenSSH
 server on 127.0.0.1 (it answers with its host name and folder; a refused key and a closed port say what
 failed and what to fix), and the Docker, Modal and Singularity backends' own error paths on a machine
 without their daemons or credentials."""

@@ -1,4 +1,4 @@
-"""Turns in an execution environment (``api.environment_workers``): a session on a real OpenSSH server on
+"""Turns in an execution environment (``api.services.environment_workers``): a session on a real OpenSSH server on
 127.0.0.1 runs the agent's terminal and file tools there, in a worker process of its own, while a session on
 ``local`` runs at the same time and stays on this machine; approvals ask the same way there; a host that is
 unreachable or stops mid-turn ends the turn with what to fix, and the next turn works once it is back.

@@ -1,4 +1,4 @@
-"""Named execution environments end to end (``api.environments``): defined in the agent's config.yaml
+"""Named execution environments end to end (``api.services.environments``): defined in the agent's config.yaml
 through the page's routes, listed without key contents, confirmed once per target, and chosen per session;
 turns there are in ``test_environment_workers.py``, against a real OpenSSH server."""
 

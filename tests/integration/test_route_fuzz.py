@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from api.routes import PATHS, ROUTES
+from api.web.routes import PATHS, ROUTES
 from talaria_testing.server_proc import ServerProc
 
 pytestmark = pytest.mark.integration

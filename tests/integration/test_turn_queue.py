@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from api.streaming import STEER_QUEUED_TEXT
+from api.services.streaming import STEER_QUEUED_TEXT
 from talaria_testing.chat_client import (
     SSE,
     assert_settled,

@@ -1,5 +1,5 @@
 """Agent turns in worker processes: the real server with ``agent_workers`` set, the real agent in its
-workers, a scripted LLM. A worker is found as a child process of the server running ``api.agent_worker``.
+workers, a scripted LLM. A worker is found as a child process of the server running ``api.server.agent_worker``.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def _children(pid: int) -> list[int]:
 
 
 def worker_pids(srv: ServerProc) -> list[int]:
-    """The server's agent worker processes (its children running ``api.agent_worker``)."""
+    """The server's agent worker processes (its children running ``api.server.agent_worker``)."""
     assert srv.proc is not None
     pids = []
     for pid in _children(srv.proc.pid):
@@ -64,7 +64,7 @@ def worker_pids(srv: ServerProc) -> list[int]:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"api.agent_worker" in cmdline:
+        if b"api.server.agent_worker" in cmdline:
             pids.append(pid)
     return pids
 

@@ -1,0 +1,90 @@
+"""The agent's side calls outside a turn (a title, a manual compression, a background process's state), run
+where the agent runs.
+
+Each takes and returns plain data, so ``api.agent.worker_pool`` can run it in a worker process (the agent's LLM
+call then leaves the server process) and, with ``agent_workers`` 0, here. ``run(name, args)`` is the one
+entry both use.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from api.agent import agent_runtime, toolsets
+
+log = logging.getLogger("talaria.agent_calls")
+
+
+def title(user_text: str, answer_text: str, runtime: dict[str, Any] | None) -> str | None:
+    """A short title for a first exchange by the agent's title generator (None when it fails)."""
+    return agent_runtime.generate_title(user_text, answer_text, runtime)
+
+
+def _request_tokens(agent: Any, messages: list[Any]) -> int:
+    """What a request with ``messages`` weighs, system prompt and tool schemas included: the figure the
+    context meter shows after a turn (the provider's count), so the two agree."""
+    return max(agent_runtime.estimate_request_tokens(agent, messages), 1)
+
+
+def compress(
+    session_id: str,
+    model: str,
+    provider: str | None,
+    runtime: dict[str, Any],
+    messages: list[dict[str, Any]],
+    focus_topic: str | None,
+) -> dict[str, Any]:
+    """The agent's compressor over ``messages``: ``{messages, changed, aborted, before_tokens, after_tokens}``
+    (``messages`` unvalidated, as the compressor returned them)."""
+    # A throwaway agent (state_db_path=None): only its compressor is used, and nothing is persisted.
+    agent = agent_runtime.build_agent(
+        session_id,
+        model,
+        provider,
+        state_db_path=None,
+        runtime=runtime,
+        enabled_toolsets=toolsets.setting_toolsets(),
+    )
+    before_tokens = _request_tokens(agent, messages)
+    outcome = agent_runtime.compress_messages(
+        agent, messages, focus_topic=focus_topic, current_tokens=before_tokens
+    )
+    compressed = outcome.messages
+    after_tokens = _request_tokens(agent, compressed) if isinstance(compressed, list) else before_tokens
+    return {
+        "messages": compressed,
+        "changed": outcome.changed,
+        "aborted": outcome.aborted,
+        "before_tokens": before_tokens,
+        "after_tokens": after_tokens,
+    }
+
+
+def process_state(proc_id: str) -> dict[str, Any] | None:
+    """``{exited, exit_code, output}`` of a background process the agent's terminal tool started in this
+    process, or None when its registry has none (read only: no poll bookkeeping of the agent's is touched)."""
+    try:
+        registry = agent_runtime.agent_module("tools.process_registry").process_registry
+        found = registry.get(proc_id)
+    except Exception:  # noqa: BLE001 - an agent that cannot answer leaves the card as it is
+        log.exception("reading background process %s failed", proc_id)
+        return {"exited": False, "exit_code": None, "output": ""}
+    if found is None:
+        return None
+    output = found.output_buffer or ""
+    clean = getattr(registry, "_clean_shell_noise", None)  # the agent's own: bash's startup warnings go
+    return {
+        "exited": bool(found.exited),
+        "exit_code": found.exit_code,
+        "output": clean(output) if callable(clean) else output,
+    }
+
+
+CALLS: dict[str, Callable[..., Any]] = {"title": title, "compress": compress, "process_state": process_state}
+
+
+def run(name: str, args: dict[str, Any]) -> Any:
+    """Run the side call ``name`` with ``args`` here."""
+    return CALLS[name](**args)

@@ -1,0 +1,72 @@
+"""The application: the settings in force, the session store, login, and the background work around them.
+
+``App()`` is built once where the server is made (``api.server.cli.main``) and handed to the server, whose request
+handler passes it to the routes (``handler.server.app``). Building it wires, explicitly, what used to be
+registered at import: the sidebar feed and the search indexer hear every change of the store's index. The app's
+store becomes the store in use, the one hermes-webui's module-level names (``api.models.SESSION_DIR``...) act
+on. ``start`` starts the background services, ``stop_work`` ends them before the last requests finish, and
+``close`` keeps what memory holds that the files lack.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from api.agent import agent_pool, cron_ticker, mcp_servers, model_catalog, worker_pool
+from api.services import agent_watch, environment_workers, search_indexer, session_feed, streaming
+from api.store import config, models
+from api.store import session_store as _store
+from api.web.auth import AuthManager
+
+
+class App:
+    """One running Talaria: its settings, its store, its login, its startup's recovery summary and services."""
+
+    def __init__(
+        self, settings: Mapping[str, Any] | None = None, *, store: _store.Store[models.Session] | None = None
+    ) -> None:
+        if settings is not None:
+            config.configure(settings)
+        self.settings = config.SETTINGS_VALUES
+        self.store = store if store is not None else _store.Store(config.sessions_folder(), models.Session)
+        self.auth: AuthManager | None = None  # None: login is off
+        self.startup_recovery: dict[str, Any] | None = None
+        self.started_at = time.time()
+        self.store.index.add_listener(session_feed.CHANGES.record, session_feed.CHANGES.reset)
+        self.store.index.add_listener(search_indexer.note_changed, search_indexer.note_reset)
+        _store.use(self.store)
+
+    def start(self) -> None:
+        """The background services, after startup recovery: the search index checked against the files, the
+        model list and the agent warmed, MCP servers discovered, the agent's own sessions and cron watched."""
+        search_indexer.start(self.store.session_dir, config.STATE_DIR / "search.db")
+        # The model picker's list and the agent's config modules are ready before the first page asks.
+        threading.Thread(target=model_catalog.warm_up, name="warm-up", daemon=True).start()
+        if self.settings["warm_up"] and self.settings["agent_workers"]:
+            worker_pool.POOL.warm_up()  # the workers import the agent and build the latest session's agent
+        elif self.settings["warm_up"]:
+            agent_pool.start_warm_up()
+        mcp_servers.start_discovery()
+        agent_watch.WATCH.start()
+        cron_ticker.TICKER.start()
+
+    def stop_work(self) -> None:
+        """End what runs besides the requests: feeds, live turns (marked interrupted), workers, MCP servers, cron."""
+        session_feed.CHANGES.close()  # the sidebar feeds end; the tabs reconnect to the next server
+        agent_watch.WATCH.stop()
+        try:
+            streaming.shutdown()
+        except Exception:  # noqa: BLE001
+            streaming.log.exception("stopping live turns failed")
+        worker_pool.POOL.stop()  # after the turns settled: no agent worker outlives the server
+        environment_workers.stop_all()
+        mcp_servers.DISCOVERY.stop()  # the MCP servers' processes end with their connections
+        cron_ticker.TICKER.stop()  # the scheduler child ends; a job it was running is marked interrupted
+
+    def close(self) -> None:
+        """Keep what memory holds that the files lack (the sidebar index); stop the search indexer."""
+        self.store.close()
+        search_indexer.stop()

@@ -1,0 +1,1 @@
+"""The services: operations on sessions, the workspace, rendering, search, recovery."""

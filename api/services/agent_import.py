@@ -1,0 +1,74 @@
+"""Continuing one of the agent's own conversations (CLI, Telegram...) in Talaria (hermes-webui's
+``POST /api/session/import_cli``).
+
+The continuation is a new Talaria session with its own id holding the whole history of the agent's
+conversation (every compression segment, oldest first) and naming the agent's newest segment in
+``agent_session_id``; the agent's rows in ``state.db`` are only read. Its first turn's model context is
+that history, as for a branch. Asking again for a conversation already continued answers the same session.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+from typing import Any
+
+from api.agent.agent_sessions import agent_session, continued_agent_ids
+from api.rules.errors import NotFound
+from api.rules.session_fields import is_safe_session_id
+from api.services import agent_watch
+from api.services.session_catalogue import save_new
+from api.services.session_views import forget_agent_rows, full_session
+from api.store import models
+
+# One import at a time: two clicks on the same conversation must not make two continuations.
+_IMPORT_LOCK = threading.Lock()
+# Keys that name rows of the agent's session, meaningless in another one.
+_AGENT_ROW_KEYS = ("_state_db_row_id",)
+
+
+def _existing_continuation(segments: list[str]) -> models.Session | None:
+    wanted = set(segments)
+    for row in models.sessions_newest_first():
+        if continued_agent_ids([row]) & wanted:
+            return models.get_session(row["session_id"])
+    return None
+
+
+def _history(messages: list[Any]) -> list[dict[str, Any]]:
+    rows = []
+    for msg in copy.deepcopy(messages):
+        if isinstance(msg, dict):
+            for key in _AGENT_ROW_KEYS:
+                msg.pop(key, None)
+            rows.append(msg)
+    return rows
+
+
+def import_agent_session(sid: str) -> dict[str, Any]:
+    """The Talaria session continuing agent conversation ``sid`` (made now, or the one made before)."""
+    if not is_safe_session_id(sid):
+        raise NotFound("Session not found")
+    with _IMPORT_LOCK:
+        agent = agent_session(sid)
+        if agent is None:
+            raise NotFound("Session not found")
+        segments = agent["agent_segments"]
+        existing = _existing_continuation(segments)
+        if existing is not None:
+            return full_session(existing)
+        now = time.time()
+        session_payload = save_new(
+            models.Session(
+                title=agent["title"],
+                messages=_history(agent["messages"]),
+                agent_session_id=segments[-1],
+                raw_source=agent["source"],
+                created_at=now,
+                updated_at=now,
+            )
+        )
+    forget_agent_rows()
+    agent_watch.WATCH.poke()  # every tab's sidebar drops the agent's row for the continued one
+    return session_payload

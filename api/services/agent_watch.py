@@ -1,0 +1,69 @@
+"""Following the agent as it writes ``state.db``: a thread checks the database's files every
+``POLL_S`` (a stat of ``state.db`` and ``-wal``, no connection), and when they changed, lists the
+agent's sessions again through the read-only reader; a list that differs from the last one goes to every
+tab through the sidebar feed (``api.services.session_feed``). A continuation made here changes the list too
+(``poke``)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from api.agent import agent_sessions
+from api.services import session_feed, session_views
+from api.store import state_db
+
+log = logging.getLogger("talaria.admin")
+
+POLL_S = 1.0
+
+
+class AgentWatch:
+    def __init__(self, poll_s: float = POLL_S) -> None:
+        self.poll_s = poll_s
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._stamp: object = None
+        self._rows: list[dict[str, Any]] | None = None
+
+    def start(self) -> None:
+        self._rows = agent_sessions.agent_sessions()
+        self._stamp = state_db.files_stamp()
+        self._thread = threading.Thread(target=self._run, name="agent-watch", daemon=True)
+        self._thread.start()
+
+    def poke(self) -> None:
+        """List again at once, whatever the files say (a change of ours, not the agent's)."""
+        self._stamp = None
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(5.0)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(self.poll_s)
+            self._wake.clear()
+            try:
+                self.check()
+            except Exception:  # noqa: BLE001 - a failed look is tried again on the next tick
+                log.exception("following the agent's sessions failed")
+
+    def check(self) -> None:
+        stamp = state_db.files_stamp()
+        if stamp == self._stamp:
+            return
+        self._stamp = stamp
+        rows = agent_sessions.agent_sessions()
+        if rows != self._rows:
+            self._rows = rows
+            session_views.forget_agent_rows()  # a page read after the feed's news holds the news too
+            session_feed.CHANGES.record_agent_sessions(rows)
+
+
+WATCH = AgentWatch()

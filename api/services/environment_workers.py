@@ -1,0 +1,75 @@
+"""A pool of agent worker processes per execution environment: where a non-local session's turns run.
+
+The agent picks its terminal backend once per process and shares the sandbox it builds among every turn
+of that process, so a turn of a session whose environment is not ``local`` runs in a worker process
+started for that environment alone (``api.server.agent_worker.use_environment``), whatever ``agent_workers``
+says. Each environment gets its own ``WorkerPool``, started on its first turn; its workers retire when idle
+(the pool's own rule), and the pool is stopped when the environment's definition changes or is deleted,
+so a host named anew is never reached through a process set up for the old one.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+from api.agent import worker_pool
+
+_LOCK = threading.Lock()
+_POOLS: dict[str, tuple[str, worker_pool.WorkerPool]] = {}  # name → (its definition as text, its pool)
+_STOPPED = threading.Event()
+
+
+def _size() -> int:
+    """One process per environment: a worker runs many turns at once, and one process keeps one connection
+    (the agent's SSH master, a container) per target."""
+    return 1
+
+
+def _stop_in_background(pool: worker_pool.WorkerPool) -> None:
+    threading.Thread(target=pool.stop, name="environment-pool-stop", daemon=True).start()
+
+
+def pool_for(name: str, definition: dict[str, Any]) -> worker_pool.WorkerPool:
+    """The pool of ``name`` as it is defined now; a pool made for an older definition is stopped."""
+    fingerprint = json.dumps(definition, sort_keys=True)
+    with _LOCK:
+        if _STOPPED.is_set():
+            raise RuntimeError("the agent workers are stopping")
+        found = _POOLS.get(name)
+        if found is not None and found[0] == fingerprint:
+            return found[1]
+        pool = worker_pool.WorkerPool(terminal=dict(definition), size=_size)
+        _POOLS[name] = (fingerprint, pool)
+    if found is not None:
+        _stop_in_background(found[1])
+    return pool
+
+
+def forget(name: str) -> None:
+    """``name`` was changed or deleted: its workers stop (their running turns are interrupted)."""
+    with _LOCK:
+        found = _POOLS.pop(name, None)
+    if found is not None:
+        _stop_in_background(found[1])
+
+
+def pids() -> dict[str, list[int]]:
+    """The worker processes of each environment's pool."""
+    with _LOCK:
+        pools = {name: pool for name, (_, pool) in _POOLS.items()}
+    return {name: pool.pids() for name, pool in pools.items()}
+
+
+def stop_all() -> None:
+    """The server stops: every environment's workers stop (those that do not end in time are killed)."""
+    with _LOCK:
+        _STOPPED.set()
+        pools = [pool for _, pool in _POOLS.values()]
+        _POOLS.clear()
+    threads = [threading.Thread(target=pool.stop, daemon=True) for pool in pools]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()

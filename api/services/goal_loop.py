@@ -1,0 +1,211 @@
+"""The ``/goal`` loop of a session, run by the server: a standing goal the agent works toward turn after turn
+until its judge says done, the person pauses or clears it, or the turn budget runs out.
+
+- ``command(session_id, args)`` is the agent's ``/goal`` with its subcommands (``status``, ``pause``,
+  ``resume``, ``clear``; any other text sets the goal and sends it as the next message).
+- After each turn of the session (``streaming.on_turn_end``) the agent's ``GoalManager`` judges the last
+  answer (``api.agent.agent_goals``); while it says continue, its continuation prompt goes through the session's
+  queue (``api.services.turn_queue``), so the next turn starts from the server, durably, and every tab sees it. A turn
+  the person stopped, or that ended without an answer, pauses the goal with the reason instead.
+- The goal's card (``work`` event of kind ``goal``) is sent to the live turn and saved on the newest answer
+  row, so a reload or a restart shows it as last judged.
+- After a restart, a goal whose turn the restart cut short is paused (``after_restart``); a continuation
+  already queued runs with the queue.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+from api.agent import agent_goals, agent_runtime, turn_journal
+from api.rules import work_cards
+from api.rules.errors import BadRequest, Conflict, NotFound
+from api.rules.session_fields import message_text
+from api.services import streaming, turn_queue
+from api.store import models, session_edit
+
+log = logging.getLogger("talaria.goal_loop")
+
+ARGS_MAX_CHARS = 20_000
+STOPPED_REASON = "stopped by the person"
+NO_ANSWER_REASON = "the turn ended without an answer"
+RESTART_REASON = "Talaria restarted during a goal turn"
+_LOCKS: dict[str, threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def _lock(session_id: str) -> threading.Lock:
+    with _LOCKS_GUARD:
+        return _LOCKS.setdefault(session_id, threading.Lock())
+
+
+def _messages(session_id: str) -> list[dict[str, Any]]:
+    with session_edit.lock(session_id):
+        try:
+            return [m for m in models.get_session(session_id).messages if isinstance(m, dict)]
+        except KeyError as exc:
+            raise NotFound("No such session") from exc
+
+
+def last_turn(messages: list[dict[str, Any]]) -> tuple[str, bool]:
+    """The last turn's answer text and whether it was stopped (by the person or a restart)."""
+    start = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "user"), -1)
+    rows = messages[start + 1 :]
+    stopped = any(row.get("_cancelled") or row.get("_interrupted") for row in rows)
+    answers = [message_text(row) for row in rows if row.get("role") == "assistant" and not row.get("_error")]
+    answer = next((text for text in reversed(answers) if text.strip()), "")
+    return answer, stopped
+
+
+def _publish(session_id: str, card: dict[str, Any], move: bool = True) -> None:
+    """The card to the live turn (every tab following it) and, with ``move``, onto the newest answer row
+    on disk (a save that every open tab's session feed sees); without, off the rows that held it: the live
+    turn holds it now and saves it with its answer."""
+    live = turn_journal.live_turn_for(session_id)
+    if live is not None and not live.finished:
+        live.append("work", card)
+    try:
+        with session_edit.edit(session_id) as session:
+            changed = (
+                work_cards.moved_to_last_answer(session.messages, card)
+                if move
+                else work_cards.without_card(session.messages, card["id"])
+            )
+            if not changed:
+                raise session_edit.Unchanged
+    except NotFound:
+        return
+
+
+def _answer(mgr: Any, message: str, stream_id: str | None = None) -> dict[str, Any]:
+    state = mgr.state
+    answer: dict[str, Any] = {
+        "message": message,
+        "goal": agent_goals.card(mgr.session_id, state) if state is not None else None,
+    }
+    if stream_id:
+        answer["stream_id"] = stream_id
+    return answer
+
+
+def _continue(session_id: str, prompt: str | None, card: dict[str, Any]) -> str | None:
+    """Send ``prompt`` as the session's next message (queued behind a live turn); the turn now running."""
+    if not prompt:
+        return None
+    started = turn_queue.send(session_id, prompt, "queue").get("stream_id")
+    _publish(session_id, card, move=started is None)
+    return started if isinstance(started, str) else None
+
+
+def _has_state(mgr: Any) -> bool:
+    """A goal set and not cleared (active, paused or done)."""
+    return mgr.state is not None and mgr.state.status != "cleared"
+
+
+NO_GOAL_TEXT = "No goal is set in this session; set one with /goal <text>."
+NO_GOAL_STATUS = "No active goal. Set one with /goal <text>."  # the agent's own status line without one
+
+
+def command(session_id: str, args: Any) -> dict[str, Any]:
+    """The agent's ``/goal [text|status|pause|resume|clear]`` in a session: ``{message, goal, stream_id?}``."""
+    if not isinstance(args, str):
+        raise BadRequest("goal must be a string")
+    if len(args) > ARGS_MAX_CHARS:
+        raise BadRequest(f"goal is too long (at most {ARGS_MAX_CHARS} characters)")
+    text = args.strip()
+    lower = text.lower()
+    _messages(session_id)  # a session that does not exist is a 404 before the agent is asked
+    with _lock(session_id):
+        sets_a_goal = lower not in {"", "status", "pause", "resume", "clear", "stop", "done"}
+        mgr = agent_goals.manager(session_id) if sets_a_goal else agent_goals.recorded_manager(session_id)
+        if mgr is None:
+            if lower in {"", "status"}:
+                return {"message": NO_GOAL_STATUS, "goal": None}
+            raise Conflict(NO_GOAL_TEXT)
+        if not text or lower == "status":
+            return _answer(mgr, mgr.status_line())
+        if (lower == "pause" and not mgr.has_goal()) or (
+            lower in {"resume", "clear", "stop", "done"} and not _has_state(mgr)
+        ):
+            raise Conflict(NO_GOAL_TEXT)
+        if lower == "pause":
+            mgr.pause(reason="paused by the person")
+            _publish(session_id, agent_goals.card(session_id, mgr.state))
+            return _answer(mgr, mgr.status_line())
+        if lower == "resume":
+            mgr.resume()
+            card = agent_goals.card(session_id, mgr.state)
+            _publish(session_id, card)
+            started = None
+            if turn_journal.live_turn_for(session_id) is None:  # a live turn is judged when it ends
+                started = _continue(session_id, mgr.next_continuation_prompt(), card)
+            return _answer(mgr, mgr.status_line(), started)
+        if lower in {"clear", "stop", "done"}:
+            card = agent_goals.card(session_id, mgr.state, status="stopped")
+            mgr.clear()
+            _publish(session_id, card)
+            return {"message": "Goal cleared.", "goal": card}
+        if mgr.has_goal():  # the goal it replaces ends on its card
+            _publish(session_id, agent_goals.card(session_id, mgr.state, status="stopped"))
+        try:
+            state = agent_goals.set_goal(mgr, text)
+        except ValueError as exc:
+            raise BadRequest(str(exc)) from exc
+        card = agent_goals.card(session_id, state)
+        started = _continue(session_id, state.goal, card)
+        return _answer(mgr, f"Goal set ({state.max_turns}-turn budget): {state.goal}", started)
+
+
+def current(session_id: str) -> dict[str, Any]:
+    """``{goal: card | None}``: the session's goal as the agent holds it now."""
+    _messages(session_id)
+    mgr = agent_goals.recorded_manager(session_id)
+    state = mgr.state if mgr is not None else None
+    return {"goal": agent_goals.card(session_id, state) if state is not None else None}
+
+
+def after_turn(session_id: str) -> None:
+    """Judge the turn that ended and go on toward the goal, or pause it; nothing without an active goal."""
+    if turn_journal.live_turn_for(session_id) is not None:
+        return  # a message the person queued went first; the goal is judged after it
+    with _lock(session_id):
+        try:
+            mgr = agent_goals.recorded_manager(session_id)
+        except agent_runtime.AgentUnavailable:
+            return  # no agent, no goal: the turn's own error says why
+        if mgr is None or mgr.state is None or not mgr.is_active():
+            return
+        answer, stopped = last_turn(_messages(session_id))
+        ended = turn_journal.latest_for(session_id)
+        stopped = stopped or bool(ended is not None and ended.cancel_requested)
+        if stopped or not answer.strip():
+            mgr.pause(reason=STOPPED_REASON if stopped else NO_ANSWER_REASON)
+            _publish(session_id, agent_goals.card(session_id, mgr.state))
+            return
+        decision = mgr.evaluate_after_turn(
+            answer, user_initiated=True, background_processes=agent_goals.background_processes()
+        )
+        card = agent_goals.card(session_id, mgr.state)
+        _publish(session_id, card)
+        if decision.get("should_continue"):
+            _continue(session_id, decision.get("continuation_prompt"), card)
+
+
+def after_restart(session_ids: Iterable[str]) -> None:
+    """Pause the goals whose turn a restart cut short (their answer is incomplete, as after a stop)."""
+    for session_id in session_ids:
+        try:
+            with _lock(session_id):
+                mgr = agent_goals.recorded_manager(session_id)
+                if mgr is None or mgr.state is None or not mgr.is_active():
+                    continue
+                mgr.pause(reason=RESTART_REASON)
+                _publish(session_id, agent_goals.card(session_id, mgr.state))
+        except Exception:  # noqa: BLE001 - one session's goal must not stop the others'
+            log.exception("pausing the goal of %s after the restart failed", session_id)
+
+
+streaming.on_turn_end(after_turn)  # after the queue's own listener: a queued message goes first

@@ -1,0 +1,68 @@
+"""What the agent changed in a session's workspace, from the agent's own per-turn checkpoints (its shadow git
+store, ``tools.checkpoint_manager``): the checkpoints newest first with their size, the diff from one to
+the workspace as it is now, and a restore of the whole workspace or one file to a checkpoint. The agent
+takes a checkpoint of the current state before it restores, so every restore can itself be undone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from api.agent import agent_runtime
+from api.rules.errors import BadRequest, NotFound
+from api.services import media
+
+DIFF_MAX_CHARS = 400_000  # a larger diff is cut, and the answer says so
+_HASH_CHARS = set("0123456789abcdef")
+
+
+def _workspace(sid: str) -> str:
+    folder = media.session_workspace(sid)
+    if not folder.is_dir():
+        raise NotFound("This session's workspace folder does not exist")
+    return str(folder)
+
+
+def _clean_hash(value: Any) -> str:
+    if not isinstance(value, str) or not 4 <= len(value) <= 64 or not set(value) <= _HASH_CHARS:
+        raise BadRequest("hash must name a checkpoint (hexadecimal)")
+    return value
+
+
+def list_checkpoints(sid: str) -> dict[str, Any]:
+    """``{workspace, checkpoints: [{hash, short_hash, timestamp, reason, files_changed, insertions,
+    deletions}]}``, newest first (the counts are of the change from the checkpoint before it)."""
+    workspace = _workspace(sid)
+    rows = agent_runtime.checkpoint_manager().list_checkpoints(workspace)
+    return {"workspace": workspace, "checkpoints": rows}
+
+
+def diff(sid: str, commit: Any) -> dict[str, Any]:
+    """What changed from the checkpoint to the workspace now: a summary and a unified diff (bounded)."""
+    found = agent_runtime.checkpoint_manager().diff(_workspace(sid), _clean_hash(commit))
+    if not found.get("success"):
+        raise NotFound(str(found.get("error") or "No such checkpoint"))
+    text = str(found.get("diff") or "")
+    return {
+        "hash": commit,
+        "stat": str(found.get("stat") or ""),
+        "diff": text[:DIFF_MAX_CHARS],
+        "truncated": len(text) > DIFF_MAX_CHARS,
+    }
+
+
+def restore(sid: str, commit: Any, path: Any = None) -> dict[str, Any]:
+    """Put the workspace (or one file of it) back as the checkpoint holds it; the state just before is kept
+    as a new checkpoint, the one to restore to undo this."""
+    workspace = _workspace(sid)
+    relative = None
+    if path not in (None, ""):
+        relative = str(media.resolve_in_workspace(media.session_workspace(sid), path).relative_to(workspace))
+    manager = agent_runtime.checkpoint_manager()
+    result = manager.restore(workspace, _clean_hash(commit), relative)
+    if not result.get("success"):
+        raise BadRequest(str(result.get("error") or "The restore failed"))
+    newest = manager.list_checkpoints(workspace)
+    undo = (
+        newest[0]["hash"] if newest and str(newest[0].get("reason", "")).startswith("pre-rollback") else None
+    )
+    return {"restored_to": commit, "path": relative, "undo_hash": undo}

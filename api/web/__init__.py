@@ -1,0 +1,1 @@
+"""HTTP: the routes, the request and response shapes, the event stream, login."""

@@ -1,0 +1,58 @@
+"""Routes for what the agent runs with: the model picker, first-run setup, toolsets per session.
+
+Thin handlers as in ``api.web.routes`` (parse → one domain call → ``j``); ``api.web.routes`` merges ``ROUTES``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+from api.agent import agent_setup, model_catalog, toolsets
+from api.web.http_io import j, require_session_id
+
+_TRUE = ("1", "true", "yes", "on")
+
+
+def _handle_models(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
+    j(handler, model_catalog.catalog_for_page(refresh=query.get("refresh", "") in _TRUE))
+
+
+def _handle_session_model(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+    sid = require_session_id(body.get("session_id"))
+    row = model_catalog.switch_session_model(sid, body.get("model"), body.get("model_provider"))
+    j(handler, {"session": row})
+
+
+def _handle_toolsets(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
+    sid = query.get("session_id")
+    j(handler, toolsets.list_for_session(None if sid in (None, "") else require_session_id(sid)))
+
+
+def _handle_session_toolsets(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+    sid = require_session_id(body.get("session_id"))
+    j(handler, {"session": toolsets.set_session_toolsets(sid, body.get("enabled_toolsets"))})
+
+
+def _handle_onboarding_status(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
+    j(handler, agent_setup.setup_status())
+
+
+def _handle_onboarding_probe(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+    j(handler, agent_setup.test_connection(body))
+
+
+def _handle_onboarding_setup(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+    j(handler, agent_setup.save_setup(body))
+
+
+ROUTES: dict[tuple[str, str], Callable[[Any, dict[str, Any]], None]] = {
+    ("GET", "/api/models"): _handle_models,
+    ("POST", "/api/session/model"): _handle_session_model,
+    ("GET", "/api/toolsets"): _handle_toolsets,
+    ("POST", "/api/session/toolsets"): _handle_session_toolsets,
+    ("GET", "/api/onboarding/status"): _handle_onboarding_status,
+    ("POST", "/api/onboarding/probe"): _handle_onboarding_probe,
+    ("POST", "/api/onboarding/setup"): _handle_onboarding_setup,
+}
