@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from api.services import titles
-from api.store.models import SESSIONS, Session
+from api.models import SESSIONS, Session
 
 
 def _msg(role, content, **extra):
