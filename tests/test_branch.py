@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from api.models import SESSIONS, Session
 from api.rules.errors import BadRequest, Conflict, NotFound
 from api.services import branch, session_catalogue, session_views
-from api.models import SESSIONS, Session
 from talaria_testing import scripted_turns
 from talaria_testing.transcripts import conversation, message_row
 

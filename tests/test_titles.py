@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from api.services import titles
 from api.models import SESSIONS, Session
+from api.services import titles
 
 
 def _msg(role, content, **extra):
