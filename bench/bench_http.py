@@ -69,7 +69,6 @@ def populate(session_dir: Path, count: int, messages: int, *, durable: bool = Tr
     Not ``durable``: the same bytes written without the store's fsyncs (a corpus kept for many runs)."""
     import api.models as models
     from api.rules import jsonio
-    from api.store import session_index
 
     session_dir.mkdir(parents=True, exist_ok=True)
     models.SESSION_DIR = session_dir
@@ -96,7 +95,7 @@ def populate(session_dir: Path, count: int, messages: int, *, durable: bool = Tr
             session.save(touch_updated_at=False, skip_index=True)
         else:
             session.path.write_bytes(jsonio.dumps_document(session.to_payload()))
-    session_index.rebuild_index_file(session_dir)
+    models.store().index.rebuild_index_file(session_dir)
 
 
 def populate_large(session_dir: Path, megabytes: float) -> str:

@@ -50,7 +50,6 @@ def populate(srv: ServerProc, count: int) -> None:
     """``count`` two-message sessions, some in the two projects, then one index rebuild; ``projects.json``."""
     import api.models as models
     from api.rules import jsonio
-    from api.store import session_index
 
     bind(srv)
     session_dir = srv.session_dir
@@ -66,7 +65,7 @@ def populate(srv: ServerProc, count: int) -> None:
             title=f"Session {i}", messages=rows, created_at=at, updated_at=at + 1, project_id=project_of(i)
         )
         session.path.write_bytes(jsonio.dumps_document(session.to_payload()))
-    session_index.rebuild_index_file(session_dir)
+    models.store().index.rebuild_index_file(session_dir)
     projects = [
         {"project_id": pid, "name": pid, "color": "#0090ff", "created_at": base} for pid in (SMALL, LARGE)
     ]

@@ -48,7 +48,6 @@ class _Handler:
 def worker(sessions: int, runs: int, limit: int) -> dict:
     from api import config, models
     from api.services import session_views
-    from api.store import session_index
     from api.web import routes
 
     config.configure(config.load_settings())  # the temp HERMES_HOME and state folder the parent chose
@@ -59,16 +58,16 @@ def worker(sessions: int, runs: int, limit: int) -> dict:
     base = time.time() - sessions
     for n in range(sessions):
         row = models.Session(session_id=f"b{n:06d}", title=f"Session {n}", updated_at=base + n).compact()
-        session_index.note_saved(session_dir, index_file, row, (100, n))
-    session_index.flush()
+        models.store().index.note_saved(session_dir, index_file, row, (100, n))
+    models.store().index.flush()
 
     def note_change(n: int) -> None:
         row = models.Session(session_id=f"b{n:06d}", title="streaming", updated_at=time.time()).compact()
-        session_index.note_saved(session_dir, index_file, row, (200, n))
+        models.store().index.note_saved(session_dir, index_file, row, (200, n))
 
     def change(n: int) -> None:
         note_change(n)
-        session_index.flush()
+        models.store().index.flush()
 
     def page() -> None:
         b"".join(session_views.sessions_page_json(limit, None))
@@ -95,7 +94,7 @@ def worker(sessions: int, runs: int, limit: int) -> dict:
         "health_unchanged_ms": timed(health),
         # Not on a request's path (a timer thread, every index_flush_delay while rows change), but it holds
         # the interpreter while it encodes.
-        "index_flush_after_change_ms": timed(session_index.flush, note_change),
+        "index_flush_after_change_ms": timed(models.store().index.flush, note_change),
     }
 
 

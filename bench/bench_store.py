@@ -26,7 +26,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import api.store.models as M  # noqa: E402
-from api.store import session_index  # noqa: E402
+from api.store.models import store  # noqa: E402
 
 WORDS = (
     "the a to of and in is it for on with as that café → 日本語 alpha beta gamma delta epsilon zeta".split()
@@ -153,7 +153,7 @@ def main() -> int:
             M.Session(
                 session_id=f"s{k:05d}", title=f"Session {k}", messages=make_messages(16 + k % 9, seed=k)
             ).save(skip_index=True)
-        session_index.rebuild_index_file(corpus)
+        store().index.rebuild_index_file(corpus)
         for n in sizes:
             msgs = make_messages(n + 2 * (args.runs + 2))
             session = M.Session(session_id=f"turns{n}", messages=list(msgs[:n]))
@@ -174,7 +174,7 @@ def main() -> int:
                     timed(lambda _c: durable_floor(floor_path, floor_bytes), args.runs),
                 )
             )
-        session_index.flush()
+        store().index.flush()
         index_bytes = (corpus / "_index.json").read_bytes()
 
         def listing(_c):
@@ -190,7 +190,7 @@ def main() -> int:
             )
         )
     finally:
-        session_index.flush()
+        store().index.flush()
         shutil.rmtree(root, ignore_errors=True)
 
     print(f"{'workload':<18} {'size':>6} {'talaria ms':>11} {'floor ms':>9} {'x floor':>8}")
