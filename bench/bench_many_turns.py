@@ -156,6 +156,12 @@ class LLMProcess:
             (w, float(t)) for w, t in (line.split() for line in self.probe_log.read_text().splitlines())
         )
 
+    def __enter__(self) -> LLMProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
     def stop(self) -> None:
         self.proc.terminate()
         try:
@@ -274,10 +280,9 @@ def visible_latency(base_url: str, sid: str, llm: LLMProcess, tokens: int) -> li
     return [(seen[w] / 1000 - emitted[w]) * 1000 for w in seen if w in emitted]
 
 
-def load_run(opts, root: Path) -> dict:
+def load_run(opts, root: Path, llm: LLMProcess) -> dict:
     from talaria_testing.fake_llm import agent_server
 
-    llm = LLMProcess(root, opts.rate, opts.tokens, opts.probe_tokens)
     threads_needed = 3 * opts.turns + opts.clients + 16
     srv = agent_server(
         root / "srv",
@@ -347,7 +352,6 @@ def load_run(opts, root: Path) -> dict:
         for t in streams:
             t.join(60)
         srv.stop()
-        llm.stop()
     return result
 
 
@@ -367,10 +371,9 @@ def saved_whole(session_file: Path, user_text: str, tokens: int) -> str | None:
     return None
 
 
-def check_run(opts, root: Path) -> dict:
+def check_run(opts, root: Path, llm: LLMProcess) -> dict:
     from talaria_testing.fake_llm import agent_server
 
-    llm = LLMProcess(root, opts.rate, opts.tokens, opts.probe_tokens)
     srv = agent_server(
         root / "srv",
         llm.base_url,
@@ -404,7 +407,6 @@ def check_run(opts, root: Path) -> dict:
         ]
     finally:
         srv.stop()
-        llm.stop()
     return {
         "turns": opts.turns,
         "done": ends.count("done"),
@@ -453,8 +455,12 @@ def main(argv: list[str] | None = None) -> int:
         opts.requests, opts.probe_tokens, opts.cpu_window = 300, 200, 5.0
     runs = []
     for n in range(opts.runs):
-        with tempfile.TemporaryDirectory(prefix="talaria-bench-many-") as tmp:
-            runs.append((check_run if opts.check_saved else load_run)(opts, Path(tmp)))
+        # The fake LLM's process ends with the run, also when setting the run up fails.
+        with (
+            tempfile.TemporaryDirectory(prefix="talaria-bench-many-") as tmp,
+            LLMProcess(Path(tmp), opts.rate, opts.tokens, opts.probe_tokens) as llm,
+        ):
+            runs.append((check_run if opts.check_saved else load_run)(opts, Path(tmp), llm))
         print(f"run {n + 1}: {json.dumps(runs[-1])}", flush=True)
     if opts.check_saved:
         whole = all(r["saved_whole"] + len(r["refused"]) == r["turns"] for r in runs)

@@ -57,6 +57,8 @@ class Discovery:
     rounds: int = 0
     _stamp: str = ""
     _fingerprint: str | None = None
+    # Set once a round has ended (tools registered, nothing configured, or failed): a new worker waits on it.
+    settled: threading.Event = field(default_factory=threading.Event)
     _stop: threading.Event = field(default_factory=threading.Event)
     _wake: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
@@ -91,6 +93,7 @@ class Discovery:
                 log.warning("MCP discovery failed: %s: %s", type(exc).__name__, exc)
                 with self._lock:
                     self.state, self.error = "ready", f"{type(exc).__name__}: {exc}"
+            self.settled.set()
             self._wake.wait(self.poll_s)
             self._wake.clear()
 

@@ -290,12 +290,8 @@ MCP_FIRST_ROUND_S = 15.0
 def discover_mcp_tools(wait_s: float = MCP_FIRST_ROUND_S) -> None:
     """Run the person's MCP discovery in this process: the agent registers a server's tools in the process
     that connected to it, so each worker discovers (and follows changes of the section) as the server does."""
-    if not mcp_servers.mcp_available():
-        return
     mcp_servers.start_discovery()
-    deadline = time.monotonic() + wait_s
-    while mcp_servers.DISCOVERY.snapshot()["discovery"] != "ready" and time.monotonic() < deadline:
-        time.sleep(0.05)
+    mcp_servers.DISCOVERY.settled.wait(wait_s)
 
 
 def main(argv: list[str] | None = None) -> int:

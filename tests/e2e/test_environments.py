@@ -128,9 +128,9 @@ def test_a_message_to_an_environment_pointed_at_another_host_asks_for_the_confir
     screenshots(page, "environment-turn-answered")
 
     # Its workspace is the folder on that host, and the files panel says its files are there, not here.
-    expect(page.locator("#workspace-picker > summary")).to_have_text("root")
+    expect(page.locator("#workspace-picker > summary")).to_have_text(os.path.basename(ssh.home))
     page.locator("#workspace-picker > summary").click()
-    expect(page.locator("#workspace-picker .workspace-path")).to_have_text("/root (on turnbox)")
+    expect(page.locator("#workspace-picker .workspace-path")).to_have_text(f"{ssh.home} (on turnbox)")
     expect(page.locator("#workspace-picker .workspace-recent")).to_have_text("Type a folder on turnbox.")
     screenshots(page, "environment-remote-workspace")
     page.locator("#workspace-picker > summary").click()

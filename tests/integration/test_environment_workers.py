@@ -181,10 +181,10 @@ def test_a_remote_sessions_workspace_is_a_folder_checked_on_the_host_and_its_fil
     srv, fake, ssh
 ):
     sid = _remote_session(srv)
-    assert on_disk(srv, sid)["environment_workspace"] == "/root"  # the login's home, as that side sees it
+    assert on_disk(srv, sid)["environment_workspace"] == ssh.home  # the login's home, as that side sees it
     (ssh.remote_home / "project").mkdir()
     row = srv.post_json("/api/session/workspace", {"session_id": sid, "workspace": "~/project"})["session"]
-    assert on_disk(srv, sid)["environment_workspace"] == "/root/project"
+    assert on_disk(srv, sid)["environment_workspace"] == f"{ssh.home}/project"
     assert row["session_id"] == sid
     status, data = srv.json(
         "POST", "/api/session/workspace", {"session_id": sid, "workspace": "/no/such/dir"}
@@ -194,11 +194,11 @@ def test_a_remote_sessions_workspace_is_a_folder_checked_on_the_host_and_its_fil
         "POST", "/api/session/workspace", {"session_id": sid, "workspace": "rel; rm -rf x"}
     )
     assert status == 400
-    assert on_disk(srv, sid)["environment_workspace"] == "/root/project"
+    assert on_disk(srv, sid)["environment_workspace"] == f"{ssh.home}/project"
 
     fake.script(terminal_call("pwd"), Reply(text="There."))
     chat(srv, sid, "where?")
-    assert "/root/project" in _tool_outputs(srv, sid)[-1]
+    assert f"{ssh.home}/project" in _tool_outputs(srv, sid)[-1]
     for path in (
         f"/api/list?session_id={sid}",
         f"/api/rollback/list?session_id={sid}",
