@@ -147,6 +147,36 @@ def test_the_ssh_server_stopped_mid_command_ends_the_turn_with_what_to_fix_and_t
         assert f"127.0.0.1 {ssh.port}" in _tool_outputs(srv, sid)[-1]
 
 
+def test_a_refused_key_ends_the_turn_naming_the_key_to_add_and_the_turn_after_the_fix_runs_there(
+    srv, fake, ssh
+):
+    """A key the host refuses (the environment changed to it after the session chose it): the turn ends with which login refused it and what to add, the person's message
+    kept and nothing run; once the environment names an accepted key, the next turn runs on the host."""
+    sid = _remote_session(srv)  # chosen while the key was accepted
+    srv.post_json("/api/environments", ssh.definition("box", key=ssh.refused_key))
+    srv.post_json("/api/environments/confirm", {"name": "box"})
+    other = new_session(srv)
+    status, data = srv.json("POST", "/api/session/environment", {"session_id": other, "environment": "box"})
+    assert status == 400 and "refused the key" in data["error"]  # choosing it checks the folder there
+    fake.script(terminal_call(WHERE), Reply(text="Ran."))
+    events = chat(srv, sid, "where are you?")
+    (error,) = named(events, "error")
+    assert "'box'" in error["message"], error
+    assert f"{ssh.user}@127.0.0.1 port {ssh.port} refused the key" in error["message"]
+    assert "authorized_keys" in error["message"]
+    assert names(events)[-1] == "done"
+    saved = on_disk(srv, sid)
+    assert saved["active_stream_id"] is None
+    assert saved["messages"][0]["content"] == "where are you?"
+    assert not _tool_outputs(srv, sid)  # nothing ran anywhere
+
+    srv.post_json("/api/environments", ssh.definition("box"))  # the same target: confirmed already
+    fake.script(terminal_call(WHERE), Reply(text="Ran."))
+    events = chat(srv, sid, "where are you now?")
+    assert not named(events, "error") and text_of(events).endswith("Ran.")
+    assert f"127.0.0.1 {ssh.port}" in _tool_outputs(srv, sid)[-1]
+
+
 def test_a_dangerous_command_in_the_ssh_environment_waits_for_approval_and_a_deny_runs_nothing(
     srv, fake, ssh
 ):
