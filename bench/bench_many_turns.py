@@ -5,7 +5,7 @@ LLM in its own process answering every turn at ``--rate`` tokens/s: a first answ
 (hermes-agent's ``todo`` tool runs), then, after the tool's result, a second answer. ``--turns`` turns
 stream at once, each followed by an SSE reader; meanwhile the load generator (``bench/loadgen.py``, its
 own process) times ``GET /api/sessions?limit=100`` (the sidebar page), ``/health`` and opening the long
-session (``GET /api/session?session_id=…``), and Debian's Chromium (Playwright) runs one more turn in
+session as the page does (its last 100 messages, ``&msg_limit=100``) and whole (``GET /api/session?session_id=…``), and Debian's Chromium (Playwright) runs one more turn in
 the page: the token-to-visible latency is the time from the fake LLM writing a token to the page
 showing it (both read the same wall clock). The CPU of the server process and of any process under it
 (agent workers, if turns run there) is divided by the tokens the readers received.
@@ -332,6 +332,8 @@ def load_run(opts, root: Path, llm: LLMProcess) -> dict:
         paths = {
             "sidebar": "/api/sessions?limit=100",
             "health": "/health",
+            # As the page opens a session: its last 100 messages (static/js/chat.js PAGE_SIZE), then all of them.
+            "open_page": f"/api/session?session_id={long_sid}&msg_limit=100",
             "open_long": f"/api/session?session_id={long_sid}",
         }
         for key, path in paths.items():
@@ -476,6 +478,7 @@ def main(argv: list[str] | None = None) -> int:
     for key, label in (
         ("sidebar", "GET /api/sessions?limit=100"),
         ("health", "GET /health"),
+        ("open_page", f"GET /api/session (last 100 of {opts.long_messages})"),
         ("open_long", f"GET /api/session ({opts.long_messages} messages)"),
     ):
         print(

@@ -119,10 +119,14 @@ def test_the_ssh_server_stopped_mid_command_ends_the_turn_with_what_to_fix_and_t
         srv.post_json("/api/environments", ssh.definition("box"))
         srv.post_json("/api/environments/confirm", {"name": "box"})
         sid = _remote_session(srv)
-        fake.script(terminal_call("echo started; sleep 4; echo finished"))
+        begun = ssh.root / "begun"
+        fake.script(terminal_call(f"echo started; touch {begun}; sleep 4; echo finished"))
         stream = Stream(srv, start(srv, sid, "run the long one"))
         stream.wait_for("tool")
-        time.sleep(1.5)
+        deadline = time.monotonic() + 30
+        while not begun.exists() and time.monotonic() < deadline:  # the command runs on the host
+            time.sleep(0.05)
+        assert begun.exists()
         ssh.drop()
         events = stream.finish()
         (error,) = named(events, "error")
