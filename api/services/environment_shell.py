@@ -35,6 +35,8 @@ NOT_FILE = 6
 OUTSIDE = 7
 UNREADABLE = 8
 NOT_REPOSITORY = 9
+CHANGED = 10
+UNWRITABLE = 11
 _SSH_FAILED = 255
 
 
@@ -84,19 +86,28 @@ def _refusal(code: int, place: Where, text: str) -> ApiError:
         OUTSIDE: Forbidden("path is outside the session's workspace"),
         UNREADABLE: Forbidden("This file cannot be read"),
         NOT_REPOSITORY: NotFound("This workspace is not a git repository"),
+        UNWRITABLE: Forbidden(f"The file cannot be written on {target}"),
     }
     return found.get(code) or BadRequest(
         text.strip()[:300] or f"the command failed on {target} (exit {code})"
     )
 
 
-def run(place: Where, script: str, ok_codes: tuple[int, ...] = (0,)) -> bytes:
-    """The bytes ``script`` prints in the session's folder there; another exit code than ``ok_codes`` is
-    the error it stands for, and an unreachable host a 502 that says what to fix."""
+def run(place: Where, script: str, ok_codes: tuple[int, ...] = (0,), stdin: str | None = None) -> bytes:
+    """The bytes ``script`` prints in the session's folder there (fed ``stdin``); another exit code than
+    ``ok_codes`` is the error it stands for, and an unreachable host a 502 that says what to fix."""
+    return run_coded(place, script, ok_codes, stdin)[0]
+
+
+def run_coded(
+    place: Where, script: str, ok_codes: tuple[int, ...] = (0,), stdin: str | None = None
+) -> tuple[bytes, int]:
+    """``run``, with the exit code (one of ``ok_codes``)."""
     command = remote_output.framed(f"cd -- {place.folder} || exit {NO_WORKSPACE}\n{script}")
     pool = environment_workers.pool_for(place.name, place.entry)
+    args = {"command": command, "timeout": COMMAND_S, "stdin": stdin}
     try:
-        answer = pool.call("environment_command", {"command": command, "timeout": COMMAND_S}, timeout=CALL_S)
+        answer = pool.call("environment_command", args, timeout=CALL_S)
     except ApiError as exc:
         if exc.status not in (502, 504):  # not the host's answer (the server is stopping)
             raise
@@ -117,7 +128,7 @@ def run(place: Where, script: str, ok_codes: tuple[int, ...] = (0,)) -> bytes:
         raise ApiError(environment_check.unreachable(place.name, place.entry, output), status=502)
     if code not in ok_codes:
         raise _refusal(code, place, data.decode("utf-8", "replace"))
-    return data
+    return data, code
 
 
 def located(data: bytes) -> tuple[str, str, bytes]:

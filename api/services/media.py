@@ -50,11 +50,11 @@ def session_workspace(sid: str) -> Path:
     remote = getattr(session, "environment", None)
     if remote:
         raise Conflict(
-            f"This session works in the environment {remote!r}: the files panel shows its files on that "
-            "host read-only, and saving, uploading, renaming, deleting, attaching and each turn's changes "
-            "work only on this machine's folders. Ask the agent to change them there, or switch the "
-            "session to 'local'.",
-            read_only_environment=remote,
+            f"This session works in the environment {remote!r}: the files panel reads its files on that "
+            "host and saves an edit there, but creating, uploading, renaming, deleting, attaching and each "
+            "turn's changes work only on this machine's folders. Ask the agent to do it there, or switch "
+            "the session to 'local'.",
+            environment=remote,
         )
     folder = getattr(session, "workspace", None) or workspace.default()
     return Path(folder).expanduser().resolve()

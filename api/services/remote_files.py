@@ -1,6 +1,6 @@
 """The files panel's reads of a session in another execution environment: list a folder, preview a file
 and its raw bytes, all read on that host (``api.services.environment_shell``) and shaped as the local
-panel's answers (``api.services.workspace_files``), read-only.
+panel's answers (``api.services.workspace_files``).
 
 A listing is ``find -printf`` records (a link's target resolved there with ``realpath``, so a link out of
 the workspace is listed and never followed); the names git ignores are asked of git there, behind the
@@ -76,12 +76,10 @@ def _read(place: Where, relative: Any, limit: int) -> tuple[str, str, int, float
 
 
 def read_file(place: Where, relative: Any) -> dict[str, Any]:
-    """A file on that host for the panel, as ``file_preview.preview`` shows it; never editable here."""
+    """A file on that host for the panel, as ``file_preview.preview`` shows it (a save goes through
+    ``remote_edit``)."""
     path, name, size, mtime, data = _read(place, relative, file_preview.PREVIEW_MAX + 1)
-    row = file_preview.preview(path, name, size, mtime, data)
-    if row.get("editable"):
-        row["editable"] = False
-    return row
+    return file_preview.preview(path, name, size, mtime, data)
 
 
 def raw_file(place: Where, relative: Any) -> tuple[bytes, str, str]:

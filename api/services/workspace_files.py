@@ -17,12 +17,12 @@ import shutil
 import stat
 import time
 import uuid
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from api.agent import agent_memory
 from api.rules.errors import ApiError, BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge
-from api.services import environment_shell, file_preview, git_run, media, remote_files
+from api.services import environment_shell, file_preview, git_run, media, remote_edit, remote_files
 from api.store import atomic, safe_read
 from api.store import config as _config
 
@@ -170,12 +170,17 @@ def clean_name(name: Any) -> str:
 
 
 def save_file(sid: str, relative: Any, content: Any, base_version: Any) -> dict[str, Any]:
-    """Replace a text file with ``content`` if it is still at ``base_version`` (``""``: it must not exist)."""
+    """Replace a text file with ``content`` if it is still at ``base_version`` (``""``: it must not exist);
+    a remote session's is written on its host (``remote_edit``)."""
     if not isinstance(content, str) or not isinstance(base_version, str):
         raise BadRequest("content must be text and base_version the version the file was opened at")
     data = content.encode("utf-8")
     if len(data) > PREVIEW_MAX:
         raise PayloadTooLarge(f"Files over {PREVIEW_MAX // 1024} KB are not edited here")
+    remote = environment_shell.where(sid)
+    if remote is not None:
+        clean_name(PurePosixPath(str(relative)).name)
+        return remote_edit.save_file(remote, relative, content, base_version)
     workspace, path = resolve_target(sid, relative)
     clean_name(path.name)
     current = agent_memory.read_bytes(path)

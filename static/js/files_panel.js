@@ -4,8 +4,8 @@
 // and create, rename, delete (into a trash, restorable until emptied); a folder downloads as a zip and
 // files upload into a folder by a button or a drop (files_transfer.js). It follows the agent live: a file
 // the agent writes or edits appears in the tree as the tool completes, marked until it is viewed. A session
-// in another execution environment (SSH, a container) shows that host's files read-only: no write tool,
-// and its "Changes" are git's status and diff of the work tree there.
+// in another execution environment (SSH, a container) shows that host's files: an edit is saved there,
+// the other write tools hide, and its "Changes" are git's status and diff of the work tree there.
 
 import { getJSON, postJSON } from "./api.js";
 import { confirmAction } from "./dialog.js";
@@ -58,7 +58,7 @@ export class FilesPanel {
     this.changed = new Set(); // paths the agent wrote and the person has not viewed since
     this.workspaceRoot = null; // the folder as the server names it (the agent may give absolute paths)
     this.folder = ""; // where an upload by the button goes: the folder last opened or chosen in
-    this.remote = null; // the environment's name for a session whose files are on another host (read-only)
+    this.remote = null; // the environment's name for a session whose files are on another host
     this.panel.hidden = true;
     toggle.addEventListener("click", () => this.setOpen(this.panel.hidden));
     this.build();
@@ -133,12 +133,12 @@ export class FilesPanel {
     else if (!this.panel.hidden) this.reload();
   }
 
-  // Another host's files are shown read-only: the write tools hide and a note says where the files are.
+  // Another host's files: an edit is saved there, the other write tools hide and a note says where they are.
   setRemote(remote) {
     this.remote = remote;
     for (const tool of this.writeTools) tool.hidden = Boolean(remote);
     this.remoteNote.hidden = !remote;
-    this.remoteNote.textContent = remote ? `Files on ${remote}, read-only here: ask the agent to change them.` : "";
+    this.remoteNote.textContent = remote ? `Files on ${remote}: edits are saved there; ask the agent to create, rename or delete them.` : "";
   }
 
   // After a turn: what the agent wrote shows up (the tree and an open, unedited preview are read again).
@@ -279,7 +279,7 @@ export class FilesPanel {
     const sid = this.sessionId;
     if (!sid) return;
     if (this.remote) {
-      toast(`The files on ${this.remote} are read-only here: ask the agent to put them there.`);
+      toast(`Files are not uploaded to ${this.remote} from here: ask the agent to put them there.`);
       return;
     }
     const stored = await uploadFiles(sid, folder, files);

@@ -1,6 +1,6 @@
 """The files panel of a session in an SSH environment, in a real browser: the tree and previews are those of
-the folder on a real OpenSSH server, read-only (no write tool, a note that says where the files are), and
-"Changes" shows git's status and diff of the work tree there."""
+the folder on a real OpenSSH server, an edit is saved there, the other write tools hide (a note says where
+the files are), and "Changes" shows git's status and diff of the work tree there."""
 
 from __future__ import annotations
 
@@ -41,7 +41,9 @@ def _git(folder, *args: str) -> None:
     subprocess.run(command, check=True, capture_output=True)
 
 
-def test_a_remote_sessions_files_and_changes_are_read_on_its_host_and_shown_read_only(page, server, ssh):
+def test_a_remote_sessions_files_and_changes_are_read_on_its_host_and_an_edit_is_saved_there(
+    page, server, ssh
+):
     project = ssh.remote_home / "project"
     (project / "src").mkdir(parents=True)
     (project / "src" / "main.py").write_text("def answer():\n    return 42\n")
@@ -58,7 +60,7 @@ def test_a_remote_sessions_files_and_changes_are_read_on_its_host_and_shown_read
     goto_app(page, f"/#/s/{sid}")
     panel = open_files_panel(page)
     expect(panel.locator(".files-remote-note")).to_have_text(
-        "Files on buildbox, read-only here: ask the agent to change them."
+        "Files on buildbox: edits are saved there; ask the agent to create, rename or delete them."
     )
     expect(panel.locator(".files-row", has_text="README.md")).to_be_visible(timeout=30000)
     for tool in ("New file", "New folder", "Trash"):
@@ -67,9 +69,15 @@ def test_a_remote_sessions_files_and_changes_are_read_on_its_host_and_shown_read
     panel.locator(".files-row", has_text="main.py").click()
     expect(panel.locator(".files-preview")).to_contain_text("return 43")
     expect(panel.locator(".files-file-tools").get_by_role("link", name="Download")).to_be_visible()
-    for tool in ("Edit", "Rename", "Delete"):
+    for tool in ("Rename", "Delete"):
         expect(panel.locator(".files-file-tools").get_by_role("button", name=tool)).to_have_count(0)
     screenshots(page, "remote-files-preview")
+
+    panel.get_by_role("button", name="Edit").click()
+    panel.locator(".files-editor").fill("def answer():\n    return 44\n")
+    panel.get_by_role("button", name="Save").click()
+    expect(page.locator(".toast").last).to_contain_text("Saved main.py")
+    assert (project / "src" / "main.py").read_text() == "def answer():\n    return 44\n"
 
     panel.get_by_role("button", name="Changes", exact=True).click()
     changes = panel.locator(".files-changes")
@@ -78,5 +86,5 @@ def test_a_remote_sessions_files_and_changes_are_read_on_its_host_and_shown_read
     expect(changes.locator(".files-change", has_text="notes.txt")).to_contain_text("new")
     screenshots(page, "remote-files-changes")
     changes.locator(".files-change", has_text="src/main.py").get_by_role("button", name="Diff").click()
-    expect(panel.locator(".files-diff")).to_contain_text("return 43")
+    expect(panel.locator(".files-diff")).to_contain_text("return 44")
     screenshots(page, "remote-files-diff")

@@ -1,7 +1,8 @@
 """The files panel of a session in an SSH environment reads that host (``api.services.remote_files``): a real
 OpenSSH server on 127.0.0.1, the session's folder there, and a local folder holding files of the same
 names that never show. Listing, preview (highlighted, Markdown, binary, too large) and download answer
-as for a local session; writes are refused with why."""
+as for a local session; an edit is saved there against the version it was opened at; other writes are
+refused with why."""
 
 from __future__ import annotations
 
@@ -89,7 +90,7 @@ def test_a_preview_reads_the_file_there_highlighted_rendered_or_only_its_facts(s
     assert status == 200 and code["kind"] == "text"
     assert code["content"] == "def hello():\n    return 'there'\n"
     assert '<span class="k">def</span>' in code["highlighted"]
-    assert code["editable"] is False  # read-only: saving there is refused
+    assert code["editable"] is True  # saved there (test_an_edit_is_saved_on_the_host...)
 
     status, markdown = get(srv, "/api/file", session_id=sid, path="README.md")
     assert markdown["kind"] == "markdown" and "<em>there</em>" in markdown["html"]
@@ -111,15 +112,60 @@ def test_a_download_serves_the_bytes_from_there(srv, sid):
     assert headers["content-type"].startswith("text/plain") and "attachment" in headers["content-disposition"]
 
 
-def test_writes_and_each_turns_changes_are_refused_with_why(srv, sid, project):
+def test_an_edit_is_saved_on_the_host_against_the_version_it_was_opened_at(srv, sid, project):
+    opened = get(srv, "/api/file", session_id=sid, path="src/app.py")[1]
+    (project / "src" / "app.py").chmod(0o640)
+    saved = srv.post_json(
+        "/api/file/save",
+        {"session_id": sid, "path": "src/app.py", "content": "def hello():\n    return 'edited'\n",
+         "base_version": opened["version"]},
+    )  # fmt: skip
+    assert saved["path"] == "src/app.py" and saved["size"] == 33
+    assert (project / "src" / "app.py").read_text() == "def hello():\n    return 'edited'\n"
+    assert (project / "src" / "app.py").stat().st_mode & 0o777 == 0o640  # its mode is kept
+    assert not (srv.root / "src").exists()
+    assert get(srv, "/api/file", session_id=sid, path="src/app.py")[1]["version"] == saved["version"]
+
+    # Changed there since it was opened: refused with both texts, nothing written.
+    (project / "src" / "app.py").write_text("by the agent\n")
+    status, data = srv.json(
+        "POST", "/api/file/save",
+        {"session_id": sid, "path": "src/app.py", "content": "mine\n", "base_version": saved["version"]},
+    )  # fmt: skip
+    assert status == 409 and data["current"]["content"] == "by the agent\n" and data["yours"] == "mine\n"
+    assert (
+        data["current"]["version"] == get(srv, "/api/file", session_id=sid, path="src/app.py")[1]["version"]
+    )
+    assert (project / "src" / "app.py").read_text() == "by the agent\n"
+
+    # A new file (base_version ""), with a name the shell would otherwise read; never over an existing one.
+    name = "new 'file' $(x).txt"
+    made = srv.post_json(
+        "/api/file/save", {"session_id": sid, "path": name, "content": "", "base_version": ""}
+    )
+    assert made["size"] == 0 and (project / name).read_bytes() == b""
+    status, data = srv.json(
+        "POST", "/api/file/save", {"session_id": sid, "path": name, "content": "x", "base_version": ""}
+    )
+    assert status == 409 and data["current"] == {"content": "", "version": made["version"]}
+    for path in ("../escaped.txt", "/tmp/escaped.txt", "~/escaped.txt", "src"):
+        status, data = srv.json(
+            "POST", "/api/file/save", {"session_id": sid, "path": path, "content": "x", "base_version": ""}
+        )
+        assert status in (403, 409), (path, data)
+    assert not (project.parent / "escaped.txt").exists()
+    (project / name).unlink()
+    (project / "src" / "app.py").write_text("def hello():\n    return 'there'\n")  # as the module made it
+
+
+def test_other_writes_and_each_turns_changes_are_refused_with_why(srv, sid, project):
     for method, path, body in (
-        ("POST", "/api/file/save", {"path": "README.md", "content": "x", "base_version": ""}),
         ("POST", "/api/file/create", {"path": "new.txt", "kind": "file"}),
         ("POST", "/api/file/delete", {"path": "README.md"}),
         ("GET", f"/api/rollback/turns?session_id={sid}", None),
     ):
         status, data = srv.json(method, path, None if body is None else {"session_id": sid, **body})
         assert status == 409, (path, data)
-        assert "read-only" in data["error"] and data["read_only_environment"] == "box"
+        assert "only on this machine's folders" in data["error"] and data["environment"] == "box"
     assert (project / "README.md").read_text().startswith("# Remote")
     assert not (project / "new.txt").exists()
