@@ -1,5 +1,5 @@
-"""The agent's side calls outside a turn (a title, a manual compression, a background process's state), run
-where the agent runs.
+"""The agent's side calls outside a turn (a title, a manual compression, a background process's state, a
+command in the process's execution environment), run where the agent runs.
 
 Each takes and returns plain data, so ``api.agent.worker_pool`` can run it in a worker process (the agent's LLM
 call then leaves the server process) and, with ``agent_workers`` 0, here. ``run(name, args)`` is the one
@@ -82,7 +82,26 @@ def process_state(proc_id: str) -> dict[str, Any] | None:
     }
 
 
-CALLS: dict[str, Callable[..., Any]] = {"title": title, "compress": compress, "process_state": process_state}
+def environment_command(command: str, timeout: int, stdin: str | None = None) -> dict[str, Any]:
+    """``{output, returncode}`` of ``command`` (fed ``stdin``) run through the live environment this process's turns use
+    (the agent's own, keyed as its tools key it, so its SSH master connection or container is reused and
+    made when there is none yet). Refused in a process whose tools run on this machine: only an
+    environment's worker answers for another host."""
+    terminal_tool = agent_runtime.agent_module("tools.terminal_tool")
+    if terminal_tool._get_env_config().get("env_type") in (None, "", "local"):
+        raise RuntimeError("this process runs its tools on this machine, not in an execution environment")
+    code_execution = agent_runtime.agent_module("tools.code_execution_tool")
+    env, _ = code_execution._get_or_create_env("default")
+    result = env.execute(command, timeout=timeout, stdin_data=stdin)
+    return {"output": str(result.get("output") or ""), "returncode": result.get("returncode")}
+
+
+CALLS: dict[str, Callable[..., Any]] = {
+    "title": title,
+    "compress": compress,
+    "process_state": process_state,
+    "environment_command": environment_command,
+}
 
 
 def run(name: str, args: dict[str, Any]) -> Any:

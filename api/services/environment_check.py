@@ -118,7 +118,7 @@ def _run_there(entry: dict[str, Any], command: str) -> dict[str, Any]:
             log.warning("cleanup after a command in an environment failed", exc_info=True)
 
 
-def _remote_path(value: Any) -> str:
+def remote_path(value: Any) -> str:
     """A folder as the shell on the other side reads it: quoted, with a leading ``~`` left to expand."""
     if not isinstance(value, str) or not value.strip():
         raise BadRequest("workspace must be a non-empty folder path")
@@ -140,7 +140,7 @@ def remote_folder(name: str, value: Any) -> str:
     entry = environments.definition(name)
     environments.require_confirmed(name)
     target = environments.target_of(entry)
-    command = f"cd -- {_remote_path(value)} && pwd -P"
+    command = f"cd -- {remote_path(value)} && pwd -P"
     try:
         result = _run_there(entry, command)
     except Exception as exc:  # noqa: BLE001 - the backend's failure is the person's answer
@@ -207,13 +207,17 @@ def test_connection(name: Any) -> dict[str, Any]:
 # ---------------------------------------------------------------------- a turn's reach
 
 
-def _cannot_reach(name: str, entry: dict[str, Any], message: str) -> str:
+def unreachable(name: str, entry: dict[str, Any], message: str) -> str:
+    """What a person reads when ``name`` could not be reached: the backend's words and what to fix."""
     backend = str(entry.get("backend"))
     return (
         f"The environment {name!r} ({environments.target_of(entry)}) could not be reached: "
-        f"{redact_paths(message.strip() or 'no answer')[:300]}. {_fix_for(backend, entry, message)} "
-        "Your message is kept; send it again once that is fixed."
+        f"{redact_paths(message.strip() or 'no answer')[:300]}. {_fix_for(backend, entry, message)}"
     )
+
+
+def _cannot_reach(name: str, entry: dict[str, Any], message: str) -> str:
+    return f"{unreachable(name, entry, message)} Your message is kept; send it again once that is fixed."
 
 
 REACHED_FRESH_S = 60.0  # a host that answered this recently is not asked again before a turn

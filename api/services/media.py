@@ -44,13 +44,17 @@ def session_workspace(sid: str) -> Path:
 
     Every local read or write of a session's files (files panel, changes view, attachments, images, git)
     comes through here, so a session in another execution environment gets a clear refusal instead of
-    files of this machine that merely share the folder's name."""
+    files of this machine that merely share the folder's name (the panel's reads of such a session go to
+    its host first, through ``environment_shell``)."""
     session = session_lookup.load_session(sid)
     remote = getattr(session, "environment", None)
     if remote:
         raise Conflict(
-            f"This session works in the environment {remote!r}: its files are on that side, and this view "
-            "reads only folders of this machine. Ask the agent about them, or switch the session to 'local'."
+            f"This session works in the environment {remote!r}: the files panel reads its files on that "
+            "host and saves an edit there, but creating, uploading, renaming, deleting, attaching and each "
+            "turn's changes work only on this machine's folders. Ask the agent to do it there, or switch "
+            "the session to 'local'.",
+            environment=remote,
         )
     folder = getattr(session, "workspace", None) or workspace.default()
     return Path(folder).expanduser().resolve()

@@ -11,46 +11,25 @@ refused with both texts when the file changed since (409). Writes go through ``a
 
 from __future__ import annotations
 
-import csv
 import functools
-import io
 import os
 import shutil
 import stat
 import time
 import uuid
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
-
-from pygments import highlight
-from pygments.formatters import HtmlFormatter
-from pygments.lexers import get_lexer_for_filename
-from pygments.util import ClassNotFound
 
 from api.agent import agent_memory
 from api.rules.errors import ApiError, BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge
-from api.services import git_run, media, render
+from api.services import environment_shell, file_preview, git_run, media, remote_edit, remote_files
 from api.store import atomic, safe_read
 from api.store import config as _config
 
 LIST_MAX = 20_000  # entries of one folder; more are cut, and the answer says so
-PREVIEW_MAX = 1024 * 1024  # bytes of a file shown in the panel
+PREVIEW_MAX = file_preview.PREVIEW_MAX  # bytes of a file shown in the panel
 RAW_MAX = 64 * 1024 * 1024  # bytes of a file downloaded or shown raw
-CSV_ROWS = 500
-HIGHLIGHT_MAX = 200_000
 NAME_MAX = 255
-_IGNORED_DIRS = {
-    ".git",
-    "node_modules",
-    "__pycache__",
-    ".venv",
-    "venv",
-    ".mypy_cache",
-    ".pytest_cache",
-    ".tox",
-}
-_FORMATTER = HtmlFormatter(nowrap=True)
-_IMAGE_EXTENSIONS = {".png", ".jpg", ".jpeg", ".gif", ".webp"}
 
 
 def relative_path(workspace: Path, path: Path) -> str:
@@ -89,10 +68,6 @@ def _entry(workspace: Path, folder: Path, prefix: str, item: os.DirEntry[str]) -
     return {**row, "type": "special"}  # FIFO, socket, device: shown, never opened
 
 
-def is_hidden(name: str) -> bool:
-    return name.startswith(".") or name in _IGNORED_DIRS
-
-
 def _in_git_work_tree(folder: Path) -> bool:
     return any((parent / ".git").exists() for parent in (folder, *folder.parents))
 
@@ -111,7 +86,11 @@ def _git_ignored(folder: Path, names: list[str]) -> set[str]:
 
 
 def list_folder(sid: str, relative: Any = "", show_hidden: bool = False) -> dict[str, Any]:
-    """One folder's entries, folders first, each with its type (a link says whether it points inside)."""
+    """One folder's entries, folders first, each with its type (a link says whether it points inside); a
+    remote session's folder is listed on its host."""
+    remote = environment_shell.where(sid)
+    if remote is not None:
+        return remote_files.list_folder(remote, relative, show_hidden)
     workspace, folder = resolve_target(sid, relative, allow_root=True)
     if not folder.is_dir():
         raise BadRequest("path is not a folder")
@@ -124,7 +103,7 @@ def list_folder(sid: str, relative: Any = "", show_hidden: bool = False) -> dict
         for item in found:
             if atomic.unfinished_write(item.name, functools.partial(item.stat, follow_symlinks=False)):
                 continue  # a write's temp file, never a file of the workspace (a killed one's is swept)
-            if not show_hidden and is_hidden(item.name):
+            if not show_hidden and file_preview.is_hidden(item.name):
                 hidden += 1
                 continue
             if len(entries) >= LIST_MAX:
@@ -160,84 +139,26 @@ def _open_regular(path: Path, limit: int, workspace: Path) -> tuple[os.stat_resu
     return found
 
 
-def _kind(path: Path, head: bytes) -> str:
-    if media.image_type(head):
-        return "image"
-    if head.startswith(b"%PDF-"):
-        return "pdf"
-    if b"\x00" in head[:8192]:
-        return "binary"
-    suffix = path.suffix.lower()
-    if suffix in (".md", ".markdown"):
-        return "markdown"
-    if suffix in (".csv", ".tsv"):
-        return "csv"
-    return "text"
-
-
-def _highlighted(path: Path, text: str) -> str | None:
-    if len(text) > HIGHLIGHT_MAX:
-        return None
-    try:
-        lexer = get_lexer_for_filename(path.name, stripnl=False, ensurenl=False)
-    except ClassNotFound:
-        return None
-    return str(highlight(text, lexer, _FORMATTER))
-
-
-def _csv_rows(path: Path, text: str) -> list[list[str]]:
-    dialect = "excel-tab" if path.suffix.lower() == ".tsv" else "excel"
-    rows = []
-    for row in csv.reader(io.StringIO(text), dialect=dialect):
-        rows.append([cell[:500] for cell in row[:50]])
-        if len(rows) >= CSV_ROWS:
-            break
-    return rows
-
-
 def read_file(sid: str, relative: Any) -> dict[str, Any]:
-    """A file for the panel: its kind and what to show (text, highlighted code, Markdown, a table), or only
-    its facts for an image, a PDF (shown from the raw route), a binary or a file too large to show."""
+    """A file for the panel (``file_preview.preview``); a remote session's is read on its host."""
+    remote = environment_shell.where(sid)
+    if remote is not None:
+        return remote_files.read_file(remote, relative)
     workspace, path = resolve_target(sid, relative)
     info, data = _open_regular(path, PREVIEW_MAX + 1, workspace)
-    row: dict[str, Any] = {
-        "path": relative_path(workspace, path),
-        "name": path.name,
-        "size": info.st_size,
-        "mtime": info.st_mtime,
-        "kind": _kind(path, data[:8192]),
-    }
-    if row["kind"] in ("image", "pdf", "binary"):
-        return row
-    if info.st_size > PREVIEW_MAX:
-        return {**row, "kind": "too_large", "limit": PREVIEW_MAX}
-    text = data.decode("utf-8", errors="replace")
-    row.update(content=text, version=agent_memory.version_of(data), editable=True)
-    if row["kind"] == "markdown":
-        row["html"] = render.render_markdown(text)
-    elif row["kind"] == "csv":
-        row["rows"] = _csv_rows(path, text)
-    else:
-        row["highlighted"] = _highlighted(path, text)
-    return row
+    return file_preview.preview(relative_path(workspace, path), path.name, info.st_size, info.st_mtime, data)
 
 
 def raw_file(sid: str, relative: Any) -> tuple[bytes, str, str]:
     """``(bytes, content type, file name)`` of a file to download or show raw (images and PDFs inline)."""
+    remote = environment_shell.where(sid)
+    if remote is not None:
+        return remote_files.raw_file(remote, relative)
     workspace, path = resolve_target(sid, relative)
     info, data = _open_regular(path, RAW_MAX + 1, workspace)
     if info.st_size > RAW_MAX or len(data) > RAW_MAX:
         raise PayloadTooLarge(f"Files over {RAW_MAX // (1024 * 1024)} MB are not served here")
-    kind = _kind(path, data[:8192])
-    if kind == "image":
-        content_type = media.image_type(data[:16]) or "application/octet-stream"
-    elif kind == "pdf":
-        content_type = "application/pdf"
-    elif kind == "binary":
-        content_type = "application/octet-stream"
-    else:
-        content_type = "text/plain; charset=utf-8"  # HTML and SVG too: never rendered in the page's origin
-    return data, content_type, path.name
+    return data, file_preview.content_type(path.name, data), path.name
 
 
 def clean_name(name: Any) -> str:
@@ -249,12 +170,17 @@ def clean_name(name: Any) -> str:
 
 
 def save_file(sid: str, relative: Any, content: Any, base_version: Any) -> dict[str, Any]:
-    """Replace a text file with ``content`` if it is still at ``base_version`` (``""``: it must not exist)."""
+    """Replace a text file with ``content`` if it is still at ``base_version`` (``""``: it must not exist);
+    a remote session's is written on its host (``remote_edit``)."""
     if not isinstance(content, str) or not isinstance(base_version, str):
         raise BadRequest("content must be text and base_version the version the file was opened at")
     data = content.encode("utf-8")
     if len(data) > PREVIEW_MAX:
         raise PayloadTooLarge(f"Files over {PREVIEW_MAX // 1024} KB are not edited here")
+    remote = environment_shell.where(sid)
+    if remote is not None:
+        clean_name(PurePosixPath(str(relative)).name)
+        return remote_edit.save_file(remote, relative, content, base_version)
     workspace, path = resolve_target(sid, relative)
     clean_name(path.name)
     current = agent_memory.read_bytes(path)

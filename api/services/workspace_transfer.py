@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from api.rules.errors import BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge
-from api.services import attachments, workspace_files
+from api.services import attachments, file_preview, workspace_files
 from api.store import atomic, config
 
 ZIP_ENTRIES_MAX = 100_000  # files and folders in one zip
@@ -54,8 +54,8 @@ def _walk(folder: Path, show_hidden: bool) -> Iterator[tuple[str, list[str], lis
     for top, dirs, files, dir_fd in os.fwalk(folder, follow_symlinks=False):
         files[:] = [name for name in files if not _unfinished_write(name, dir_fd)]
         if not show_hidden:
-            dirs[:] = [name for name in dirs if not workspace_files.is_hidden(name)]
-            files = [name for name in files if not workspace_files.is_hidden(name)]
+            dirs[:] = [name for name in dirs if not file_preview.is_hidden(name)]
+            files = [name for name in files if not file_preview.is_hidden(name)]
         yield top, dirs, files, dir_fd
 
 

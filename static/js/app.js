@@ -301,7 +301,9 @@ class App {
     this.modelPicker.update(session);
     this.reasoning.update(session);
     this.files.update(session);
-    const changesOf = session && !session.read_only ? session.session_id || null : null;
+    // Each turn's changes come from this machine's checkpoints: none for a session whose files are on another host.
+    const remote = Boolean(session?.environment && session.environment !== "local");
+    const changesOf = session && !session.read_only && !remote ? session.session_id || null : null;
     if (changesOf !== this.turnChanges.sessionId) this.turnChanges.refresh(changesOf);
     this.tools.update(session);
     const sid = session && (session.session_id || session.id);

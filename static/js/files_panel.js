@@ -3,7 +3,9 @@
 // binary or very large files), an editor whose save refuses to overwrite a change made since it opened,
 // and create, rename, delete (into a trash, restorable until emptied); a folder downloads as a zip and
 // files upload into a folder by a button or a drop (files_transfer.js). It follows the agent live: a file
-// the agent writes or edits appears in the tree as the tool completes, marked until it is viewed.
+// the agent writes or edits appears in the tree as the tool completes, marked until it is viewed. A session
+// in another execution environment (SSH, a container) shows that host's files: an edit is saved there,
+// the other write tools hide, and its "Changes" are git's status and diff of the work tree there.
 
 import { getJSON, postJSON } from "./api.js";
 import { confirmAction } from "./dialog.js";
@@ -56,6 +58,7 @@ export class FilesPanel {
     this.changed = new Set(); // paths the agent wrote and the person has not viewed since
     this.workspaceRoot = null; // the folder as the server names it (the agent may give absolute paths)
     this.folder = ""; // where an upload by the button goes: the folder last opened or chosen in
+    this.remote = null; // the environment's name for a session whose files are on another host
     this.panel.hidden = true;
     toggle.addEventListener("click", () => this.setOpen(this.panel.hidden));
     this.build();
@@ -83,15 +86,11 @@ export class FilesPanel {
     const [upload, picker] = uploadButton((files) => this.upload(this.folder, files));
     this.uploadButton = upload;
     this.setFolder(this.folder);
-    actions.append(
-      button("New file", () => this.create("file")),
-      button("New folder", () => this.create("dir")),
-      upload,
-      picker,
-      again,
-      button("Changes", () => this.showChanges()),
-      button("Trash", () => this.showTrash()),
-    );
+    const trash = button("Trash", () => this.showTrash());
+    this.writeTools = [button("New file", () => this.create("file")), button("New folder", () => this.create("dir")), upload, trash];
+    actions.append(...this.writeTools.slice(0, 3), picker, again, button("Changes", () => this.showChanges()), trash);
+    this.remoteNote = el("p", "files-note files-remote-note");
+    this.remoteNote.hidden = true;
     this.tree = el("div", "files-tree");
     this.tree.setAttribute("role", "tree");
     acceptFileDrops(this.tree, (files, event) => this.upload(this.dropFolder(event.target), files), {
@@ -99,7 +98,7 @@ export class FilesPanel {
       onLeave: () => this.markDrop(null),
     });
     this.preview = el("div", "files-preview");
-    this.panel.replaceChildren(head, actions, this.tree, this.preview);
+    this.panel.replaceChildren(head, actions, this.remoteNote, this.tree, this.preview);
   }
 
   setOpen(open) {
@@ -112,7 +111,17 @@ export class FilesPanel {
   update(session) {
     const sid = session && session.session_id && !session.read_only ? session.session_id : null;
     this.toggle.hidden = !sid;
-    if (sid === this.sessionId) return;
+    const remote = sid && session.environment && session.environment !== "local" ? session.environment : null;
+    const moved = remote !== this.remote;
+    if (moved) this.setRemote(remote);
+    if (sid === this.sessionId) {
+      if (moved) {
+        this.selected = null;
+        this.preview.replaceChildren();
+        this.reload();
+      }
+      return;
+    }
     this.sessionId = sid;
     this.open = new Set([""]);
     this.selected = null;
@@ -122,6 +131,14 @@ export class FilesPanel {
     this.preview.replaceChildren();
     if (!sid) this.setOpen(false);
     else if (!this.panel.hidden) this.reload();
+  }
+
+  // Another host's files: an edit is saved there, the other write tools hide and a note says where they are.
+  setRemote(remote) {
+    this.remote = remote;
+    for (const tool of this.writeTools) tool.hidden = Boolean(remote);
+    this.remoteNote.hidden = !remote;
+    this.remoteNote.textContent = remote ? `Files on ${remote}: edits are saved there; ask the agent to create, rename or delete them.` : "";
   }
 
   // After a turn: what the agent wrote shows up (the tree and an open, unedited preview are read again).
@@ -235,7 +252,7 @@ export class FilesPanel {
     if (entry.path === this.selected) item.classList.add("selected");
     item.addEventListener("click", () => this.choose(entry));
     const node = entry.type === "dir" ? el("div", "files-item") : item;
-    if (entry.type === "dir") node.append(item, folderDownloadLink(this.sessionId, entry));
+    if (entry.type === "dir") node.append(item, ...(this.remote ? [] : [folderDownloadLink(this.sessionId, entry)]));
     node.dataset.depth = String(depth);
     node.dataset.under = parentOf(entry.path);
     return node;
@@ -261,6 +278,10 @@ export class FilesPanel {
   async upload(folder, files) {
     const sid = this.sessionId;
     if (!sid) return;
+    if (this.remote) {
+      toast(`Files are not uploaded to ${this.remote} from here: ask the agent to put them there.`);
+      return;
+    }
     const stored = await uploadFiles(sid, folder, files);
     if (!stored.length || sid !== this.sessionId) return;
     if (folder) this.open.add(folder);
@@ -306,7 +327,8 @@ export class FilesPanel {
     const download = el("a", "btn btn-small", "Download");
     download.href = rawUrl(this.sessionId, file.path, true);
     download.setAttribute("download", file.name);
-    tools.append(download, button("Rename", () => this.rename(file.path)), button("Delete", () => this.remove(file.path), "btn-danger"));
+    tools.append(download);
+    if (!this.remote) tools.append(button("Rename", () => this.rename(file.path)), button("Delete", () => this.remove(file.path), "btn-danger"));
     head.append(tools);
     return head;
   }
@@ -436,6 +458,7 @@ export class FilesPanel {
   // The agent's checkpoints of this workspace, newest first: each one's diff to now, and a restore (the
   // agent keeps the state before it as a checkpoint, so the toast's Undo restores that).
   async showChanges() {
+    if (this.remote) return this.showGitChanges();
     try {
       const turns = this.app.turnChanges;
       await turns.refresh(this.sessionId);
@@ -459,6 +482,43 @@ export class FilesPanel {
       }
       this.selected = null;
       this.preview.replaceChildren(list);
+    } catch (err) {
+      toastError(err);
+    }
+  }
+
+  // The work tree on the other host against HEAD: each changed path, and its diff on a click.
+  async showGitChanges() {
+    const sid = this.sessionId;
+    try {
+      const data = await getJSON("/api/git/status", { session_id: sid });
+      if (sid !== this.sessionId) return;
+      const list = el("div", "files-changes");
+      list.append(el("h3", "files-trash-title", `Uncommitted on ${this.remote} (branch ${data.branch})`));
+      if (!data.entries.length) list.append(el("p", "files-note", "Nothing changed since the last commit."));
+      for (const entry of data.entries) {
+        const row = el("div", "files-change");
+        row.append(el("span", "files-change-path", entry.path), el("span", "files-change-what", entry.state));
+        const tools = el("div", "files-file-tools");
+        tools.append(button("Diff", () => this.showGitDiff(entry.path)));
+        row.append(tools);
+        list.append(row);
+      }
+      if (data.truncated) list.append(el("p", "files-note", "Only the first 5,000 changes are listed."));
+      this.selected = null;
+      this.preview.replaceChildren(list);
+    } catch (err) {
+      this.preview.replaceChildren(el("p", "form-error", err.message));
+    }
+  }
+
+  async showGitDiff(path) {
+    try {
+      const data = await getJSON("/api/git/diff", { session_id: this.sessionId, path });
+      const box = el("div", "files-diff");
+      box.append(button("← Changes", () => this.showGitChanges()), el("pre", "files-stat", path));
+      box.append(diffView(data));
+      this.preview.replaceChildren(box);
     } catch (err) {
       toastError(err);
     }

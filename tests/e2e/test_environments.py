@@ -127,13 +127,18 @@ def test_a_message_to_an_environment_pointed_at_another_host_asks_for_the_confir
     assert [m["content"] for m in saved["messages"] if m["role"] == "user"] == ["hello over there"]
     screenshots(page, "environment-turn-answered")
 
-    # Its workspace is the folder on that host, and the files panel says its files are there, not here.
+    # Its workspace is the folder on that host, and the files panel shows that host's files.
     expect(page.locator("#workspace-picker > summary")).to_have_text(os.path.basename(ssh.home))
     page.locator("#workspace-picker > summary").click()
     expect(page.locator("#workspace-picker .workspace-path")).to_have_text(f"{ssh.home} (on turnbox)")
     expect(page.locator("#workspace-picker .workspace-recent")).to_have_text("Type a folder on turnbox.")
     screenshots(page, "environment-remote-workspace")
     page.locator("#workspace-picker > summary").click()
+    (ssh.remote_home / "on_the_host.txt").write_text("written over there\n")
     panel = open_files_panel(page)
-    expect(panel.locator(".form-error")).to_contain_text("environment 'turnbox'")
+    expect(panel.locator(".files-remote-note")).to_contain_text("Files on turnbox: edits are saved there")
+    expect(panel.locator(".files-row", has_text="on_the_host.txt")).to_be_visible(timeout=30000)
     screenshots(page, "environment-remote-files")
+    # The read keeps the worker's connection there open for the next one; the environment's removal stops
+    # its worker, and the connection with it, within this test (the server outlives it).
+    server.post_json("/api/environments", {"name": "turnbox", "delete": True})

@@ -1,0 +1,90 @@
+"""The files panel of a session in an SSH environment, in a real browser: the tree and previews are those of
+the folder on a real OpenSSH server, an edit is saved there, the other write tools hide (a note says where
+the files are), and "Changes" shows git's status and diff of the work tree there."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+from playwright.sync_api import expect
+
+from talaria_testing import sshd
+from talaria_testing.fake_llm import agent_server
+
+from .helpers import goto_app, open_files_panel, screenshots
+
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(bool(sshd.available()), reason=sshd.available() or "ok")]
+
+
+@pytest.fixture
+def ssh(tmp_path):
+    with sshd.SshServer(tmp_path / "sshd") as server:
+        yield server
+
+
+@pytest.fixture
+def server(tmp_path, llm, ssh):
+    env = {
+        "TALARIA_WORKSPACE_ROOTS": str(tmp_path),
+        "PATH": f"{ssh.client_path}{os.pathsep}{os.environ['PATH']}",
+    }
+    with agent_server(tmp_path / "srv", llm.base_url, toolsets="todo", env=env) as srv:
+        srv.post_json("/api/environments", ssh.definition("buildbox"))
+        srv.post_json("/api/environments/confirm", {"name": "buildbox"})
+        yield srv
+
+
+def _git(folder, *args: str) -> None:
+    command = ["git", "-C", str(folder), "-c", "user.name=t", "-c", "user.email=t@t", *args]
+    subprocess.run(command, check=True, capture_output=True)
+
+
+def test_a_remote_sessions_files_and_changes_are_read_on_its_host_and_an_edit_is_saved_there(
+    page, server, ssh
+):
+    project = ssh.remote_home / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "src" / "main.py").write_text("def answer():\n    return 42\n")
+    (project / "README.md").write_text("# On the build box\n\nBuilt **there**.\n")
+    _git(project, "init", "-q", "-b", "main")
+    _git(project, "add", "-A")
+    _git(project, "commit", "-q", "-m", "first")
+    (project / "src" / "main.py").write_text("def answer():\n    return 43\n")
+    (project / "notes.txt").write_text("new over there\n")
+    sid = server.post_json("/api/session/new", {})["session"]["session_id"]
+    server.post_json("/api/session/environment", {"session_id": sid, "environment": "buildbox"})
+    server.post_json("/api/session/workspace", {"session_id": sid, "workspace": "~/project"})
+
+    goto_app(page, f"/#/s/{sid}")
+    panel = open_files_panel(page)
+    expect(panel.locator(".files-remote-note")).to_have_text(
+        "Files on buildbox: edits are saved there; ask the agent to create, rename or delete them."
+    )
+    expect(panel.locator(".files-row", has_text="README.md")).to_be_visible(timeout=30000)
+    for tool in ("New file", "New folder", "Trash"):
+        expect(panel.get_by_role("button", name=tool, exact=True)).to_be_hidden()
+    panel.locator(".files-row", has_text="src").click()
+    panel.locator(".files-row", has_text="main.py").click()
+    expect(panel.locator(".files-preview")).to_contain_text("return 43")
+    expect(panel.locator(".files-file-tools").get_by_role("link", name="Download")).to_be_visible()
+    for tool in ("Rename", "Delete"):
+        expect(panel.locator(".files-file-tools").get_by_role("button", name=tool)).to_have_count(0)
+    screenshots(page, "remote-files-preview")
+
+    panel.get_by_role("button", name="Edit").click()
+    panel.locator(".files-editor").fill("def answer():\n    return 44\n")
+    panel.get_by_role("button", name="Save").click()
+    expect(page.locator(".toast").last).to_contain_text("Saved main.py")
+    assert (project / "src" / "main.py").read_text() == "def answer():\n    return 44\n"
+
+    panel.get_by_role("button", name="Changes", exact=True).click()
+    changes = panel.locator(".files-changes")
+    expect(changes).to_contain_text("Uncommitted on buildbox (branch main)")
+    expect(changes.locator(".files-change", has_text="src/main.py")).to_contain_text("modified")
+    expect(changes.locator(".files-change", has_text="notes.txt")).to_contain_text("new")
+    screenshots(page, "remote-files-changes")
+    changes.locator(".files-change", has_text="src/main.py").get_by_role("button", name="Diff").click()
+    expect(panel.locator(".files-diff")).to_contain_text("return 44")
+    screenshots(page, "remote-files-diff")
