@@ -102,7 +102,7 @@ export class EnvironmentPicker {
     this.error = el("p", "form-error workspace-error");
     this.error.setAttribute("role", "alert");
     this.error.hidden = true;
-    this.note = el("p", "environment-note", "Turns run only in local in this version: a message sent in another environment is refused until worker processes run each environment's turns.");
+    this.note = el("p", "environment-note", "The agent's commands and file tools run there, in a process of their own; the files panel reads that host.");
     this.note.hidden = true;
     this.menu.append(el("p", "workspace-heading", "Where this session's commands run"), this.list, this.note, this.buildForm(), this.error);
     this.root.append(this.summary, this.menu);
