@@ -270,8 +270,9 @@ class FakeLLM:
             self._release_generation += 1
             self._lock.notify_all()
 
-    def wait_for_hang(self, timeout: float = 10.0) -> bool:
-        """Block until some response is hanging (the client has its first tokens)."""
+    def wait_for_hang(self, timeout: float = 30.0) -> bool:
+        """Block until some response is hanging (the client has its first tokens); the default deadline allows
+        for a first turn that starts its worker on a loaded machine."""
         with self._lock:
             return self._lock.wait_for(lambda: self._hanging > 0, timeout)
 

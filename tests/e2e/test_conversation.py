@@ -70,7 +70,7 @@ def test_markdown_renders_while_the_answer_streams_and_code_highlights_once_clos
     expect(live.locator("strong")).to_have_text("bold")
     expect(live.locator("table td").first).to_have_text("1")
     expect(live.locator("pre code")).to_contain_text("return 42")
-    assert llm.wait_for_hang(10)
+    assert llm.wait_for_hang()
     # The block has not closed: shown as plain text, not yet highlighted, no raw Markdown anywhere.
     expect(live.locator("pre code span")).to_have_count(0)
     assert "**" not in live.first.text_content()
@@ -608,7 +608,7 @@ def test_a_haiku_keeps_its_three_lines_while_streaming_and_once_saved(page, serv
     turn = send(page, "Write a haiku")
     live = page.locator(".msg.live .live-text")
     expect(live).to_contain_text("frog")
-    assert llm.wait_for_hang(10)
+    assert llm.wait_for_hang()
     assert live.locator("p").last.locator("br").count() >= 1
     llm.release()
     wait_turn_done(page, turn)
@@ -643,7 +643,7 @@ def test_an_open_code_span_shows_as_code_mid_stream_never_as_a_raw_backtick(page
     page.evaluate(WATCH_LIVE)
     turn = send(page, "How do I install it?")
     live = page.locator(".msg.live .live-text")
-    assert llm.wait_for_hang(10)
+    assert llm.wait_for_hang()
     expect(live.locator("code")).to_have_text("pip install --upgrade")
     screenshots(page, "open-code-span-mid-stream")
     llm.release()

@@ -36,7 +36,7 @@ def test_a_turn_started_in_one_tab_streams_live_in_the_other_and_both_end_identi
     with tabs_on_session(browser, server, sid) as (first, second):
         expect(second.locator(".msg")).to_have_count(2)
         turn = send(first, "Tell me twelve words")
-        assert llm.wait_for_hang(10)
+        assert llm.wait_for_hang()
         # The other tab learns of the turn from the feed and follows its stream: the question and the
         # answer so far, with the stop button, while the turn is still running.
         expect(second.locator(".msg-user")).to_have_count(2)
@@ -82,7 +82,7 @@ def test_sending_while_another_tab_streams_says_so_and_offers_to_follow(browser,
         goto_app(page, f"/#/s/{sid}")
         expect(page.locator(".msg")).to_have_count(2)
         started = server.post_json("/api/chat/start", {"session_id": sid, "message": "From elsewhere"})
-        assert llm.wait_for_hang(10)
+        assert llm.wait_for_hang()
         page.locator("#composer-input").fill("Mine too")
         page.locator("#composer-input").press("Enter")
         notice = page.locator(".toast", has_text="another tab or window")

@@ -134,7 +134,7 @@ def test_interrupt_mid_stream_returns_partial_text(fake, tmp_path):
     agent = make_agent(tmp_path)
     events = Recorder()
     runner = agent_turn.TurnRunner(agent, "count", [], events).start()
-    assert fake.wait_for_hang(10)
+    assert fake.wait_for_hang()
     assert events.first_token.wait(10)
     deadline = time.monotonic() + 10
     while events.text() != "one two " and time.monotonic() < deadline:  # both sent tokens reached us

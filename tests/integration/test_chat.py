@@ -181,7 +181,7 @@ def test_cancel_mid_stream_keeps_the_partial_text_and_frees_the_session(srv, fak
         for event in sse:
             seen.append(event)
             if len(named(seen, "token")) == 2:
-                assert fake.wait_for_hang(10)
+                assert fake.wait_for_hang()
                 srv.post_json("/api/chat/cancel", {"stream_id": stream_id})
     assert_well_formed(seen)
     assert text_of(seen) == "one two "
@@ -354,7 +354,7 @@ def test_a_graceful_stop_mid_turn_saves_the_partial_answer_as_interrupted_not_ca
             for event in sse:
                 seen.append(event)
                 if len(named(seen, "token")) == 2 and not stopper.is_alive():
-                    assert fake.wait_for_hang(10)
+                    assert fake.wait_for_hang()
                     stopper.start()  # SIGTERM while the answer is still streaming
         stopper.join(30)
         assert srv.proc.returncode == 0, srv.log_text()[-4000:]

@@ -154,7 +154,7 @@ def test_a_turn_is_not_restored_while_one_runs_in_the_session(srv, llm):
     llm.script(Reply(text="Thinking for a long time.", hang_after=1))
     stream = start(srv, sid, "think")
     try:
-        assert llm.wait_for_hang(10)
+        assert llm.wait_for_hang()
         status, answer = srv.json("POST", "/api/rollback/turn/restore", {"session_id": sid, "turn": turn})
         assert status == 409 and "running" in answer["error"]
         assert (srv.workspace / "y.txt").read_text() == "y\n"
