@@ -3,15 +3,16 @@
 The real server with its agent in two worker processes (recycled after ``--worker-max-turns`` turns), the fake
 LLM answering at once (every fourth turn calls the agent's todo tool first), ``--lanes`` clients sending turns
 through ``/api/chat/start`` and reading each to its end through ``/api/chat/stream``, each moving to a fresh
-session every ``--turns-per-session`` turns (``talaria_testing.many_turns``). After ``--warm-up`` turns the
-server's RSS is read and its Python heap traced from then on (``talaria_testing.heap_probe``); the heap is
-measured once the bounded caches turned over (``--turn-over`` turns later) and at the end. Figures are medians
-over ``--runs`` runs:
+session every ``--turns-per-session`` turns (``talaria_testing.many_turns``). Each run is two runs of
+``--turns`` turns: one reads the server's RSS after ``--warm-up`` turns, after ``--turn-over`` more and at the
+end; the other traces the server's Python heap from the warm-up on (``talaria_testing.heap_probe``; tracing
+costs memory of its own, so that run's RSS is not reported) and measures it after the turn-over and at the end.
+Figures are medians over ``--runs`` runs:
 
 - turns/s;
-- the server's RSS after the warm-up and at the end, and its growth;
-- the heap's growth between its two measures, per turn (what the server keeps per turn);
-- the largest RSS an agent worker reached, and how many workers the run used.
+- the server's RSS after the warm-up and at the end, its growth, and its growth per turn after the turn-over;
+- the heap's growth per turn after the turn-over (what the server keeps per turn);
+- the largest RSS an agent worker reached, and how many workers a run used.
 
     .venv/bin/python bench/bench_server_memory.py                 # 1,000 turns, 3 runs
     .venv/bin/python bench/bench_server_memory.py --turns 400 --runs 1
@@ -33,7 +34,7 @@ from talaria_testing.fake_llm import FakeLLM  # noqa: E402
 from talaria_testing.many_turns import Lanes, WorkerWatch, answer, memory_server, rss_kb  # noqa: E402
 
 
-def one_run(args: argparse.Namespace) -> dict[str, float]:
+def one_run(args: argparse.Namespace, traced: bool) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="bench-memory-") as tmp, FakeLLM(default_reply=answer) as llm:
         srv = memory_server(Path(tmp), llm.base_url, lanes=args.lanes, worker_max_turns=args.worker_max_turns)
         with srv, WorkerWatch(srv) as workers:
@@ -42,23 +43,27 @@ def one_run(args: argparse.Namespace) -> dict[str, float]:
             started = time.monotonic()
             turns.run(args.warm_up)
             rss_warm = rss_kb(srv.proc.pid)
-            srv.mark()
+            if traced:
+                srv.mark()
             turns.run(args.turn_over)
-            first = srv.measure()
+            rss_over, first = rss_kb(srv.proc.pid), srv.measure() if traced else {}
             measured_from = turns.sent
             turns.run(args.turns - turns.sent)
-            last = srv.measure()
+            rss_end, last = rss_kb(srv.proc.pid), srv.measure() if traced else {}
             elapsed = time.monotonic() - started
-            rss_end = rss_kb(srv.proc.pid)
+        measured = turns.sent - measured_from
+        if traced:
+            return {
+                "turns_per_s": turns.sent / elapsed,
+                "heap_growth_per_turn_b": (last["traced"] - first["traced"]) / measured,
+                "worker_peak_rss_mb": max(workers.peak_kb.values()) / 1024,
+                "workers": len(workers.peak_kb),
+            }
         return {
-            "turns": turns.sent,
-            "turns_per_s": turns.sent / elapsed,
             "rss_after_warm_up_mb": rss_warm / 1024,
             "rss_end_mb": rss_end / 1024,
             "rss_growth_mb": (rss_end - rss_warm) / 1024,
-            "heap_growth_per_turn_b": (last["traced"] - first["traced"]) / (turns.sent - measured_from),
-            "worker_peak_rss_mb": max(workers.peak_kb.values()) / 1024,
-            "workers": len(workers.peak_kb),
+            "rss_growth_per_turn_after_turn_over_b": (rss_end - rss_over) * 1024 / measured,
         }
 
 
@@ -74,7 +79,7 @@ def main() -> None:
     args = parser.parse_args()
     runs = []
     for number in range(args.runs):
-        figures = one_run(args)
+        figures = {**one_run(args, traced=False), **one_run(args, traced=True)}
         runs.append(figures)
         print(f"run {number + 1}: " + ", ".join(f"{k} {v:.1f}" for k, v in figures.items()), flush=True)
     print(f"median of {len(runs)} run(s):")
