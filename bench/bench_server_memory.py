@@ -84,7 +84,7 @@ def main() -> None:
         print(f"run {number + 1}: " + ", ".join(f"{k} {v:.1f}" for k, v in figures.items()), flush=True)
     print(f"median of {len(runs)} run(s):")
     for key in runs[0]:
-        print(f"  {key:24} {statistics.median(run[key] for run in runs):10.1f}")
+        print(f"  {key:40} {statistics.median(run[key] for run in runs):10.1f}")
 
 
 if __name__ == "__main__":
