@@ -8,8 +8,10 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from api.rules import message_keys
 from api.rules.message_keys import (
     INVALID_ROW_ID,
+    KnownTexts,
     collapse,
     context_messages_include_compression_marker,
     fingerprint,
@@ -279,3 +281,20 @@ def test_api_content_already_on_the_sidecar_row_is_kept():
         side, [{"role": "user", "content": "x", "timestamp": 1.0, "api_content": "theirs"}]
     )
     assert side[0]["api_content"] == "mine"
+
+
+def test_the_texts_known_to_pass_are_forgotten_past_a_bound_in_characters(monkeypatch):
+    """Every chat turn asks about its transcript, and the texts that passed were kept up to 200,000 of them
+    whatever their length: each turn's answer stayed in memory. Past ``_MEMO_MAX_CHARS`` characters they
+    are forgotten, and asked about again they are tested again."""
+    monkeypatch.setattr(message_keys, "_MEMO_MAX_CHARS", 10_000)
+    tested: list[str] = []
+    known = KnownTexts(lambda text: tested.append(text) is None)
+    transcript: list[str] = []
+    for turn in range(100):
+        transcript.append(f"answer {turn} " + "word " * 200)
+        assert known.failing(transcript) == set()
+        assert sum(map(len, known.known)) <= 10_000 + 1_100
+    assert len(tested) == 100
+    assert known.failing([transcript[0]]) == set()
+    assert tested[-1] == transcript[0]  # forgotten, so tested again

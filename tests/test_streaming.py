@@ -179,6 +179,7 @@ def test_a_checkpoint_that_cannot_be_saved_stops_the_turn_and_ends_the_stream_wi
     scripted, err
 ):
     turn, faults = _fail_saves_once_streaming(scripted, err)
+    runner = turn.runner  # a finished turn lets go of it
     with faults:
         _wait(turn)
     assert faults.fired
@@ -186,7 +187,8 @@ def test_a_checkpoint_that_cannot_be_saved_stops_the_turn_and_ends_the_stream_wi
     assert names[-2:] == ["error", "done"]
     error = [d for _, n, d in turn.events if n == "error"][0]["message"]
     assert "Saving the conversation failed" in error and os.strerror(err) in error
-    assert turn.runner.done.is_set()  # the agent was stopped, not left answering into the void
+    # The agent was stopped, not left answering into the void.
+    assert runner is not None and runner.done.is_set()
     assert "".join(d["text"] for _, n, d in turn.events if n == "token") != scripted_turns.ANSWER
     again = turn_journal.get_turn(streaming.start_turn("chat", "after the disk came back")["stream_id"])
     _wait(again)  # the agent is free and the session takes a new turn once saving works again

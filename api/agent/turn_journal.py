@@ -8,6 +8,10 @@ everything, and one before it gets the snapshot, then what followed. Consecutive
 kept as one text and the end of each (``_TokenRun``): as tuples and dicts, a word-sized token cost ~300
 bytes, 32 MB for a 600 KB answer; readers get the same events either way.
 
+A finished journal stays readable for ``_FINISHED_TTL_S`` seconds, and only the ``FINISHED_KEPT`` newest of
+them: the server's memory stays flat however many turns it runs. A finished turn lets go of its runner (the
+worker's request holds the model context).
+
 A session file that says a turn is pending while no turn of this process is live in that session was
 left so by a process that is gone or by a final save that failed (docs/turns.md, "Interrupted turns").
 """
@@ -28,6 +32,9 @@ if TYPE_CHECKING:  # the types only: the journal holds a turn's runner, it never
     from api.agent.worker_pool import RemoteRunner
 
 _FINISHED_TTL_S = 600.0  # how long a finished turn's journal stays readable (a reconnecting tab replays it)
+# Finished journals kept at most, the newest: each holds its events and the session its ``done`` carries, so
+# a busy server that finishes turns faster than they age out keeps this many, not every turn of the last 600 s.
+FINISHED_KEPT = 64
 COMPACT_MIN_CHARS = 64_000  # render patches of a segment kept before they are folded into a snapshot
 RUN_MAX_TOKENS = 512  # tokens gathered before a run's text is joined and a new run starts
 
@@ -185,6 +192,7 @@ class Turn:
     def finish(self) -> None:
         with self.cond:
             self.finished_at = time.time()
+            self.runner = None  # nothing is left to interrupt or steer; it holds the turn's whole context
             if self._log and isinstance(self._log[-1], _TokenRun):
                 self._log[-1].close()
             # Kept with the journal for a while; one string costs less than a token each.
@@ -226,11 +234,16 @@ _LOCK = threading.Lock()
 def start(turn: Turn) -> None:
     """Journal ``turn`` and make it its session's live turn (the caller holds the session lock).
 
-    Journals finished long enough ago are dropped here, once a turn, not on every read."""
+    Journals finished long enough ago, or past the ``FINISHED_KEPT`` newest, are dropped here, once a turn,
+    not on every read."""
     with _LOCK:
         now = time.time()
-        for key, old in list(_TURNS.items()):
-            if old.finished_at and now - old.finished_at > _FINISHED_TTL_S:
+        finished = [key for key, old in _TURNS.items() if old.finished_at is not None]
+        finished.sort(key=lambda key: _TURNS[key].finished_at or 0.0)
+        over = len(finished) - FINISHED_KEPT
+        for index, key in enumerate(finished):
+            finished_at = _TURNS[key].finished_at or 0.0
+            if index < over or now - finished_at > _FINISHED_TTL_S:
                 del _TURNS[key]
         _TURNS[turn.stream_id] = turn
         _LIVE_BY_SESSION[turn.session_id] = turn

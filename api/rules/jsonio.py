@@ -21,7 +21,10 @@ def loads(data: bytes) -> Any:
 
 def dumps(obj: Any, *, indent: bool = False) -> bytes:
     try:
-        return orjson.dumps(obj, option=orjson.OPT_INDENT_2 if indent else 0, default=str)
+        encoded = orjson.dumps(obj, option=orjson.OPT_INDENT_2 if indent else 0, default=str)
+        # orjson's bytes keep the whole buffer it reserved, about 15 times the text (32 KB for a sidebar row
+        # the index keeps per session); a copy holds the text alone.
+        return bytes(memoryview(encoded))
     except (TypeError, orjson.JSONEncodeError):
         return json.dumps(obj, indent=2 if indent else None, ensure_ascii=True, default=str).encode("ascii")
 

@@ -120,11 +120,13 @@ def forget_with_memos(clear: Callable[[], None]) -> None:
 class KnownTexts:
     """Texts already seen to pass one test, so a list of texts asked about again (every chat turn asks about
     the same transcript, a few rows longer) costs a comparison with the list asked about before and one set
-    lookup per newer text. Bounded: forgotten when it grows past ``max_size``."""
+    lookup per newer text. Bounded: forgotten when it grows past ``max_size`` texts or ``_MEMO_MAX_CHARS``
+    characters (each chat turn adds its texts, and a text may be long)."""
 
     def __init__(self, test: Callable[[Any], bool], max_size: int = 200_000):
         self.test, self.max_size = test, max_size
         self.known: set[Any] = set()
+        self._chars = 0  # of the known texts
         self.recent: list[list[Any]] = []  # lists whose every text passed, newest first
         forget_with_memos(self.clear)
 
@@ -146,9 +148,11 @@ class KnownTexts:
             return set()
         unknown = set(rest) - known
         passing = {text for text in unknown if self.test(text)}
-        if len(known) > self.max_size:
+        if len(known) > self.max_size or self._chars > _MEMO_MAX_CHARS:
             known.clear()
+            self._chars = 0
         known.update(passing)
+        self._chars += sum(len(text) for text in passing if isinstance(text, str))
         if len(passing) == len(unknown):
             self._remember(texts)
         return unknown - passing
@@ -162,6 +166,7 @@ class KnownTexts:
 
     def clear(self) -> None:
         self.known.clear()
+        self._chars = 0
         self.recent.clear()
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from talaria_testing.chat_client import SSE, chat, named, names, new_session, on_disk, session, start, text_of
 from talaria_testing.fake_llm import Reply, agent_server
+from talaria_testing.many_turns import worker_pids
 from talaria_testing.server_proc import ServerProc
 from tests.integration.test_approvals import Stream, respond, terminal_call, victim_folder
 
@@ -36,37 +37,6 @@ def _server(root: Path, base_url: str, **env: str) -> ServerProc:
 def srv(llm, tmp_path_factory):
     with _server(tmp_path_factory.mktemp("workers"), llm.base_url) as server:
         yield server
-
-
-def _children(pid: int) -> list[int]:
-    """The processes whose parent is ``pid``, from each process's own ``stat`` (a thread's ``children``
-    file drops the children of threads that ended, and a server's request and turn threads end all the time)."""
-    found: list[int] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue  # gone meanwhile
-        # "pid (comm) state ppid ...": the command may hold spaces and parentheses, so split after its last ")".
-        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-            found.append(int(entry.name))
-    return found
-
-
-def worker_pids(srv: ServerProc) -> list[int]:
-    """The server's agent worker processes (its children running ``api.server.agent_worker``)."""
-    assert srv.proc is not None
-    pids = []
-    for pid in _children(srv.proc.pid):
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"api.server.agent_worker" in cmdline:
-            pids.append(pid)
-    return pids
 
 
 def wait_for(check, timeout: float = WAIT_S, what: str = "the condition"):
