@@ -15,7 +15,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from api.agent import agent_pool, cron_ticker, mcp_servers, model_catalog, worker_pool
+from api.agent import agent_pool, cron_ticker, mcp_servers, model_catalog, turn_journal, worker_pool
 from api.services import agent_watch, environment_workers, search_indexer, session_feed, streaming
 from api.store import config, models
 from api.store import session_store as _store
@@ -35,6 +35,8 @@ class App:
         self.auth: AuthManager | None = None  # None: login is off
         self.startup_recovery: dict[str, Any] | None = None
         self.started_at = time.time()
+        self.turns = turn_journal.LiveTurns()
+        turn_journal.IN_USE.use(self.turns)
         self.store.index.add_listener(session_feed.CHANGES.record, session_feed.CHANGES.reset)
         self.store.index.add_listener(search_indexer.note_changed, search_indexer.note_reset)
         _store.use(self.store)
