@@ -264,36 +264,31 @@ class LiveTurns:
             return list(self._live_by_session.values())
 
 
-IN_USE: InUse[LiveTurns] = InUse(LiveTurns)  # the app's (``App.turns``), else one built on first use
-
-
-def turns() -> LiveTurns:
-    """The live turns in use."""
-    return IN_USE.get()
+TURNS: InUse[LiveTurns] = InUse(LiveTurns)  # the app's (``App.turns``), else one built on first use
 
 
 def start(turn: Turn) -> None:
     """Journal ``turn`` and make it its session's live turn (the caller holds the session lock)."""
-    IN_USE.get().start(turn)
+    TURNS.get().start(turn)
 
 
 def end(turn: Turn) -> None:
     """``turn`` is no longer live; its journal stays readable for a while."""
-    IN_USE.get().end(turn)
+    TURNS.get().end(turn)
 
 
 def get_turn(stream_id: str) -> Turn | None:
-    return IN_USE.get().get_turn(stream_id)
+    return TURNS.get().get_turn(stream_id)
 
 
 def live_turn_for(session_id: str) -> Turn | None:
-    return IN_USE.get().live_turn_for(session_id)
+    return TURNS.get().live_turn_for(session_id)
 
 
 def latest_for(session_id: str) -> Turn | None:
     """The session's newest turn of this app, live or finished (while its journal is kept)."""
-    return IN_USE.get().latest_for(session_id)
+    return TURNS.get().latest_for(session_id)
 
 
 def live_turns() -> list[Turn]:
-    return IN_USE.get().live_turns()
+    return TURNS.get().live_turns()

@@ -16,7 +16,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from api.agent import agent_pool, cron_ticker, mcp_servers, model_catalog, turn_journal, worker_pool
-from api.services import agent_watch, environment_workers, search_indexer, session_feed, streaming
+from api.services import (
+    agent_watch,
+    compression,
+    environment_workers,
+    search_indexer,
+    session_feed,
+    streaming,
+)
 from api.store import config, models
 from api.store import session_store as _store
 from api.web.auth import AuthManager
@@ -36,7 +43,9 @@ class App:
         self.startup_recovery: dict[str, Any] | None = None
         self.started_at = time.time()
         self.turns = turn_journal.LiveTurns()
-        turn_journal.IN_USE.use(self.turns)
+        turn_journal.TURNS.use(self.turns)
+        self.jobs = compression.Jobs()
+        compression.JOBS.use(self.jobs)
         self.store.index.add_listener(session_feed.CHANGES.record, session_feed.CHANGES.reset)
         self.store.index.add_listener(search_indexer.note_changed, search_indexer.note_reset)
         _store.use(self.store)
