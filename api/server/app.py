@@ -20,9 +20,11 @@ from api.services import (
     agent_watch,
     compression,
     environment_workers,
+    goal_loop,
     search_indexer,
     session_feed,
     streaming,
+    turn_queue,
 )
 from api.store import config, models
 from api.store import session_store as _store
@@ -46,6 +48,12 @@ class App:
         turn_journal.TURNS.use(self.turns)
         self.jobs = compression.Jobs()
         compression.JOBS.use(self.jobs)
+        self.goal_locks = goal_loop.GoalLocks()
+        goal_loop.LOCKS.use(self.goal_locks)
+        self.work = streaming.Work()
+        self.work.on_turn_end(turn_queue.drain)
+        self.work.on_turn_end(goal_loop.after_turn)  # after the queue's: a queued message goes first
+        streaming.WORK.use(self.work)
         self.store.index.add_listener(session_feed.CHANGES.record, session_feed.CHANGES.reset)
         self.store.index.add_listener(search_indexer.note_changed, search_indexer.note_reset)
         _store.use(self.store)
