@@ -15,7 +15,17 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from api.agent import agent_pool, cron_ticker, mcp_servers, model_catalog, turn_journal, worker_pool
+from api.agent import (
+    agent_pool,
+    approvals,
+    clarify,
+    cron_ticker,
+    mcp_servers,
+    model_catalog,
+    turn_journal,
+    worker_pool,
+)
+from api.agent.questions import Questions
 from api.services import (
     agent_watch,
     compression,
@@ -48,6 +58,12 @@ class App:
         turn_journal.TURNS.use(self.turns)
         self.jobs = compression.Jobs()
         compression.JOBS.use(self.jobs)
+        self.approvals = Questions("approval")  # open approval questions
+        approvals.QUESTIONS.use(self.approvals)
+        self.yolo: set[str] = set()  # sessions whose person turned "don't ask again" on
+        approvals.YOLO.use(self.yolo)
+        self.clarify = Questions("clarify")  # open clarify questions
+        clarify.QUESTIONS.use(self.clarify)
         self.goal_locks = goal_loop.GoalLocks()
         goal_loop.LOCKS.use(self.goal_locks)
         self.work = streaming.Work()
