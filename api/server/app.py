@@ -70,7 +70,9 @@ class App:
         self.work.on_turn_end(turn_queue.drain)
         self.work.on_turn_end(goal_loop.after_turn)  # after the queue's: a queued message goes first
         streaming.WORK.use(self.work)
-        self.store.index.add_listener(session_feed.CHANGES.record, session_feed.CHANGES.reset)
+        self.feed = session_feed.new_log()  # the sidebar's change feed
+        session_feed.CHANGES.use(self.feed)
+        self.store.index.add_listener(self.feed.record, self.feed.reset)
         self.store.index.add_listener(search_indexer.note_changed, search_indexer.note_reset)
         _store.use(self.store)
 
@@ -90,7 +92,7 @@ class App:
 
     def stop_work(self) -> None:
         """End what runs besides the requests: feeds, live turns (marked interrupted), workers, MCP servers, cron."""
-        session_feed.CHANGES.close()  # the sidebar feeds end; the tabs reconnect to the next server
+        self.feed.close()  # the sidebar feeds end; the tabs reconnect to the next server
         agent_watch.WATCH.stop()
         try:
             streaming.shutdown()

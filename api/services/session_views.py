@@ -158,7 +158,7 @@ def sessions_page_json(
     agent's sessions belong to no project)."""
     project = None if project_id is None else projects.clean_project_id(project_id)
     # Read before the rows: a change after this number reaches the tab through the feed.
-    extra: dict[str, Any] = {"feed_seq": session_feed.CHANGES.seq}
+    extra: dict[str, Any] = {"feed_seq": session_feed.changes().seq}
     if cursor is None:
         extra["agent_sessions"] = [] if project is not None else _recent_agent_sessions()
     return session_list.page_json(limit, cursor, extra, project)
