@@ -22,6 +22,7 @@ from api.agent import (
     cron_ticker,
     mcp_servers,
     model_catalog,
+    process_cards,
     turn_journal,
     worker_pool,
 )
@@ -64,6 +65,8 @@ class App:
         approvals.YOLO.use(self.yolo)
         self.clarify = Questions("clarify")  # open clarify questions
         clarify.QUESTIONS.use(self.clarify)
+        self.process_watch = process_cards.ProcessWatch()  # background processes outliving their turn
+        process_cards.WATCH.use(self.process_watch)
         self.goal_locks = goal_loop.GoalLocks()
         goal_loop.LOCKS.use(self.goal_locks)
         self.work = streaming.Work()
