@@ -28,12 +28,14 @@ from api.agent import (
 )
 from api.agent.questions import Questions
 from api.services import (
+    agent_import,
     agent_watch,
     compression,
     environment_workers,
     goal_loop,
     search_indexer,
     session_feed,
+    session_views,
     streaming,
     turn_queue,
 )
@@ -67,6 +69,10 @@ class App:
         clarify.QUESTIONS.use(self.clarify)
         self.process_watch = process_cards.ProcessWatch()  # background processes outliving their turn
         process_cards.WATCH.use(self.process_watch)
+        self.agent_rows = session_views.AgentRows()  # the agent's sessions the first page showed last
+        session_views.AGENT_ROWS.use(self.agent_rows)
+        self.import_lock = threading.Lock()  # one continuation of an agent's conversation at a time
+        agent_import.IMPORT_LOCK.use(self.import_lock)
         self.goal_locks = goal_loop.GoalLocks()
         goal_loop.LOCKS.use(self.goal_locks)
         self.work = streaming.Work()
