@@ -1,10 +1,12 @@
 """The application: the settings in force, the session store, login, and the background work around them.
 
 ``App()`` is built once where the server is made (``api.server.cli.main``) and handed to the server, whose request
-handler passes it to the routes (``handler.server.app``). Building it wires, explicitly, what used to be
-registered at import: the sidebar feed and the search indexer hear every change of the store's index. The app's
-store becomes the store in use, the one hermes-webui's module-level names (``api.models.SESSION_DIR``...) act
-on. ``start`` starts the background services, ``stop_work`` ends them before the last requests finish, and
+handler passes it to the routes (``handler.server.app``). The app owns the live state of the layers below: its
+turns, jobs, questions, feed and locks, each a small object built here and put in use (``api.store.in_use``) for
+code that holds no app reference, as its store becomes the store in use, the one hermes-webui's module-level names
+(``api.models.SESSION_DIR``...) act on. Building it also wires, explicitly and only here, what follows a save
+(the sidebar feed and the search indexer hear every change of the store's index) and a turn's end (the queue,
+then the goal loop); importing a module registers nothing. ``start`` starts the background services, ``stop_work`` ends them before the last requests finish, and
 ``close`` keeps what memory holds that the files lack.
 """
 
@@ -57,6 +59,7 @@ class App:
         self.auth: AuthManager | None = None  # None: login is off
         self.startup_recovery: dict[str, Any] | None = None
         self.started_at = time.time()
+        # The live state below is this app's; a second app (a test's) gets its own.
         self.turns = turn_journal.LiveTurns()
         turn_journal.TURNS.use(self.turns)
         self.jobs = compression.Jobs()
