@@ -38,6 +38,8 @@ def test_a_second_app_starts_with_nothing_of_the_first(app):
         assert second.turns is not app.turns and second.feed is not app.feed
     finally:
         second.close()
+        second.release()
+    assert approvals.yolo("s1") and turn_journal.TURNS.get() is app.turns  # the first app's, in use again
 
 
 def test_what_follows_a_turn_is_wired_by_the_app_alone(app):

@@ -43,6 +43,7 @@ from api.services import (
 )
 from api.store import config, models
 from api.store import session_store as _store
+from api.store.in_use import InUse
 from api.web.auth import AuthManager
 
 
@@ -60,33 +61,43 @@ class App:
         self.startup_recovery: dict[str, Any] | None = None
         self.started_at = time.time()
         # The live state below is this app's; a second app (a test's) gets its own.
+        self._replaced: list[tuple[InUse[Any], Any]] = []  # what was in use before, for ``release``
         self.turns = turn_journal.LiveTurns()
-        turn_journal.TURNS.use(self.turns)
+        self._put(turn_journal.TURNS, self.turns)
         self.jobs = compression.Jobs()
-        compression.JOBS.use(self.jobs)
+        self._put(compression.JOBS, self.jobs)
         self.approvals = Questions("approval")  # open approval questions
-        approvals.QUESTIONS.use(self.approvals)
+        self._put(approvals.QUESTIONS, self.approvals)
         self.yolo: set[str] = set()  # sessions whose person turned "don't ask again" on
-        approvals.YOLO.use(self.yolo)
+        self._put(approvals.YOLO, self.yolo)
         self.clarify = Questions("clarify")  # open clarify questions
-        clarify.QUESTIONS.use(self.clarify)
+        self._put(clarify.QUESTIONS, self.clarify)
         self.process_watch = process_cards.ProcessWatch()  # background processes outliving their turn
-        process_cards.WATCH.use(self.process_watch)
+        self._put(process_cards.WATCH, self.process_watch)
         self.agent_rows = session_views.AgentRows()  # the agent's sessions the first page showed last
-        session_views.AGENT_ROWS.use(self.agent_rows)
+        self._put(session_views.AGENT_ROWS, self.agent_rows)
         self.import_lock = threading.Lock()  # one continuation of an agent's conversation at a time
-        agent_import.IMPORT_LOCK.use(self.import_lock)
+        self._put(agent_import.IMPORT_LOCK, self.import_lock)
         self.goal_locks = goal_loop.GoalLocks()
-        goal_loop.LOCKS.use(self.goal_locks)
+        self._put(goal_loop.LOCKS, self.goal_locks)
         self.work = streaming.Work()
         self.work.on_turn_end(turn_queue.drain)
         self.work.on_turn_end(goal_loop.after_turn)  # after the queue's: a queued message goes first
-        streaming.WORK.use(self.work)
+        self._put(streaming.WORK, self.work)
         self.feed = session_feed.new_log()  # the sidebar's change feed
-        session_feed.CHANGES.use(self.feed)
+        self._put(session_feed.CHANGES, self.feed)
         self.store.index.add_listener(self.feed.record, self.feed.reset)
         self.store.index.add_listener(search_indexer.note_changed, search_indexer.note_reset)
         _store.use(self.store)
+
+    def _put(self, slot: InUse[Any], value: Any) -> None:
+        self._replaced.append((slot, slot.use(value)))
+
+    def release(self) -> None:
+        """Put back what was in use before this app was built (a test's app, once it is closed)."""
+        while self._replaced:
+            slot, previous = self._replaced.pop()
+            slot.use(previous)
 
     def start(self) -> None:
         """The background services, after startup recovery: the search index checked against the files, the
