@@ -6,8 +6,9 @@ turns, jobs, questions, feed and locks, each a small object built here and put i
 code that holds no app reference, as its store becomes the store in use, the one hermes-webui's module-level names
 (``api.models.SESSION_DIR``...) act on. Building it also wires, explicitly and only here, what follows a save
 (the sidebar feed and the search indexer hear every change of the store's index) and a turn's end (the queue,
-then the goal loop); importing a module registers nothing. ``start`` starts the background services, ``stop_work`` ends them before the last requests finish, and
-``close`` keeps what memory holds that the files lack.
+then the goal loop); importing a module registers nothing. ``start`` starts the background services,
+``stop_work`` ends them before the last requests finish, ``close`` keeps what memory holds that the files lack,
+and ``release`` puts back what was in use before (a test's app).
 """
 
 from __future__ import annotations

@@ -5,8 +5,9 @@ until its judge says done, the person pauses or clears it, or the turn budget ru
   ``resume``, ``clear``; any other text sets the goal and sends it as the next message).
 - After each turn of the session (``after_turn``, which the app adds to ``streaming.Work.on_turn_end``) the agent's
   ``GoalManager`` judges the last answer (``api.agent.agent_goals``); while it says continue, its continuation
-  prompt goes through the session's queue (``api.services.turn_queue``), so the next turn starts from the server, durably, and every tab sees it. A turn
-  the person stopped, or that ended without an answer, pauses the goal with the reason instead.
+  prompt goes through the session's queue (``api.services.turn_queue``), so the next turn starts from the server,
+  durably, and every tab sees it. A turn the person stopped, or that ended without an answer, pauses the goal with
+  the reason instead.
 - The goal's card (``work`` event of kind ``goal``) is sent to the live turn and saved on the newest answer
   row, so a reload or a restart shows it as last judged.
 - After a restart, a goal whose turn the restart cut short is paused (``after_restart``); a continuation
