@@ -156,12 +156,14 @@ def store(tmp_path):
 
 @pytest.fixture
 def app(store):
-    """An ``App`` on the test's store (``store``): the sidebar feed and the search indexer follow its saves."""
+    """An ``App`` on the test's store (``store``), its live state in use for the test: the sidebar feed and the
+    search indexer follow its saves."""
     from api.server.app import App
 
     built = App(store=store)
     yield built
     built.close()
+    built.release()  # the next test starts with no live state of this one's
 
 
 @pytest.fixture

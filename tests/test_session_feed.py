@@ -7,7 +7,7 @@ import threading
 import time
 
 from api.services import session_catalogue
-from api.services.session_feed import CHANGES, ChangeLog
+from api.services.session_feed import ChangeLog
 from api.store.models import Session
 from api.web.sse import serve_session_changes
 
@@ -79,12 +79,12 @@ def test_serve_relays_changes_then_ends_when_the_log_closes():
 
 
 def test_saves_renames_and_deletes_reach_the_log(app):
-    start = CHANGES.seq
+    start = app.feed.seq
     session = Session(title="fed")
     session.save()
     session_catalogue.rename_session(session.session_id, "renamed")
     session_catalogue.delete_session(session.session_id)
-    seq, delta = CHANGES.since(start)
+    seq, delta = app.feed.since(start)
     assert seq >= start + 3
     assert delta["remove"] == [session.session_id] and delta["upsert"] == []
 

@@ -146,27 +146,17 @@ def test_the_finished_journals_kept_are_the_newest_few_and_none_keeps_its_runner
     """A server that finished turns faster than they aged out (ten minutes) kept every one of them, each with
     its runner, whose request holds the session's whole model context; 1,000 quick turns grew its memory by
     22–40 MB. At most ``FINISHED_KEPT`` finished journals stay, the newest, and a finished one holds no runner."""
-    before = set(turn_journal._TURNS)
+    live_turns = turn_journal.LiveTurns()
     turns = [Turn(f"memory-{i}", f"memory-session-{i % 5}") for i in range(turn_journal.FINISHED_KEPT + 20)]
-    try:
-        for turn in turns:
-            turn_journal.start(turn)
-            turn.runner = object()  # type: ignore[assignment]
-            turn_journal.end(turn)
-            turn.finish()
-            assert turn.runner is None
-        live = Turn("memory-live", "memory-session-live")
-        turn_journal.start(live)  # the bound is kept as each turn starts
-        kept = [t for t in turns if turn_journal.get_turn(t.stream_id) is t]
-        assert kept == turns[-turn_journal.FINISHED_KEPT :]
-        assert (
-            turn_journal.get_turn("memory-live") is live
-            and turn_journal.live_turn_for(live.session_id) is live
-        )
-        assert (
-            turn_journal.latest_for("memory-session-2") is turns[-2]
-        )  # its session's newest, still readable
-    finally:
-        turn_journal.end(live)
-        for key in set(turn_journal._TURNS) - before:
-            del turn_journal._TURNS[key]
+    for turn in turns:
+        live_turns.start(turn)
+        turn.runner = object()  # type: ignore[assignment]
+        live_turns.end(turn)
+        turn.finish()
+        assert turn.runner is None
+    live = Turn("memory-live", "memory-session-live")
+    live_turns.start(live)  # the bound is kept as each turn starts
+    kept = [t for t in turns if live_turns.get_turn(t.stream_id) is t]
+    assert kept == turns[-turn_journal.FINISHED_KEPT :]
+    assert live_turns.get_turn("memory-live") is live and live_turns.live_turn_for(live.session_id) is live
+    assert live_turns.latest_for("memory-session-2") is turns[-2]  # its session's newest, still readable

@@ -23,10 +23,13 @@ from api.agent.questions import ANSWERED, CANCELLED, STOPPED, TIMEOUT, Question,
 from api.rules.errors import ApiError, BadRequest
 from api.store import atomic, session_lookup
 from api.store import config as _config
+from api.store.in_use import InUse
 
 CHOICES = ("once", "session", "always", "deny")
-QUESTIONS = Questions("approval")
-_YOLO: set[str] = set()  # sessions whose person turned "don't ask again" on (until the server stops)
+# The app's (``App.approvals``, ``App.yolo``), else built on first use: the open approval questions, and the
+# sessions whose person turned "don't ask again" on (until the server stops).
+QUESTIONS: InUse[Questions] = InUse(lambda: Questions("approval"))
+YOLO: InUse[set[str]] = InUse(set)
 
 # A run of these characters is a literal word to the shell: no expansion, substitution, quoting, globbing
 # or separator, so masking it cannot hide anything that runs.
@@ -98,7 +101,7 @@ def ask(
         "allow_permanent": data.get("allow_permanent") is not False,
     }
     timeout_s = float(_config.setting("approval_timeout"))
-    question = QUESTIONS.ask(session_id, payload, timeout_s, emit, interrupted, _resolution)
+    question = QUESTIONS.get().ask(session_id, payload, timeout_s, emit, interrupted, _resolution)
     return decision(question)
 
 
@@ -113,7 +116,9 @@ def respond(session_id: str, approval_id: Any, choice: Any) -> dict[str, Any]:
         raise BadRequest(f"choice must be one of: {', '.join(CHOICES)}")
     if not isinstance(approval_id, str) or not approval_id:
         raise BadRequest("approval_id must be a non-empty string")
-    QUESTIONS.answer(session_id, approval_id, choice, before=_allow_always if choice == "always" else None)
+    QUESTIONS.get().answer(
+        session_id, approval_id, choice, before=_allow_always if choice == "always" else None
+    )
     return {"ok": True, "approval_id": approval_id, "choice": choice}
 
 
@@ -132,11 +137,11 @@ def _allow_always(question: Question) -> None:
 
 def pending(session_id: str) -> dict[str, Any]:
     session_lookup.load_session(session_id)
-    return {"pending": QUESTIONS.pending(session_id), "yolo": yolo(session_id)}
+    return {"pending": QUESTIONS.get().pending(session_id), "yolo": yolo(session_id)}
 
 
 def yolo(session_id: str) -> bool:
-    return session_id in _YOLO
+    return session_id in YOLO.get()
 
 
 def set_yolo(session_id: str, enabled: Any) -> dict[str, Any]:
@@ -144,6 +149,7 @@ def set_yolo(session_id: str, enabled: Any) -> dict[str, Any]:
     if not isinstance(enabled, bool):
         raise BadRequest("enabled must be true or false")
     session_lookup.load_session(session_id)
-    (_YOLO.add if enabled else _YOLO.discard)(session_id)
+    switches = YOLO.get()
+    (switches.add if enabled else switches.discard)(session_id)
     agent_binding.apply_session_yolo(session_id, enabled)
     return {"ok": True, "session_id": session_id, "yolo": enabled}

@@ -14,9 +14,10 @@ from api.agent.questions import ANSWERED, CANCELLED, STOPPED, TIMEOUT, Question,
 from api.rules.errors import BadRequest
 from api.store import config as _config
 from api.store import session_lookup
+from api.store.in_use import InUse
 
 RESPONSE_MAX_CHARS = 20_000
-QUESTIONS = Questions("clarify")
+QUESTIONS: InUse[Questions] = InUse(lambda: Questions("clarify"))  # the app's (``App.clarify``)
 
 
 def no_answer_text(question: Question) -> str:
@@ -39,7 +40,7 @@ def ask(
     offered = [str(c) for c in choices] if choices else None
     payload = {"question": str(question_text or ""), "choices": offered}
     timeout_s = float(_config.setting("clarify_timeout"))
-    question = QUESTIONS.ask(session_id, payload, timeout_s, emit, interrupted)
+    question = QUESTIONS.get().ask(session_id, payload, timeout_s, emit, interrupted)
     return str(question.answer) if question.outcome == ANSWERED else no_answer_text(question)
 
 
@@ -50,10 +51,10 @@ def respond(session_id: str, clarify_id: Any, response: Any) -> dict[str, Any]:
         raise BadRequest(f"response is too long (at most {RESPONSE_MAX_CHARS} characters)")
     if not isinstance(clarify_id, str) or not clarify_id:
         raise BadRequest("clarify_id must be a non-empty string")
-    QUESTIONS.answer(session_id, clarify_id, response.strip())
+    QUESTIONS.get().answer(session_id, clarify_id, response.strip())
     return {"ok": True, "clarify_id": clarify_id}
 
 
 def pending(session_id: str) -> dict[str, Any]:
     session_lookup.load_session(session_id)
-    return {"pending": QUESTIONS.pending(session_id)}
+    return {"pending": QUESTIONS.get().pending(session_id)}

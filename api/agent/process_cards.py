@@ -18,6 +18,7 @@ from api.agent import agent_calls, worker_pool
 from api.rules import work_cards
 from api.rules.errors import NotFound
 from api.store import session_edit
+from api.store.in_use import InUse
 
 if TYPE_CHECKING:  # the type only: the journal is handed in
     from api.agent.turn_journal import Turn
@@ -25,10 +26,6 @@ if TYPE_CHECKING:  # the type only: the journal is handed in
 log = logging.getLogger("talaria.process_cards")
 
 WATCH_INTERVAL_S = 1.0
-_WATCHED: dict[str, tuple[str, dict[str, Any]]] = {}  # process id → (session id, its card as last saved)
-_LOCK = threading.Lock()
-_WAKE = threading.Event()
-_THREAD: threading.Thread | None = None
 
 
 def state_of(proc_id: str) -> dict[str, Any] | None:
@@ -55,37 +52,53 @@ def refresh(turn: Turn) -> None:
             turn.append("work", updated)
 
 
+class ProcessWatch:
+    """The background processes one app follows after their turn ended (process id → its session and card as
+    last saved), and the one thread that follows them. The app owns one (``App.process_watch``), put in use."""
+
+    def __init__(self) -> None:
+        self._watched: dict[str, tuple[str, dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def watch_after(self, turn: Turn) -> None:
+        """Follow the turn's process cards still running once it ended, until each exits."""
+        cards = _running(list(turn.work_cards.values()))
+        if not cards:
+            return
+        with self._lock:
+            for card in cards:
+                self._watched[card["id"]] = (turn.session_id, card)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._watch_loop, name="process-cards", daemon=True)
+                self._thread.start()
+        self._wake.set()
+
+    def _watch_loop(self) -> None:
+        while True:
+            self._wake.wait(WATCH_INTERVAL_S)
+            self._wake.clear()
+            with self._lock:
+                watched = list(self._watched.items())
+            for proc_id, (session_id, card) in watched:
+                updated = work_cards.process_update(card, state_of(proc_id), time.time())
+                if updated["status"] == "running":
+                    continue
+                try:
+                    _save_final(session_id, updated)
+                except Exception:  # noqa: BLE001 - the card stays as last saved; the process is not watched again
+                    log.exception("saving the card of process %s in %s failed", proc_id, session_id)
+                with self._lock:
+                    self._watched.pop(proc_id, None)
+
+
+WATCH: InUse[ProcessWatch] = InUse(ProcessWatch)  # the app's (``App.process_watch``), else built on first use
+
+
 def watch_after(turn: Turn) -> None:
     """Follow the turn's process cards still running once it ended, until each exits."""
-    global _THREAD
-    cards = _running(list(turn.work_cards.values()))
-    if not cards:
-        return
-    with _LOCK:
-        for card in cards:
-            _WATCHED[card["id"]] = (turn.session_id, card)
-        if _THREAD is None or not _THREAD.is_alive():
-            _THREAD = threading.Thread(target=_watch_loop, name="process-cards", daemon=True)
-            _THREAD.start()
-    _WAKE.set()
-
-
-def _watch_loop() -> None:
-    while True:
-        _WAKE.wait(WATCH_INTERVAL_S)
-        _WAKE.clear()
-        with _LOCK:
-            watched = list(_WATCHED.items())
-        for proc_id, (session_id, card) in watched:
-            updated = work_cards.process_update(card, state_of(proc_id), time.time())
-            if updated["status"] == "running":
-                continue
-            try:
-                _save_final(session_id, updated)
-            except Exception:  # noqa: BLE001 - the card stays as last saved; the process is not watched again
-                log.exception("saving the card of process %s in %s failed", proc_id, session_id)
-            with _LOCK:
-                _WATCHED.pop(proc_id, None)
+    WATCH.get().watch_after(turn)
 
 
 def _save_final(session_id: str, card: dict[str, Any]) -> None:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from api.rules import render_patches
 from api.rules.sanitize import scrub_surrogates
+from api.store.in_use import InUse
 
 if TYPE_CHECKING:  # the types only: the journal holds a turn's runner, it never runs the agent
     from api.agent.agent_turn import TurnRunner
@@ -226,52 +227,81 @@ class Turn:
         return out
 
 
-_TURNS: dict[str, Turn] = {}
-_LIVE_BY_SESSION: dict[str, Turn] = {}
-_LOCK = threading.Lock()
+class LiveTurns:
+    """The turns of one app: each turn's journal by stream id (the ``FINISHED_KEPT`` newest finished ones, for
+    ``_FINISHED_TTL_S`` at most), and the live turn of each session. The app builds one (``App.turns``) and puts it in use for the functions below."""
+
+    def __init__(self) -> None:
+        self._turns: dict[str, Turn] = {}
+        self._live_by_session: dict[str, Turn] = {}
+        self._lock = threading.Lock()
+
+    def start(self, turn: Turn) -> None:
+        """Journal ``turn`` and make it its session's live turn (the caller holds the session lock).
+
+        Journals finished long enough ago, or past the ``FINISHED_KEPT`` newest, are dropped here, once a turn,
+        not on every read."""
+        with self._lock:
+            now = time.time()
+            finished = [key for key, old in self._turns.items() if old.finished_at is not None]
+            finished.sort(key=lambda key: self._turns[key].finished_at or 0.0)
+            over = len(finished) - FINISHED_KEPT
+            for index, key in enumerate(finished):
+                finished_at = self._turns[key].finished_at or 0.0
+                if index < over or now - finished_at > _FINISHED_TTL_S:
+                    del self._turns[key]
+            self._turns[turn.stream_id] = turn
+            self._live_by_session[turn.session_id] = turn
+
+    def end(self, turn: Turn) -> None:
+        """``turn`` is no longer live; its journal stays readable for a while."""
+        with self._lock:
+            if self._live_by_session.get(turn.session_id) is turn:
+                del self._live_by_session[turn.session_id]
+
+    def get_turn(self, stream_id: str) -> Turn | None:
+        with self._lock:
+            return self._turns.get(stream_id)
+
+    def live_turn_for(self, session_id: str) -> Turn | None:
+        with self._lock:
+            return self._live_by_session.get(session_id)
+
+    def latest_for(self, session_id: str) -> Turn | None:
+        """The session's newest turn of this app, live or finished (while its journal is kept)."""
+        with self._lock:
+            return next((t for t in reversed(self._turns.values()) if t.session_id == session_id), None)
+
+    def live_turns(self) -> list[Turn]:
+        with self._lock:
+            return list(self._live_by_session.values())
+
+
+TURNS: InUse[LiveTurns] = InUse(LiveTurns)  # the app's (``App.turns``), else one built on first use
 
 
 def start(turn: Turn) -> None:
-    """Journal ``turn`` and make it its session's live turn (the caller holds the session lock).
-
-    Journals finished long enough ago, or past the ``FINISHED_KEPT`` newest, are dropped here, once a turn,
-    not on every read."""
-    with _LOCK:
-        now = time.time()
-        finished = [key for key, old in _TURNS.items() if old.finished_at is not None]
-        finished.sort(key=lambda key: _TURNS[key].finished_at or 0.0)
-        over = len(finished) - FINISHED_KEPT
-        for index, key in enumerate(finished):
-            finished_at = _TURNS[key].finished_at or 0.0
-            if index < over or now - finished_at > _FINISHED_TTL_S:
-                del _TURNS[key]
-        _TURNS[turn.stream_id] = turn
-        _LIVE_BY_SESSION[turn.session_id] = turn
+    """Journal ``turn`` and make it its session's live turn (the caller holds the session lock)."""
+    TURNS.get().start(turn)
 
 
 def end(turn: Turn) -> None:
     """``turn`` is no longer live; its journal stays readable for a while."""
-    with _LOCK:
-        if _LIVE_BY_SESSION.get(turn.session_id) is turn:
-            del _LIVE_BY_SESSION[turn.session_id]
+    TURNS.get().end(turn)
 
 
 def get_turn(stream_id: str) -> Turn | None:
-    with _LOCK:
-        return _TURNS.get(stream_id)
+    return TURNS.get().get_turn(stream_id)
 
 
 def live_turn_for(session_id: str) -> Turn | None:
-    with _LOCK:
-        return _LIVE_BY_SESSION.get(session_id)
+    return TURNS.get().live_turn_for(session_id)
 
 
 def latest_for(session_id: str) -> Turn | None:
-    """The session's newest turn of this process, live or finished (while its journal is kept)."""
-    with _LOCK:
-        return next((t for t in reversed(_TURNS.values()) if t.session_id == session_id), None)
+    """The session's newest turn of this app, live or finished (while its journal is kept)."""
+    return TURNS.get().latest_for(session_id)
 
 
 def live_turns() -> list[Turn]:
-    with _LOCK:
-        return list(_LIVE_BY_SESSION.values())
+    return TURNS.get().live_turns()

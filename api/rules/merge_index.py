@@ -284,7 +284,7 @@ class TranscriptTexts:
         )
 
 
-_RECENT_TRANSCRIPTS: list[TranscriptTexts] = []
+_RECENT_TRANSCRIPTS: list[TranscriptTexts] = []  # a cache of a pure function, not state
 _RECENT_MAX = 8
 _HITS_MAX = 4096
 

@@ -109,7 +109,9 @@ def clear_memos() -> None:
         clear()
 
 
-_MEMO_CLEARERS: list[Callable[[], None]] = []  # other memos of texts or lists, registered where they live
+# Caches of pure functions, not state (an app owns none of them): other memos of texts or lists, registered where
+# they live.
+_MEMO_CLEARERS: list[Callable[[], None]] = []
 
 
 def forget_with_memos(clear: Callable[[], None]) -> None:

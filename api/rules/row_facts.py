@@ -57,7 +57,7 @@ def newest_time(values: list[Any]) -> float | None:
     return best
 
 
-_RECENT_TIMES: list[tuple[list[Any], float | None]] = []
+_RECENT_TIMES: list[tuple[list[Any], float | None]] = []  # a cache of a pure function, not state
 forget_with_memos(_RECENT_TIMES.clear)
 
 

@@ -1,11 +1,14 @@
 """The application: the settings in force, the session store, login, and the background work around them.
 
 ``App()`` is built once where the server is made (``api.server.cli.main``) and handed to the server, whose request
-handler passes it to the routes (``handler.server.app``). Building it wires, explicitly, what used to be
-registered at import: the sidebar feed and the search indexer hear every change of the store's index. The app's
-store becomes the store in use, the one hermes-webui's module-level names (``api.models.SESSION_DIR``...) act
-on. ``start`` starts the background services, ``stop_work`` ends them before the last requests finish, and
-``close`` keeps what memory holds that the files lack.
+handler passes it to the routes (``handler.server.app``). The app owns the live state of the layers below: its
+turns, jobs, questions, feed and locks, each a small object built here and put in use (``api.store.in_use``) for
+code that holds no app reference, as its store becomes the store in use, the one hermes-webui's module-level names
+(``api.models.SESSION_DIR``...) act on. Building it also wires, explicitly and only here, what follows a save
+(the sidebar feed and the search indexer hear every change of the store's index) and a turn's end (the queue,
+then the goal loop); importing a module registers nothing. ``start`` starts the background services,
+``stop_work`` ends them before the last requests finish, ``close`` keeps what memory holds that the files lack,
+and ``release`` puts back what was in use before (a test's app).
 """
 
 from __future__ import annotations
@@ -15,10 +18,33 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from api.agent import agent_pool, cron_ticker, mcp_servers, model_catalog, worker_pool
-from api.services import agent_watch, environment_workers, search_indexer, session_feed, streaming
+from api.agent import (
+    agent_pool,
+    approvals,
+    clarify,
+    cron_ticker,
+    mcp_servers,
+    model_catalog,
+    process_cards,
+    turn_journal,
+    worker_pool,
+)
+from api.agent.questions import Questions
+from api.services import (
+    agent_import,
+    agent_watch,
+    compression,
+    environment_workers,
+    goal_loop,
+    search_indexer,
+    session_feed,
+    session_views,
+    streaming,
+    turn_queue,
+)
 from api.store import config, models
 from api.store import session_store as _store
+from api.store.in_use import InUse
 from api.web.auth import AuthManager
 
 
@@ -35,9 +61,44 @@ class App:
         self.auth: AuthManager | None = None  # None: login is off
         self.startup_recovery: dict[str, Any] | None = None
         self.started_at = time.time()
-        self.store.index.add_listener(session_feed.CHANGES.record, session_feed.CHANGES.reset)
+        # The live state below is this app's; a second app (a test's) gets its own.
+        self._replaced: list[tuple[InUse[Any], Any]] = []  # what was in use before, for ``release``
+        self.turns = turn_journal.LiveTurns()
+        self._put(turn_journal.TURNS, self.turns)
+        self.jobs = compression.Jobs()
+        self._put(compression.JOBS, self.jobs)
+        self.approvals = Questions("approval")  # open approval questions
+        self._put(approvals.QUESTIONS, self.approvals)
+        self.yolo: set[str] = set()  # sessions whose person turned "don't ask again" on
+        self._put(approvals.YOLO, self.yolo)
+        self.clarify = Questions("clarify")  # open clarify questions
+        self._put(clarify.QUESTIONS, self.clarify)
+        self.process_watch = process_cards.ProcessWatch()  # background processes outliving their turn
+        self._put(process_cards.WATCH, self.process_watch)
+        self.agent_rows = session_views.AgentRows()  # the agent's sessions the first page showed last
+        self._put(session_views.AGENT_ROWS, self.agent_rows)
+        self.import_lock = threading.Lock()  # one continuation of an agent's conversation at a time
+        self._put(agent_import.IMPORT_LOCK, self.import_lock)
+        self.goal_locks = goal_loop.GoalLocks()
+        self._put(goal_loop.LOCKS, self.goal_locks)
+        self.work = streaming.Work()
+        self.work.on_turn_end(turn_queue.drain)
+        self.work.on_turn_end(goal_loop.after_turn)  # after the queue's: a queued message goes first
+        self._put(streaming.WORK, self.work)
+        self.feed = session_feed.new_log()  # the sidebar's change feed
+        self._put(session_feed.CHANGES, self.feed)
+        self.store.index.add_listener(self.feed.record, self.feed.reset)
         self.store.index.add_listener(search_indexer.note_changed, search_indexer.note_reset)
         _store.use(self.store)
+
+    def _put(self, slot: InUse[Any], value: Any) -> None:
+        self._replaced.append((slot, slot.use(value)))
+
+    def release(self) -> None:
+        """Put back what was in use before this app was built (a test's app, once it is closed)."""
+        while self._replaced:
+            slot, previous = self._replaced.pop()
+            slot.use(previous)
 
     def start(self) -> None:
         """The background services, after startup recovery: the search index checked against the files, the
@@ -55,7 +116,7 @@ class App:
 
     def stop_work(self) -> None:
         """End what runs besides the requests: feeds, live turns (marked interrupted), workers, MCP servers, cron."""
-        session_feed.CHANGES.close()  # the sidebar feeds end; the tabs reconnect to the next server
+        self.feed.close()  # the sidebar feeds end; the tabs reconnect to the next server
         agent_watch.WATCH.stop()
         try:
             streaming.shutdown()

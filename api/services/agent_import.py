@@ -21,9 +21,11 @@ from api.services import agent_watch
 from api.services.session_catalogue import save_new
 from api.services.session_views import forget_agent_rows, full_session
 from api.store import models
+from api.store.in_use import InUse
 
-# One import at a time: two clicks on the same conversation must not make two continuations.
-_IMPORT_LOCK = threading.Lock()
+# One import at a time in an app (``App.import_lock``): two clicks on the same conversation must not make two
+# continuations.
+IMPORT_LOCK: InUse[threading.Lock] = InUse(threading.Lock)
 # Keys that name rows of the agent's session, meaningless in another one.
 _AGENT_ROW_KEYS = ("_state_db_row_id",)
 
@@ -50,7 +52,7 @@ def import_agent_session(sid: str) -> dict[str, Any]:
     """The Talaria session continuing agent conversation ``sid`` (made now, or the one made before)."""
     if not is_safe_session_id(sid):
         raise NotFound("Session not found")
-    with _IMPORT_LOCK:
+    with IMPORT_LOCK.get():
         agent = agent_session(sid)
         if agent is None:
             raise NotFound("Session not found")

@@ -63,7 +63,7 @@ class AgentWatch:
         if rows != self._rows:
             self._rows = rows
             session_views.forget_agent_rows()  # a page read after the feed's news holds the news too
-            session_feed.CHANGES.record_agent_sessions(rows)
+            session_feed.changes().record_agent_sessions(rows)
 
 
 WATCH = AgentWatch()

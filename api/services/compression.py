@@ -23,6 +23,7 @@ from api.rules.sanitize import sanitize_messages_for_api
 from api.services.session_ops import _truncation_watermark_for
 from api.store import atomic, compression_undo, models
 from api.store import config as _config
+from api.store.in_use import InUse
 from api.store.session_edit import Unchanged, edit, lock
 
 log = logging.getLogger("talaria.compression")
@@ -306,54 +307,70 @@ def uncompress(session_id: str) -> dict[str, Any]:
 # ---------------------------------------------------------------------- async jobs
 
 _JOB_TTL_S = 600.0
-_JOBS: dict[str, dict[str, Any]] = {}
-_JOBS_LOCK = threading.Lock()
 
 
-def _expire_jobs(now: float) -> None:
-    for sid, job in list(_JOBS.items()):
-        if job["status"] != "running" and now - job["finished_at"] > _JOB_TTL_S:
-            del _JOBS[sid]
+class Jobs:
+    """The background compressions of one app, one per session (finished ones kept ``_JOB_TTL_S`` for the
+    page's poll). The app builds one (``App.jobs``) and puts it in use for the functions below."""
+
+    def __init__(self) -> None:
+        self._jobs: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def _expire(self, now: float) -> None:
+        for sid, job in list(self._jobs.items()):
+            if job["status"] != "running" and now - job["finished_at"] > _JOB_TTL_S:
+                del self._jobs[sid]
+
+    def start(self, session_id: str, focus_topic: str | None = None) -> dict[str, Any]:
+        """Run ``manual_compress`` in the background; poll ``status``."""
+        interrupted_turns.settled_session(session_id)
+        with self._lock:
+            self._expire(time.time())
+            job = self._jobs.get(session_id)
+            if job and job["status"] == "running":
+                return {"ok": True, "status": "running", "session_id": session_id}
+            job = {"status": "running", "started_at": time.time(), "finished_at": None}
+            self._jobs[session_id] = job
+
+        def run() -> None:
+            update: dict[str, Any]
+            try:
+                result = manual_compress(session_id, focus_topic)
+                update = {"status": "done", "result": result}
+            except ApiError as exc:
+                update = {"status": "error", "error": exc.message, "http_status": exc.status}
+            except Exception as exc:  # noqa: BLE001
+                update = {
+                    "status": "error",
+                    "error": f"Compression failed: {redact_paths(str(exc))}",
+                    "http_status": 400,
+                }
+            with self._lock:
+                job.update(update, finished_at=time.time())
+
+        threading.Thread(target=run, name=f"compress-{session_id}", daemon=True).start()
+        return {"ok": True, "status": "running", "session_id": session_id}
+
+    def status(self, session_id: str) -> dict[str, Any]:
+        with self._lock:
+            self._expire(time.time())
+            job = self._jobs.get(session_id)
+            if job is None:
+                return {"status": "idle", "session_id": session_id}
+            return {k: v for k, v in job.items() if k != "finished_at"} | {"session_id": session_id}
+
+
+JOBS: InUse[Jobs] = InUse(Jobs)  # the app's (``App.jobs``), else one built on first use
 
 
 def start_compress_job(session_id: str, focus_topic: str | None = None) -> dict[str, Any]:
     """Run ``manual_compress`` in the background; poll ``compress_job_status``."""
-    interrupted_turns.settled_session(session_id)
-    with _JOBS_LOCK:
-        _expire_jobs(time.time())
-        job = _JOBS.get(session_id)
-        if job and job["status"] == "running":
-            return {"ok": True, "status": "running", "session_id": session_id}
-        job = {"status": "running", "started_at": time.time(), "finished_at": None}
-        _JOBS[session_id] = job
-
-    def run() -> None:
-        update: dict[str, Any]
-        try:
-            result = manual_compress(session_id, focus_topic)
-            update = {"status": "done", "result": result}
-        except ApiError as exc:
-            update = {"status": "error", "error": exc.message, "http_status": exc.status}
-        except Exception as exc:  # noqa: BLE001
-            update = {
-                "status": "error",
-                "error": f"Compression failed: {redact_paths(str(exc))}",
-                "http_status": 400,
-            }
-        with _JOBS_LOCK:
-            job.update(update, finished_at=time.time())
-
-    threading.Thread(target=run, name=f"compress-{session_id}", daemon=True).start()
-    return {"ok": True, "status": "running", "session_id": session_id}
+    return JOBS.get().start(session_id, focus_topic)
 
 
 def compress_job_status(session_id: str) -> dict[str, Any]:
-    with _JOBS_LOCK:
-        _expire_jobs(time.time())
-        job = _JOBS.get(session_id)
-        if job is None:
-            return {"status": "idle", "session_id": session_id}
-        return {k: v for k, v in job.items() if k != "finished_at"} | {"session_id": session_id}
+    return JOBS.get().status(session_id)
 
 
 # ---------------------------------------------------------------------- auto-compression bookkeeping

@@ -3,10 +3,11 @@ until its judge says done, the person pauses or clears it, or the turn budget ru
 
 - ``command(session_id, args)`` is the agent's ``/goal`` with its subcommands (``status``, ``pause``,
   ``resume``, ``clear``; any other text sets the goal and sends it as the next message).
-- After each turn of the session (``streaming.on_turn_end``) the agent's ``GoalManager`` judges the last
-  answer (``api.agent.agent_goals``); while it says continue, its continuation prompt goes through the session's
-  queue (``api.services.turn_queue``), so the next turn starts from the server, durably, and every tab sees it. A turn
-  the person stopped, or that ended without an answer, pauses the goal with the reason instead.
+- After each turn of the session (``after_turn``, which the app adds to ``streaming.Work.on_turn_end``) the agent's
+  ``GoalManager`` judges the last answer (``api.agent.agent_goals``); while it says continue, its continuation
+  prompt goes through the session's queue (``api.services.turn_queue``), so the next turn starts from the server,
+  durably, and every tab sees it. A turn the person stopped, or that ended without an answer, pauses the goal with
+  the reason instead.
 - The goal's card (``work`` event of kind ``goal``) is sent to the live turn and saved on the newest answer
   row, so a reload or a restart shows it as last judged.
 - After a restart, a goal whose turn the restart cut short is paused (``after_restart``); a continuation
@@ -24,8 +25,9 @@ from api.agent import agent_goals, agent_runtime, turn_journal
 from api.rules import work_cards
 from api.rules.errors import BadRequest, Conflict, NotFound
 from api.rules.session_fields import message_text
-from api.services import streaming, turn_queue
+from api.services import turn_queue
 from api.store import models, session_edit
+from api.store.in_use import InUse
 
 log = logging.getLogger("talaria.goal_loop")
 
@@ -33,13 +35,26 @@ ARGS_MAX_CHARS = 20_000
 STOPPED_REASON = "stopped by the person"
 NO_ANSWER_REASON = "the turn ended without an answer"
 RESTART_REASON = "Talaria restarted during a goal turn"
-_LOCKS: dict[str, threading.Lock] = {}
-_LOCKS_GUARD = threading.Lock()
+
+
+class GoalLocks:
+    """One lock per session's goal in one app, so a command and a turn's judgement never change it at once.
+    The app builds one (``App.goal_locks``) and puts it in use."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def __call__(self, session_id: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(session_id, threading.Lock())
+
+
+LOCKS: InUse[GoalLocks] = InUse(GoalLocks)  # the app's (``App.goal_locks``), else one built on first use
 
 
 def _lock(session_id: str) -> threading.Lock:
-    with _LOCKS_GUARD:
-        return _LOCKS.setdefault(session_id, threading.Lock())
+    return LOCKS.get()(session_id)
 
 
 def _messages(session_id: str) -> list[dict[str, Any]]:
@@ -206,6 +221,3 @@ def after_restart(session_ids: Iterable[str]) -> None:
                 _publish(session_id, agent_goals.card(session_id, mgr.state))
         except Exception:  # noqa: BLE001 - one session's goal must not stop the others'
             log.exception("pausing the goal of %s after the restart failed", session_id)
-
-
-streaming.on_turn_end(after_turn)  # after the queue's own listener: a queued message goes first

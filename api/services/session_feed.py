@@ -24,6 +24,7 @@ import time
 from typing import Any
 
 from api.services import session_list
+from api.store.in_use import InUse
 
 HISTORY = 2000
 
@@ -100,4 +101,14 @@ class ChangeLog:
             self._cond.wait_for(lambda: self.seq != after or self.closed, timeout)
 
 
-CHANGES = ChangeLog(start=time.time_ns() // 1_000_000)
+def new_log() -> ChangeLog:
+    """A feed numbered from now (ms): a tab holding a number from an earlier server is behind and reloads."""
+    return ChangeLog(start=time.time_ns() // 1_000_000)
+
+
+CHANGES: InUse[ChangeLog] = InUse(new_log)  # the app's (``App.feed``), else one built on first use
+
+
+def changes() -> ChangeLog:
+    """The feed in use."""
+    return CHANGES.get()

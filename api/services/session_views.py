@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, cast
+from typing import Any
 
 from api.agent.agent_sessions import agent_session, agent_sessions, continued_agent_ids
 from api.rules import version_rules
@@ -20,6 +20,7 @@ from api.rules.errors import NotFound
 from api.services import session_feed, session_list
 from api.services.render import render_message
 from api.store import models, projects, session_edit
+from api.store.in_use import InUse
 from api.store.session_lookup import load_session
 
 log = logging.getLogger("talaria.admin")
@@ -132,22 +133,36 @@ def list_sessions() -> dict[str, Any]:
 # The agent writes state.db all through a turn, so its stat-keyed cache misses on nearly every request
 # while turns stream; the first page reuses the agent's rows for a moment instead of a query each time.
 AGENT_ROWS_MAX_AGE_S = 2.0
-_AGENT_ROWS: dict[str, Any] = {"at": -AGENT_ROWS_MAX_AGE_S, "rows": []}
-_AGENT_ROWS_LOCK = threading.Lock()
 
 
-def _recent_agent_sessions() -> list[dict[str, Any]]:
-    with _AGENT_ROWS_LOCK:
-        if time.monotonic() - _AGENT_ROWS["at"] >= AGENT_ROWS_MAX_AGE_S:
-            _AGENT_ROWS["rows"] = agent_sessions()
-            _AGENT_ROWS["at"] = time.monotonic()
-        return cast("list[dict[str, Any]]", _AGENT_ROWS["rows"])
+class AgentRows:
+    """The agent's rows the first page showed last, and when they were read. The app owns one
+    (``App.agent_rows``), put in use."""
+
+    def __init__(self) -> None:
+        self._at = -AGENT_ROWS_MAX_AGE_S
+        self._rows: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+
+    def recent(self) -> list[dict[str, Any]]:
+        with self._lock:
+            if time.monotonic() - self._at >= AGENT_ROWS_MAX_AGE_S:
+                self._rows = agent_sessions()
+                self._at = time.monotonic()
+            return self._rows
+
+    def forget(self) -> None:
+        """The agent's rows changed here (a continuation): the next page lists them again."""
+        with self._lock:
+            self._at = -AGENT_ROWS_MAX_AGE_S
+
+
+AGENT_ROWS: InUse[AgentRows] = InUse(AgentRows)  # the app's (``App.agent_rows``), else built on first use
 
 
 def forget_agent_rows() -> None:
     """The agent's rows changed here (a continuation): the next page lists them again."""
-    with _AGENT_ROWS_LOCK:
-        _AGENT_ROWS["at"] = -AGENT_ROWS_MAX_AGE_S
+    AGENT_ROWS.get().forget()
 
 
 def sessions_page_json(
@@ -158,7 +173,7 @@ def sessions_page_json(
     agent's sessions belong to no project)."""
     project = None if project_id is None else projects.clean_project_id(project_id)
     # Read before the rows: a change after this number reaches the tab through the feed.
-    extra: dict[str, Any] = {"feed_seq": session_feed.CHANGES.seq}
+    extra: dict[str, Any] = {"feed_seq": session_feed.changes().seq}
     if cursor is None:
-        extra["agent_sessions"] = [] if project is not None else _recent_agent_sessions()
+        extra["agent_sessions"] = [] if project is not None else AGENT_ROWS.get().recent()
     return session_list.page_json(limit, cursor, extra, project)

@@ -56,6 +56,7 @@ from api.services import (
 from api.services.live_render import LiveRender
 from api.store import config as _config
 from api.store import models, session_edit
+from api.store.in_use import InUse
 
 log = logging.getLogger("talaria.streaming")
 
@@ -63,7 +64,32 @@ _AGENT_STOP_S = agent_pool.STOP_WAIT_S
 _TITLE_CHARS = 60
 
 
-_SHUTTING_DOWN = threading.Event()
+class Work:
+    """What surrounds the turns of one app: whether it is shutting down (no turn starts, no listener runs) and
+    who hears that a turn ended. The app builds one (``App.work``), adds its listeners (the queue, the goal
+    loop) and puts it in use; importing a module registers nothing."""
+
+    def __init__(self) -> None:
+        self.shutting_down = threading.Event()
+        self._turn_end_listeners: list[Callable[[str], object]] = []
+
+    def on_turn_end(self, listener: Callable[[str], object]) -> None:
+        """Call ``listener(session_id)`` once each turn has ended and been saved (not while shutting down), in
+        the order added: the queue (``api.services.turn_queue``) sends its next message from here, with or
+        without a tab open."""
+        self._turn_end_listeners.append(listener)
+
+    def turn_ended(self, turn: Turn) -> None:
+        if self.shutting_down.is_set():
+            return
+        for listener in list(self._turn_end_listeners):
+            try:
+                listener(turn.session_id)
+            except Exception:  # noqa: BLE001 - the turn is saved; what follows it reports its own failure
+                log.exception("after the turn %s in %s", turn.stream_id, turn.session_id)
+
+
+WORK: InUse[Work] = InUse(Work)  # the app's (``App.work``), else one built on first use
 
 
 # ---------------------------------------------------------------------- start
@@ -96,7 +122,7 @@ def start_turn(
     ``queued_id`` names the queued message this turn sends (``api.services.turn_queue``): it leaves the queue in the
     same save that writes the user message, so a crash loses it or runs it, never both.
     """
-    if _SHUTTING_DOWN.is_set():
+    if WORK.get().shutting_down.is_set():
         raise ApiError("Talaria is shutting down", status=503)
     attached = attachments.message_attachments(session_id, attachment_paths) if attachment_paths else []
     if not isinstance(message, str) or not (message.strip() or attached):
@@ -253,21 +279,7 @@ def _run_turn(
             titles.after_turn(turn.session_id, runtime)
         except Exception:  # noqa: BLE001 - a title is a nicety; the turn is saved
             log.exception("starting the title of %s failed", turn.session_id)
-    if not _SHUTTING_DOWN.is_set():
-        for listener in list(_TURN_END_LISTENERS):
-            try:
-                listener(turn.session_id)
-            except Exception:  # noqa: BLE001 - the turn is saved; what follows it reports its own failure
-                log.exception("after the turn %s in %s", turn.stream_id, turn.session_id)
-
-
-_TURN_END_LISTENERS: list[Callable[[str], object]] = []
-
-
-def on_turn_end(listener: Callable[[str], object]) -> None:
-    """Call ``listener(session_id)`` once each turn has ended and been saved (not while shutting down):
-    the queue (``api.services.turn_queue``) sends its next message from here, with or without a tab open."""
-    _TURN_END_LISTENERS.append(listener)
+    WORK.get().turn_ended(turn)
 
 
 def _start_in_worker(
@@ -544,7 +556,7 @@ def cancel_turn(stream_id: str | None = None, session_id: str | None = None) -> 
 
 def shutdown(timeout: float = 5.0) -> None:
     """Stop live turns: interrupt them, give them ``timeout`` to settle, then mark the rest interrupted."""
-    _SHUTTING_DOWN.set()
+    WORK.get().shutting_down.set()
     turn_scope.stop_all()
     live = turn_journal.live_turns()
     for turn in live:

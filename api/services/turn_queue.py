@@ -179,6 +179,3 @@ def resume_waiting(session_dir: Path) -> list[str]:
         except ApiError as exc:
             log.warning("the queue of %s did not start: %s", row["session_id"], exc.message)
     return started
-
-
-streaming.on_turn_end(drain)

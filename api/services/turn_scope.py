@@ -29,11 +29,11 @@ def for_turn(session: models.Session, emit: OnEvent, folder: str | None = None) 
 
 def cancel(session_id: str) -> None:
     """The session's turn was stopped: whatever it waits on is settled (an approval as deny)."""
-    approvals.QUESTIONS.cancel_session(session_id, CANCELLED)
-    clarify.QUESTIONS.cancel_session(session_id, CANCELLED)
+    approvals.QUESTIONS.get().cancel_session(session_id, CANCELLED)
+    clarify.QUESTIONS.get().cancel_session(session_id, CANCELLED)
 
 
 def stop_all() -> None:
     """The server is stopping: every waiting question is settled, and any asked from now on."""
-    approvals.QUESTIONS.stop()
-    clarify.QUESTIONS.stop()
+    approvals.QUESTIONS.get().stop()
+    clarify.QUESTIONS.get().stop()

@@ -238,6 +238,8 @@ def unfinished_write(name: str, stat_of: Callable[[], os.stat_result]) -> bool:
     return is_leftover_temp(name, age_s, _pid_alive)
 
 
+# The folders swept since this process started: a fact about the process and the file system, not an app's state
+# (what killed writes left is swept once whichever app writes there next).
 _SWEPT: set[Path] = set()
 _SWEPT_LOCK = threading.Lock()
 

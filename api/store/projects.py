@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -35,7 +34,6 @@ PALETTE: tuple[str, ...] = (
     "#e5484d", "#f76b15", "#ffc53d", "#30a46c", "#12a594", "#0090ff", "#6e56cf", "#d6409f", "#8d8d8d",
 )  # fmt: skip
 _PROJECT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-_LOCK = threading.Lock()
 
 
 class ProjectsUnreadable(ApiError):
@@ -126,7 +124,7 @@ def _write_raw(entries: list[Any]) -> None:
 
 def list_projects() -> list[dict[str, Any]]:
     """The usable projects, oldest first, as the page shows them."""
-    with _LOCK:
+    with models.store().projects_lock:
         return [_shown(entry) for entry in _read_raw() if _usable(entry)]
 
 
@@ -151,7 +149,7 @@ def _check_name_free(entries: list[Any], name: str, but: str | None = None) -> N
 def create_project(name: Any, color: Any = None) -> dict[str, Any]:
     name = clean_name(name)
     color = PALETTE[0] if color is None else clean_color(color)
-    with _LOCK:
+    with models.store().projects_lock:
         entries = _read_raw()
         if sum(1 for entry in entries if _usable(entry)) >= MAX_PROJECTS:
             raise Conflict(f"At most {MAX_PROJECTS} projects")
@@ -175,7 +173,7 @@ def rename_project(project_id: Any, name: Any = None, color: Any = None) -> dict
         raise BadRequest("name or color is required")
     new_name = None if name is None else clean_name(name)
     new_color = None if color is None else clean_color(color)
-    with _LOCK:
+    with models.store().projects_lock:
         entries = _read_raw()
         entry = _find(entries, pid)
         if new_name is not None:
@@ -192,7 +190,7 @@ def rename_project(project_id: Any, name: Any = None, color: Any = None) -> dict
 def remove_project(project_id: Any) -> dict[str, Any]:
     """Take the project out of the list (its sessions are moved out first by ``api.services.project_ops``)."""
     pid = clean_project_id(project_id)
-    with _LOCK:
+    with models.store().projects_lock:
         entries = _read_raw()
         entry = _find(entries, pid)
         _write_raw([item for item in entries if item is not entry])

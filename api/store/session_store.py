@@ -1,7 +1,8 @@
 """The session store: one folder of session files and everything kept in memory about it.
 
 A ``Store`` owns its folder (``<sid>.json`` files and ``_index.json``), the sidebar index of that folder
-(``api.store.session_index.SessionIndex``), the cache of loaded sessions with its eviction, the per-session locks and
+(``api.store.session_index.SessionIndex``), the cache of loaded sessions with its eviction, the per-session locks, what
+memory holds about its tombstones (``api.store.tombstones``), the lock of ``projects.json`` beside it and
 the one way to change a session (``with store.edit(sid) as session:``). The server builds one (through
 ``api.server.app.App``); a test builds one on its own folder. ``current`` is the store that ``api.store.models``' names
 (``SESSION_DIR``, ``SESSIONS``, ``Session.load``...) act on: hermes-webui's module-level face over the default
@@ -20,7 +21,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from api.rules.errors import ApiError, NotFound
 from api.rules.session_fields import is_safe_session_id
-from api.store import session_cache
+from api.store import session_cache, tombstones
 from api.store.session_index import SessionIndex
 
 
@@ -66,6 +67,8 @@ class Store(Generic[S]):
         self.load_locks_guard = threading.Lock()
         # How a session's lock is found: hermes-webui's tests replace ``api.config._get_session_agent_lock``.
         self.lock_for: Callable[[str], AbstractContextManager[Any]] = self._session_lock
+        self.tombstones = tombstones.Tombstones()  # in use with the store
+        self.projects_lock = threading.Lock()  # one change of ``projects.json`` beside the folder at a time
 
     def point_at(self, session_dir: Path, index_file: Path | None = None) -> None:
         """Use another folder (hermes-webui's tests set ``api.models.SESSION_DIR``); the cache stays."""
@@ -173,6 +176,7 @@ def current(build: Callable[[], Store[Any]]) -> Store[Any]:
     with _current_guard:
         if not _current:
             _current.append(build())
+            tombstones.TOMBSTONES.use(_current[0].tombstones)
         return _current[0]
 
 
@@ -182,6 +186,7 @@ def use(store: Store[Any] | None) -> Store[Any] | None:
     with _current_guard:
         previous = _current[0] if _current else None
         _current[:] = [store] if store is not None else []
+        tombstones.TOMBSTONES.use(store.tombstones if store is not None else None)
         return previous
 
 

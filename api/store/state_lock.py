@@ -19,7 +19,9 @@ from pathlib import Path
 LOCK_NAME = "talaria.lock"
 log = logging.getLogger("talaria.state_lock")
 
-_HELD: dict[Path, int] = {}  # lock path -> open descriptor, kept for the life of the process
+# lock path -> open descriptor, kept for the life of the process: the OS lock is the process's (taken before any
+# app is built), not an app's.
+_HELD: dict[Path, int] = {}
 
 
 class StateDirBusy(RuntimeError):

@@ -18,6 +18,7 @@ from typing import Any
 from api.rules.errors import BadRequest
 from api.rules.session_fields import is_safe_session_id
 from api.store import atomic
+from api.store.in_use import InUse
 from api.store.safe_read import read_regular_file
 
 log = logging.getLogger("talaria.tombstones")
@@ -27,10 +28,19 @@ DELETED_CAP = 1000
 PRUNED_FILE = "_pruned_webui_orphans.json"
 PRUNED_CAP = 500
 
-_LOCK = threading.RLock()
-# path -> (stat signature, ids oldest..newest, corrupt?); saves call remove_deleted on every write,
-# so an unchanged file costs one stat.
-_CACHE: dict[Path, tuple[tuple[Any, ...], tuple[str, ...], bool]] = {}
+
+class Tombstones:
+    """What a store keeps in memory about its tombstone files: one lock for their read-change-write, and each
+    file's ids by its stat signature. The store owns one (``Store.tombstones``), put in use with the store."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        # path -> (stat signature, ids oldest..newest, corrupt?); saves call remove_deleted on every write,
+        # so an unchanged file costs one stat.
+        self.cache: dict[Path, tuple[tuple[Any, ...], tuple[str, ...], bool]] = {}
+
+
+TOMBSTONES: InUse[Tombstones] = InUse(Tombstones)  # the store in use's (``session_store.use``)
 
 
 def _parse(data: bytes) -> list[str] | None:
@@ -54,15 +64,15 @@ def _parse(data: bytes) -> list[str] | None:
     return newest_first
 
 
-def _read(path: Path) -> tuple[tuple[str, ...], bool]:
+def _read(held: Tombstones, path: Path) -> tuple[tuple[str, ...], bool]:
     """(ids oldest..newest, corrupt?) of one tombstone file; a missing file is empty."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        _CACHE.pop(path, None)
+        held.cache.pop(path, None)
         return (), False
     sig = (st.st_ino, st.st_size, st.st_mtime_ns)
-    cached = _CACHE.get(path)
+    cached = held.cache.get(path)
     if cached is not None and cached[0] == sig:
         return cached[1], cached[2]
     try:
@@ -74,36 +84,38 @@ def _read(path: Path) -> tuple[tuple[str, ...], bool]:
     if corrupt:
         log.warning("tombstone %s is not readable; treating it as empty (it is kept when next written)", path)
     result = tuple(ids or ())
-    _CACHE[path] = (sig, result, corrupt)
+    held.cache[path] = (sig, result, corrupt)
     return result, corrupt
 
 
-def _write(path: Path, ids: list[str], cap: int, corrupt: bool) -> None:
+def _write(held: Tombstones, path: Path, ids: list[str], cap: int, corrupt: bool) -> None:
     if corrupt:
         atomic.keep_aside(path, "corrupt")
     payload = {"version": 1, "ids": ids[-cap:]}
     atomic.write_bytes_durable(path, json.dumps(payload, indent=2).encode("utf-8"))
-    _CACHE.pop(path, None)
+    held.cache.pop(path, None)
 
 
 def _add(path: Path, sid: str, cap: int) -> None:
     if not is_safe_session_id(sid):
         raise BadRequest("invalid session id")
-    with _LOCK:
-        ids, corrupt = _read(path)
+    held = TOMBSTONES.get()
+    with held.lock:
+        ids, corrupt = _read(held, path)
         if ids and ids[-1] == sid and not corrupt:
             return
-        _write(path, [x for x in ids if x != sid] + [sid], cap, corrupt)
+        _write(held, path, [x for x in ids if x != sid] + [sid], cap, corrupt)
 
 
 def _remove(path: Path, sid: str, cap: int) -> bool:
     if not is_safe_session_id(sid):
         return False
-    with _LOCK:
-        ids, corrupt = _read(path)
+    held = TOMBSTONES.get()
+    with held.lock:
+        ids, corrupt = _read(held, path)
         if sid not in ids:
             return False
-        _write(path, [x for x in ids if x != sid], cap, corrupt)
+        _write(held, path, [x for x in ids if x != sid], cap, corrupt)
         return True
 
 
@@ -117,13 +129,15 @@ def pruned_path(session_dir: Path) -> Path:
 
 def read_deleted_ids(session_dir: Path) -> set[str]:
     """Ids of sessions deleted through the web UI (empty when the file is missing or corrupt)."""
-    with _LOCK:
-        return set(_read(deleted_path(session_dir))[0])
+    held = TOMBSTONES.get()
+    with held.lock:
+        return set(_read(held, deleted_path(session_dir))[0])
 
 
 def deleted_ids_newest_last(session_dir: Path) -> list[str]:
-    with _LOCK:
-        return list(_read(deleted_path(session_dir))[0])
+    held = TOMBSTONES.get()
+    with held.lock:
+        return list(_read(held, deleted_path(session_dir))[0])
 
 
 def add_deleted(session_dir: Path, sid: str) -> None:
@@ -137,8 +151,9 @@ def remove_deleted(session_dir: Path, sid: str) -> bool:
 
 
 def read_pruned_ids(session_dir: Path) -> set[str]:
-    with _LOCK:
-        return set(_read(pruned_path(session_dir))[0])
+    held = TOMBSTONES.get()
+    with held.lock:
+        return set(_read(held, pruned_path(session_dir))[0])
 
 
 def add_pruned(session_dir: Path, sid: str) -> None:

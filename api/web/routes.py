@@ -147,7 +147,7 @@ def _handle_sessions(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> 
 def _handle_sessions_feed(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
     raw = header(handler, "Last-Event-ID")
     source = {"after": raw} if raw is not None and raw.strip() else query
-    sse.serve_session_changes(handler, session_feed.CHANGES, query_int(source, "after", max_digits=18))
+    sse.serve_session_changes(handler, session_feed.changes(), query_int(source, "after", max_digits=18))
 
 
 def _handle_sessions_search(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
