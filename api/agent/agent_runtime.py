@@ -27,7 +27,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, cast
 
-from api.agent import agent_events
+from api.agent import agent_events, tls_contexts
 from api.agent.agent_events import TOOL_RESULT_CAP, OnEvent  # noqa: F401 (re-exported)
 from api.rules.errors import ServiceUnavailable
 from api.store import config
@@ -226,6 +226,7 @@ def build_agent(
     runtime = runtime if runtime is not None else resolve_runtime(model, provider)
     with _first_build_alone():
         run_agent = _import("run_agent")
+        tls_contexts.share(_import("agent.ssl_verify"))  # a model request no longer loads a CA bundle
         callbacks = callbacks or AgentCallbacks()
         session_db = None if state_db_path is None else open_session_db(Path(state_db_path))
         kwargs: dict[str, Any] = {
