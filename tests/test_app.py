@@ -22,6 +22,7 @@ from api.services import (
     environment_check,
     environment_workers,
     goal_loop,
+    search_indexer,
     session_feed,
     session_views,
     streaming,
@@ -44,9 +45,9 @@ def test_an_app_puts_its_own_live_state_in_use(app):
     assert models.store() is app.store and tombstones.TOMBSTONES.get() is app.store.tombstones
     assert agent_pool.AGENTS.get() is app.agents and worker_pool.POOL.get() is app.workers
     assert environment_workers.POOLS.get() is app.environment_pools
-    assert environment_check.REACHED.get() is app.reached
+    assert environment_check.REACHED.get() is app.reached and search_indexer.INDEXING.get() is app.indexing
     assert mcp_servers.DISCOVERY.get() is app.discovery and cron_ticker.TICKER.get() is app.cron_ticker
-    assert agent_watch.WATCH.get() is app.agent_watch
+    assert agent_watch.WATCH.get() is app.agent_watch and search_indexer.INDEXING.get() is app.indexing
 
 
 def test_a_second_app_starts_with_nothing_of_the_first(app):
@@ -62,7 +63,15 @@ def test_a_second_app_starts_with_nothing_of_the_first(app):
 
 
 def _processes(app):
-    return [app.agents, app.workers, app.environment_pools, app.reached, app.discovery, app.cron_ticker]
+    return [
+        app.agents,
+        app.workers,
+        app.environment_pools,
+        app.reached,
+        app.discovery,
+        app.cron_ticker,
+        app.indexing,
+    ]
 
 
 def test_two_apps_hold_their_own_pools_discovery_and_ticker_and_release_puts_the_first_ones_back(app):
@@ -84,7 +93,7 @@ def test_two_apps_hold_their_own_pools_discovery_and_ticker_and_release_puts_the
         environment_workers.POOLS.get() is app.environment_pools
         and agent_watch.WATCH.get() is app.agent_watch
     )
-    assert environment_check.REACHED.get() is app.reached
+    assert environment_check.REACHED.get() is app.reached and search_indexer.INDEXING.get() is app.indexing
 
 
 def test_a_stopped_apps_environment_pools_refuse_a_new_pool_and_leave_the_next_apps_alone(app):

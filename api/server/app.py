@@ -104,7 +104,9 @@ class App:
         self.agent_watch = agent_watch.AgentWatch()  # the agent's own sessions as it writes them
         self._put(agent_watch.WATCH, self.agent_watch)
         self.store.index.add_listener(self.feed.record, self.feed.reset)
-        self.store.index.add_listener(search_indexer.note_changed, search_indexer.note_reset)
+        self.indexing = search_indexer.Indexing()  # the search index kept true to the files, once started
+        self._put(search_indexer.INDEXING, self.indexing)
+        self.store.index.add_listener(self.indexing.note_changed, self.indexing.note_reset)
         _store.use(self.store)
 
     def _put(self, slot: InUse[Any], value: Any) -> None:
@@ -119,7 +121,7 @@ class App:
     def start(self) -> None:
         """The background services, after startup recovery: the search index checked against the files, the
         model list and the agent warmed, MCP servers discovered, the agent's own sessions and cron watched."""
-        search_indexer.start(self.store.session_dir, config.STATE_DIR / "search.db")
+        self.indexing.start(self.store.session_dir, config.STATE_DIR / "search.db")
         # The model picker's list and the agent's config modules are ready before the first page asks.
         threading.Thread(target=model_catalog.warm_up, name="warm-up", daemon=True).start()
         if self.settings["warm_up"] and self.settings["agent_workers"]:
@@ -146,4 +148,4 @@ class App:
     def close(self) -> None:
         """Keep what memory holds that the files lack (the sidebar index); stop the search indexer."""
         self.store.close()
-        search_indexer.stop()
+        self.indexing.stop()
