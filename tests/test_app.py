@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
-from api.agent import approvals, clarify, process_cards, turn_journal
+import pytest
+
+from api.agent import (
+    agent_pool,
+    approvals,
+    clarify,
+    cron_ticker,
+    mcp_servers,
+    process_cards,
+    turn_journal,
+    worker_pool,
+)
 from api.server.app import App
 from api.services import (
     agent_import,
+    agent_watch,
     compression,
+    environment_check,
+    environment_workers,
     goal_loop,
+    search_indexer,
     session_feed,
     session_views,
     streaming,
@@ -28,6 +43,11 @@ def test_an_app_puts_its_own_live_state_in_use(app):
     assert streaming.WORK.get() is app.work
     assert session_feed.changes() is app.feed
     assert models.store() is app.store and tombstones.TOMBSTONES.get() is app.store.tombstones
+    assert agent_pool.AGENTS.get() is app.agents and worker_pool.POOL.get() is app.workers
+    assert environment_workers.POOLS.get() is app.environment_pools
+    assert environment_check.REACHED.get() is app.reached and search_indexer.INDEXING.get() is app.indexing
+    assert mcp_servers.DISCOVERY.get() is app.discovery and cron_ticker.TICKER.get() is app.cron_ticker
+    assert agent_watch.WATCH.get() is app.agent_watch and search_indexer.INDEXING.get() is app.indexing
 
 
 def test_a_second_app_starts_with_nothing_of_the_first(app):
@@ -40,6 +60,55 @@ def test_a_second_app_starts_with_nothing_of_the_first(app):
         second.close()
         second.release()
     assert approvals.yolo("s1") and turn_journal.TURNS.get() is app.turns  # the first app's, in use again
+
+
+def _processes(app):
+    return [
+        app.agents,
+        app.workers,
+        app.environment_pools,
+        app.reached,
+        app.discovery,
+        app.cron_ticker,
+        app.indexing,
+    ]
+
+
+def test_two_apps_hold_their_own_pools_discovery_and_ticker_and_release_puts_the_first_ones_back(app):
+    second = App(store=app.store)
+    try:
+        assert all(
+            mine is not theirs for mine, theirs in zip(_processes(app), _processes(second), strict=True)
+        )
+        assert second.agent_watch is not app.agent_watch
+        assert worker_pool.POOL.get() is second.workers and mcp_servers.DISCOVERY.get() is second.discovery
+        assert cron_ticker.TICKER.get() is second.cron_ticker and agent_pool.AGENTS.get() is second.agents
+        assert environment_workers.POOLS.get() is second.environment_pools
+    finally:
+        second.close()
+        second.release()
+    assert worker_pool.POOL.get() is app.workers and mcp_servers.DISCOVERY.get() is app.discovery
+    assert cron_ticker.TICKER.get() is app.cron_ticker and agent_pool.AGENTS.get() is app.agents
+    assert (
+        environment_workers.POOLS.get() is app.environment_pools
+        and agent_watch.WATCH.get() is app.agent_watch
+    )
+    assert environment_check.REACHED.get() is app.reached and search_indexer.INDEXING.get() is app.indexing
+
+
+def test_a_stopped_apps_environment_pools_refuse_a_new_pool_and_leave_the_next_apps_alone(app):
+    second = App(store=app.store)
+    try:
+        second.environment_pools.stop_all()
+        with pytest.raises(RuntimeError):
+            environment_workers.pool_for("box", {"backend": "ssh"})
+    finally:
+        second.close()
+        second.release()
+    pool = environment_workers.pool_for("box", {"backend": "ssh"})  # the first app's: not stopped
+    assert app.environment_pools.pids() == {"box": []}  # a pool starts its workers on its first turn
+    environment_workers.forget("box")
+    assert pool.pids() == []
 
 
 def test_what_follows_a_turn_is_wired_by_the_app_alone(app):

@@ -11,11 +11,13 @@ from talaria_testing.transcripts import conversation
 
 
 @pytest.fixture
-def indexer(state_dir, monkeypatch):
-    made = search_indexer.Indexer(state_dir, state_dir.parent / "search.db")
-    monkeypatch.setattr(search_indexer, "INDEXER", made)
+def indexer(state_dir):
+    indexing = search_indexer.Indexing()
+    made = indexing.indexer = search_indexer.Indexer(state_dir, state_dir.parent / "search.db")
+    previous = search_indexer.INDEXING.use(indexing)
     yield made
     made.stop()
+    search_indexer.INDEXING.use(previous)
 
 
 def _session(title: str, *texts: str, **fields):

@@ -6,7 +6,6 @@ import errno
 import json
 import os
 import time
-from collections import OrderedDict
 
 import pytest
 
@@ -275,7 +274,7 @@ def test_a_write_ahead_that_cannot_be_saved_changes_nothing_and_no_later_save_wr
 
 
 def test_a_stopped_turns_agent_is_closed_not_reused_so_its_late_tokens_reach_no_later_turn(
-    scripted, monkeypatch
+    scripted, monkeypatch, request
 ):
     built, closed = [], []
 
@@ -285,7 +284,8 @@ def test_a_stopped_turns_agent_is_closed_not_reused_so_its_late_tokens_reach_no_
 
     monkeypatch.setattr(agent_runtime, "build_agent", build)
     monkeypatch.setattr(agent_runtime, "close_agent", closed.append)
-    monkeypatch.setattr(agent_pool, "_AGENTS", OrderedDict())  # no agent left idle by earlier tests
+    previous = agent_pool.AGENTS.use(agent_pool.IdleAgents())  # no agent left idle by earlier tests
+    request.addfinalizer(lambda: agent_pool.AGENTS.use(previous))
     turn = turn_journal.get_turn(streaming.start_turn("chat", "stop me")["stream_id"])
     while not turn.partial_text:
         time.sleep(0.002)

@@ -21,6 +21,7 @@ from typing import Any
 from api.agent import agent_runtime, provider_errors, toolsets
 from api.store import config as _config
 from api.store import models
+from api.store.in_use import InUse
 
 log = logging.getLogger("talaria.agent_pool")
 
@@ -44,11 +45,6 @@ _PRELOAD_TURN = (
     "openai.resources",
     "openai.lib.streaming.chat",
 )
-
-_AGENTS: OrderedDict[str, Any] = OrderedDict()
-_LOCK = threading.Lock()
-_WARM_UP_DONE = threading.Event()
-_WARM_UP_DONE.set()  # no warm-up running
 
 
 def spec_for(session: models.Session) -> dict[str, Any]:
@@ -100,12 +96,7 @@ def take(session: models.Session) -> tuple[str, Any]:
 
 def take_spec(spec: dict[str, Any]) -> tuple[str, Any]:
     """``(key, agent)`` for a turn of the session ``spec`` describes (``spec_for``)."""
-    # The warm-up does the imports and the first build this turn would do: wait for it, not beside it.
-    _WARM_UP_DONE.wait(BUILD_WAIT_S)
-    key = key_of(spec)
-    with _LOCK:
-        agent = _AGENTS.pop(key, None)
-    return key, agent if agent is not None else _build(spec)
+    return AGENTS.get().take_spec(spec)
 
 
 def release(key: str, agent: Any, runner: Any, stopped: bool) -> None:
@@ -126,26 +117,16 @@ def release(key: str, agent: Any, runner: Any, stopped: bool) -> None:
 
 
 def give_back(key: str, agent: Any) -> None:
-    with _LOCK:
-        replaced = _AGENTS.pop(key, None)
-        _AGENTS[key] = agent
-        evicted = [_AGENTS.popitem(last=False)[1] for _ in range(len(_AGENTS) - CACHE_MAX)]
-    for old in ([replaced] if replaced is not None and replaced is not agent else []) + evicted:
-        agent_runtime.close_agent(old)
+    AGENTS.get().give_back(key, agent)
 
 
 def forget_idle_agents() -> None:
     """Close the cached agents between turns (the agent's configuration changed under them)."""
-    with _LOCK:
-        idle = list(_AGENTS.values())
-        _AGENTS.clear()
-    for agent in idle:
-        agent_runtime.close_agent(agent)
+    AGENTS.get().forget()
 
 
 def idle_count() -> int:
-    with _LOCK:
-        return len(_AGENTS)
+    return AGENTS.get().idle_count()
 
 
 # ---------------------------------------------------------------------- warm-up
@@ -170,14 +151,6 @@ def latest_spec() -> dict[str, Any] | None:
     return None if session is None else spec_for(session)
 
 
-def _warm_agent(spec: dict[str, Any]) -> None:
-    key = key_of(spec)
-    with _LOCK:
-        if key in _AGENTS:
-            return
-    give_back(key, _build(spec))
-
-
 def _import_all(names: tuple[str, ...]) -> None:
     for name in names:
         agent_runtime.agent_module(name)
@@ -194,7 +167,9 @@ def _warn_if_unreachable(model: str, runtime: dict[str, Any]) -> None:
         log.warning("%s", provider_errors.advice(found.kind, endpoint, found))
 
 
-def _build_first_agent(find_spec: Callable[[], dict[str, Any] | None]) -> None:
+def _build_first_agent(
+    find_spec: Callable[[], dict[str, Any] | None], warm: Callable[[dict[str, Any]], None]
+) -> None:
     model = agent_runtime.configured_default_model()
     if not model:
         log.info("warm-up: no model configured")
@@ -203,7 +178,7 @@ def _build_first_agent(find_spec: Callable[[], dict[str, Any] | None]) -> None:
     _warn_if_unreachable(model, runtime)
     spec = find_spec()
     if spec is not None:
-        _warm_agent(spec)
+        warm(spec)
         log.info("warm-up: built the agent of session %s", spec["session_id"])
     else:  # no session yet: one agent built and closed pays the one-time costs (plugins, tool registry)
         agent_runtime.close_agent(
@@ -217,21 +192,78 @@ def warm_up(find_spec: Callable[[], dict[str, Any] | None] = latest_spec) -> Non
     """Import the agent, resolve the provider, build the agent ``find_spec`` names (the most recent
     session's), then import what its first turn needs; never raises. A turn waits only for the build: the
     turn's imports it shares."""
-    started = time.monotonic()
-    try:
-        try:
-            _import_all(_PRELOAD_BUILD)
-            _build_first_agent(find_spec)
-        finally:
-            _WARM_UP_DONE.set()
-        _import_all(_PRELOAD_TURN)
-        log.info("warm-up done in %.1f s", time.monotonic() - started)
-    except Exception as exc:  # noqa: BLE001 - a failed warm-up only means the first turn does the work
-        log.info("warm-up stopped (%s: %s); the first turn builds its agent", type(exc).__name__, exc)
+    AGENTS.get().warm_up(find_spec)
 
 
 def start_warm_up(find_spec: Callable[[], dict[str, Any] | None] = latest_spec) -> threading.Thread:
-    _WARM_UP_DONE.clear()
-    thread = threading.Thread(target=warm_up, args=(find_spec,), name="warm-up", daemon=True)
-    thread.start()
-    return thread
+    return AGENTS.get().start_warm_up(find_spec)
+
+
+class IdleAgents:
+    """The idle agents of one process (key → agent, oldest first) and its warm-up. The server's app owns one
+    (``App.agents``), put in use; a worker process, which has no app, uses the one ``AGENTS`` builds."""
+
+    def __init__(self) -> None:
+        self._agents: OrderedDict[str, Any] = OrderedDict()
+        self._lock = threading.Lock()
+        self._warm_up_done = threading.Event()
+        self._warm_up_done.set()  # no warm-up running
+
+    def take_spec(self, spec: dict[str, Any]) -> tuple[str, Any]:
+        # The warm-up does the imports and the first build this turn would do: wait for it, not beside it.
+        self._warm_up_done.wait(BUILD_WAIT_S)
+        key = key_of(spec)
+        with self._lock:
+            agent = self._agents.pop(key, None)
+        return key, agent if agent is not None else _build(spec)
+
+    def give_back(self, key: str, agent: Any) -> None:
+        with self._lock:
+            replaced = self._agents.pop(key, None)
+            self._agents[key] = agent
+            evicted = [self._agents.popitem(last=False)[1] for _ in range(len(self._agents) - CACHE_MAX)]
+        for old in ([replaced] if replaced is not None and replaced is not agent else []) + evicted:
+            agent_runtime.close_agent(old)
+
+    def forget(self) -> None:
+        with self._lock:
+            idle = list(self._agents.values())
+            self._agents.clear()
+        for agent in idle:
+            agent_runtime.close_agent(agent)
+
+    def idle_count(self) -> int:
+        with self._lock:
+            return len(self._agents)
+
+    def warm(self, spec: dict[str, Any]) -> None:
+        """Build the agent of ``spec`` unless one is idle already."""
+        key = key_of(spec)
+        with self._lock:
+            if key in self._agents:
+                return
+        self.give_back(key, _build(spec))
+
+    def warm_up(self, find_spec: Callable[[], dict[str, Any] | None]) -> None:
+        started = time.monotonic()
+        try:
+            try:
+                _import_all(_PRELOAD_BUILD)
+                _build_first_agent(find_spec, self.warm)
+            finally:
+                self._warm_up_done.set()
+            _import_all(_PRELOAD_TURN)
+            log.info("warm-up done in %.1f s", time.monotonic() - started)
+        except Exception as exc:  # noqa: BLE001 - a failed warm-up only means the first turn does the work
+            log.info("warm-up stopped (%s: %s); the first turn builds its agent", type(exc).__name__, exc)
+
+    def start_warm_up(self, find_spec: Callable[[], dict[str, Any] | None]) -> threading.Thread:
+        self._warm_up_done.clear()
+        thread = threading.Thread(target=self.warm_up, args=(find_spec,), name="warm-up", daemon=True)
+        thread.start()
+        return thread
+
+
+AGENTS: InUse[IdleAgents] = InUse(
+    IdleAgents
+)  # the app's (``App.agents``), else built on first use (a worker's)

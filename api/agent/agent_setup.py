@@ -184,6 +184,6 @@ def save_setup(body: dict[str, Any]) -> dict[str, Any]:
     _hermes("hermes_cli.auth").deactivate_provider()  # an OAuth provider must not win auto-resolution
     model_catalog.invalidate()
     agent_pool.forget_idle_agents()
-    worker_pool.POOL.forget_idle_agents()  # the workers' agents too; warmed workers build a fresh one
+    worker_pool.POOL.get().forget_idle_agents()  # the workers' agents too; warmed workers build a fresh one
     log.info("agent model set up: %s (%s)", model, kind)
     return setup_status()

@@ -24,6 +24,7 @@ from typing import Any
 
 from api.agent import agent_cron, agent_runtime
 from api.store import config
+from api.store.in_use import InUse
 
 log = logging.getLogger(__name__)
 
@@ -81,12 +82,12 @@ class CronTicker:
             proc.wait()
 
 
-TICKER = CronTicker()
+TICKER: InUse[CronTicker] = InUse(CronTicker)  # the app's (``App.cron_ticker``), else built on first use
 
 
 def status() -> dict[str, Any]:
     """Which process fires the jobs: Talaria's scheduler, the agent's gateway, both (the lock picks), none."""
-    talaria = TICKER.pid()
+    talaria = TICKER.get().pid()
     gateway = agent_cron.gateway_pid()
     if talaria and gateway:
         fired_by = "both"
@@ -106,7 +107,7 @@ def overview() -> dict[str, Any]:
 
 
 def _woken(job: Any) -> dict[str, Any]:
-    TICKER.wake()
+    TICKER.get().wake()
     return dict(job)
 
 

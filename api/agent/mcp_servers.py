@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from api.agent import agent_runtime
+from api.store.in_use import InUse
 
 log = logging.getLogger("talaria.mcp")
 
@@ -49,7 +50,7 @@ def _fingerprint(section: dict[str, Any]) -> str:
 
 @dataclass
 class Discovery:
-    """The background discovery and its watch of the configuration (one per server process)."""
+    """The background discovery and its watch of the configuration (one per process: the app's, a worker's)."""
 
     poll_s: float = POLL_S
     state: str = "idle"  # idle → discovering → ready (again discovering after a change)
@@ -142,16 +143,18 @@ class Discovery:
             return {"discovery": self.state, "error": self.error, "rounds": self.rounds}
 
 
-DISCOVERY = Discovery()
+# The app's (``App.discovery``), else built on first use: a worker process, which has no app, discovers too.
+DISCOVERY: InUse[Discovery] = InUse(Discovery)
 
 
 def start_discovery() -> threading.Thread:
-    return DISCOVERY.start()
+    return DISCOVERY.get().start()
 
 
 def request_reload() -> dict[str, Any]:
-    DISCOVERY.request_reload()
-    return {"ok": True, **DISCOVERY.snapshot()}
+    discovery = DISCOVERY.get()
+    discovery.request_reload()
+    return {"ok": True, **discovery.snapshot()}
 
 
 def _server_tools(name: str) -> list[dict[str, str]]:
@@ -192,7 +195,7 @@ def servers() -> dict[str, Any]:
             if row["status"] == "failed":
                 row["error"] = _failure_text(str(entry.get("error") or ""), section.get(name))
             rows.append(row)
-    return {"servers": rows, "available": mcp_available(), **DISCOVERY.snapshot()}
+    return {"servers": rows, "available": mcp_available(), **DISCOVERY.get().snapshot()}
 
 
 def tools() -> dict[str, Any]:

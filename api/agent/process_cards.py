@@ -33,7 +33,9 @@ def state_of(proc_id: str) -> dict[str, Any] | None:
     asked of every worker process (the one whose turn started it holds it), or of the agent here."""
     if not worker_pool.enabled():
         return agent_calls.process_state(proc_id)
-    found = [state for state in worker_pool.POOL.call_each("process_state", {"proc_id": proc_id}) if state]
+    found = [
+        state for state in worker_pool.POOL.get().call_each("process_state", {"proc_id": proc_id}) if state
+    ]
     return found[0] if found else None
 
 

@@ -29,6 +29,7 @@ from api.agent.worker_proc import WorkerProc
 from api.rules.errors import ApiError
 from api.store import config as _config
 from api.store import models
+from api.store.in_use import InUse
 
 log = logging.getLogger("talaria.worker_pool")
 
@@ -403,7 +404,9 @@ class WorkerPool:
             thread.join()
 
 
-POOL = WorkerPool()
+# The main pool: the app's (``App.workers``), else built on first use. An environment's pools are apart
+# (``api.services.environment_workers``).
+POOL: InUse[WorkerPool] = InUse(WorkerPool)
 
 
 def start_turn(
@@ -428,12 +431,12 @@ def start_turn(
         "yolo": scope.yolo,
     }
     runner = RemoteRunner(request, on_event, scope)
-    (pool or POOL).start(runner)
+    (pool or POOL.get()).start(runner)
     return runner
 
 
 def side_call(name: str, args: dict[str, Any], timeout: float = SIDE_CALL_S) -> Any:
     """The agent's side call ``name`` (``api.agent.agent_calls``): in a worker process, or here without workers."""
     if enabled():
-        return POOL.call(name, args, timeout)
+        return POOL.get().call(name, args, timeout)
     return agent_calls.run(name, args)

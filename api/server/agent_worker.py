@@ -291,7 +291,7 @@ def discover_mcp_tools(wait_s: float = MCP_FIRST_ROUND_S) -> None:
     """Run the person's MCP discovery in this process: the agent registers a server's tools in the process
     that connected to it, so each worker discovers (and follows changes of the section) as the server does."""
     mcp_servers.start_discovery()
-    mcp_servers.DISCOVERY.settled.wait(wait_s)
+    mcp_servers.DISCOVERY.get().settled.wait(wait_s)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -315,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     channel.send({"op": "ready"})
     Worker(channel).serve()
     channel.close()
-    mcp_servers.DISCOVERY.stop(timeout=5.0)
+    mcp_servers.DISCOVERY.get().stop(timeout=5.0)
     if isinstance(terminal, dict):
         leave_environment()
         shutil.rmtree(tempfile.gettempdir(), ignore_errors=True)

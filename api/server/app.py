@@ -2,8 +2,9 @@
 
 ``App()`` is built once where the server is made (``api.server.cli.main``) and handed to the server, whose request
 handler passes it to the routes (``handler.server.app``). The app owns the live state of the layers below: its
-turns, jobs, questions, feed and locks, each a small object built here and put in use (``api.store.in_use``) for
-code that holds no app reference, as its store becomes the store in use, the one hermes-webui's module-level names
+turns, jobs, questions, feed and locks, its idle agents and worker pools, MCP discovery, cron scheduler and watch
+of the agent, each a small object built here and put in use (``api.store.in_use``) for code that holds no app
+reference, as its store becomes the store in use, the one hermes-webui's module-level names
 (``api.models.SESSION_DIR``...) act on. Building it also wires, explicitly and only here, what follows a save
 (the sidebar feed and the search indexer hear every change of the store's index) and a turn's end (the queue,
 then the goal loop); importing a module registers nothing. ``start`` starts the background services,
@@ -34,6 +35,7 @@ from api.services import (
     agent_import,
     agent_watch,
     compression,
+    environment_check,
     environment_workers,
     goal_loop,
     search_indexer,
@@ -87,8 +89,24 @@ class App:
         self._put(streaming.WORK, self.work)
         self.feed = session_feed.new_log()  # the sidebar's change feed
         self._put(session_feed.CHANGES, self.feed)
+        self.agents = agent_pool.IdleAgents()  # agents kept between turns run in this process
+        self._put(agent_pool.AGENTS, self.agents)
+        self.workers = worker_pool.WorkerPool()  # the agent worker processes (``agent_workers``)
+        self._put(worker_pool.POOL, self.workers)
+        self.environment_pools = environment_workers.EnvironmentPools()  # the workers of each environment
+        self._put(environment_workers.POOLS, self.environment_pools)
+        self.reached = environment_check.Reached()  # when each environment last answered
+        self._put(environment_check.REACHED, self.reached)
+        self.discovery = mcp_servers.Discovery()  # the MCP servers' tools
+        self._put(mcp_servers.DISCOVERY, self.discovery)
+        self.cron_ticker = cron_ticker.CronTicker()  # the scheduler child
+        self._put(cron_ticker.TICKER, self.cron_ticker)
+        self.agent_watch = agent_watch.AgentWatch()  # the agent's own sessions as it writes them
+        self._put(agent_watch.WATCH, self.agent_watch)
         self.store.index.add_listener(self.feed.record, self.feed.reset)
-        self.store.index.add_listener(search_indexer.note_changed, search_indexer.note_reset)
+        self.indexing = search_indexer.Indexing()  # the search index kept true to the files, once started
+        self._put(search_indexer.INDEXING, self.indexing)
+        self.store.index.add_listener(self.indexing.note_changed, self.indexing.note_reset)
         _store.use(self.store)
 
     def _put(self, slot: InUse[Any], value: Any) -> None:
@@ -103,31 +121,31 @@ class App:
     def start(self) -> None:
         """The background services, after startup recovery: the search index checked against the files, the
         model list and the agent warmed, MCP servers discovered, the agent's own sessions and cron watched."""
-        search_indexer.start(self.store.session_dir, config.STATE_DIR / "search.db")
+        self.indexing.start(self.store.session_dir, config.STATE_DIR / "search.db")
         # The model picker's list and the agent's config modules are ready before the first page asks.
         threading.Thread(target=model_catalog.warm_up, name="warm-up", daemon=True).start()
         if self.settings["warm_up"] and self.settings["agent_workers"]:
-            worker_pool.POOL.warm_up()  # the workers import the agent and build the latest session's agent
+            self.workers.warm_up()  # the workers import the agent and build the latest session's agent
         elif self.settings["warm_up"]:
-            agent_pool.start_warm_up()
-        mcp_servers.start_discovery()
-        agent_watch.WATCH.start()
-        cron_ticker.TICKER.start()
+            self.agents.start_warm_up(agent_pool.latest_spec)
+        self.discovery.start()
+        self.agent_watch.start()
+        self.cron_ticker.start()
 
     def stop_work(self) -> None:
         """End what runs besides the requests: feeds, live turns (marked interrupted), workers, MCP servers, cron."""
         self.feed.close()  # the sidebar feeds end; the tabs reconnect to the next server
-        agent_watch.WATCH.stop()
+        self.agent_watch.stop()
         try:
             streaming.shutdown()
         except Exception:  # noqa: BLE001
             streaming.log.exception("stopping live turns failed")
-        worker_pool.POOL.stop()  # after the turns settled: no agent worker outlives the server
-        environment_workers.stop_all()
-        mcp_servers.DISCOVERY.stop()  # the MCP servers' processes end with their connections
-        cron_ticker.TICKER.stop()  # the scheduler child ends; a job it was running is marked interrupted
+        self.workers.stop()  # after the turns settled: no agent worker outlives the server
+        self.environment_pools.stop_all()
+        self.discovery.stop()  # the MCP servers' processes end with their connections
+        self.cron_ticker.stop()  # the scheduler child ends; a job it was running is marked interrupted
 
     def close(self) -> None:
         """Keep what memory holds that the files lack (the sidebar index); stop the search indexer."""
         self.store.close()
-        search_indexer.stop()
+        self.indexing.stop()

@@ -72,5 +72,5 @@ def import_agent_session(sid: str) -> dict[str, Any]:
             )
         )
     forget_agent_rows()
-    agent_watch.WATCH.poke()  # every tab's sidebar drops the agent's row for the continued one
+    agent_watch.poke()  # every tab's sidebar drops the agent's row for the continued one
     return session_payload

@@ -13,6 +13,7 @@ from typing import Any
 from api.agent import agent_sessions
 from api.services import session_feed, session_views
 from api.store import state_db
+from api.store.in_use import InUse
 
 log = logging.getLogger("talaria.admin")
 
@@ -20,6 +21,9 @@ POLL_S = 1.0
 
 
 class AgentWatch:
+    """One app's watch of the agent's sessions (``App.agent_watch``), put in use: its thread, the files' stamp and
+    the list it last saw."""
+
     def __init__(self, poll_s: float = POLL_S) -> None:
         self.poll_s = poll_s
         self._stop = threading.Event()
@@ -66,4 +70,9 @@ class AgentWatch:
             session_feed.changes().record_agent_sessions(rows)
 
 
-WATCH = AgentWatch()
+WATCH: InUse[AgentWatch] = InUse(AgentWatch)  # the app's (``App.agent_watch``), else built on first use
+
+
+def poke() -> None:
+    """List again at once, whatever the files say (a change of ours, not the agent's)."""
+    WATCH.get().poke()

@@ -23,6 +23,7 @@ from api.rules.errors import ApiError, BadRequest, redact_paths
 from api.services import environments
 from api.services.workspace import PATH_MAX_CHARS
 from api.store import config as _config
+from api.store.in_use import InUse
 
 log = logging.getLogger("talaria.environments")
 
@@ -221,8 +222,29 @@ def _cannot_reach(name: str, entry: dict[str, Any], message: str) -> str:
 
 
 REACHED_FRESH_S = 60.0  # a host that answered this recently is not asked again before a turn
-_REACHED: dict[str, float] = {}  # an environment's definition as text → when it last answered
-_REACHED_LOCK = threading.Lock()
+
+
+class Reached:
+    """When each environment last answered (its definition as text → a monotonic time). The app owns one
+    (``App.reached``), put in use."""
+
+    def __init__(self) -> None:
+        self._at: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def fresh(self, key: str) -> bool:
+        with self._lock:
+            return time.monotonic() - self._at.get(key, float("-inf")) < REACHED_FRESH_S
+
+    def note(self, key: str, answered: bool) -> None:
+        with self._lock:
+            if answered:
+                self._at[key] = time.monotonic()
+            else:
+                self._at.pop(key, None)
+
+
+REACHED: InUse[Reached] = InUse(Reached)  # the app's (``App.reached``), else built on first use
 
 
 def _key(entry: dict[str, Any]) -> str:
@@ -234,28 +256,22 @@ def reach(name: str, entry: dict[str, Any]) -> None:
     refused key or a missing daemon ends the turn at once with what to fix (``ApiError`` 502). A host that
     answered within ``REACHED_FRESH_S`` is not asked again: a drop since then shows in the turn's first
     command, which ``ConnectionWatch`` turns into the same error."""
-    with _REACHED_LOCK:
-        if time.monotonic() - _REACHED.get(_key(entry), float("-inf")) < REACHED_FRESH_S:
-            return
+    if REACHED.get().fresh(_key(entry)):
+        return
     try:
         result = _run_there(entry, "true")
         failed = "" if result.get("returncode") == 0 else str(result.get("output") or "")
         failed = failed or ("" if result.get("returncode") == 0 else f"exit {result.get('returncode')}")
     except Exception as exc:  # noqa: BLE001 - every backend failure is the turn's answer
         failed = str(exc).strip() or type(exc).__name__
-    with _REACHED_LOCK:
-        if failed:
-            _REACHED.pop(_key(entry), None)
-        else:
-            _REACHED[_key(entry)] = time.monotonic()
+    REACHED.get().note(_key(entry), answered=not failed)
     if failed:
         log.info("environment %s: not reachable before a turn: %s", name, failed)
         raise ApiError(_cannot_reach(name, entry, failed), status=502)
 
 
 def _unreached(entry: dict[str, Any]) -> None:
-    with _REACHED_LOCK:
-        _REACHED.pop(_key(entry), None)
+    REACHED.get().note(_key(entry), answered=False)
 
 
 _SSH_FAILED = 255  # what ssh itself exits with when the connection fails or drops

@@ -15,10 +15,7 @@ import threading
 from typing import Any
 
 from api.agent import worker_pool
-
-_LOCK = threading.Lock()
-_POOLS: dict[str, tuple[str, worker_pool.WorkerPool]] = {}  # name → (its definition as text, its pool)
-_STOPPED = threading.Event()
+from api.store.in_use import InUse
 
 
 def _size() -> int:
@@ -31,45 +28,72 @@ def _stop_in_background(pool: worker_pool.WorkerPool) -> None:
     threading.Thread(target=pool.stop, name="environment-pool-stop", daemon=True).start()
 
 
+class EnvironmentPools:
+    """The pools of one app's environments (name → its definition as text, its pool), none once stopped. The app
+    owns one (``App.environment_pools``), put in use."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pools: dict[str, tuple[str, worker_pool.WorkerPool]] = {}
+        self._stopped = False
+
+    def pool_for(self, name: str, definition: dict[str, Any]) -> worker_pool.WorkerPool:
+        fingerprint = json.dumps(definition, sort_keys=True)
+        with self._lock:
+            if self._stopped:
+                raise RuntimeError("the agent workers are stopping")
+            found = self._pools.get(name)
+            if found is not None and found[0] == fingerprint:
+                return found[1]
+            pool = worker_pool.WorkerPool(terminal=dict(definition), size=_size)
+            self._pools[name] = (fingerprint, pool)
+        if found is not None:
+            _stop_in_background(found[1])
+        return pool
+
+    def forget(self, name: str) -> None:
+        with self._lock:
+            found = self._pools.pop(name, None)
+        if found is not None:
+            _stop_in_background(found[1])
+
+    def pids(self) -> dict[str, list[int]]:
+        with self._lock:
+            pools = {name: pool for name, (_, pool) in self._pools.items()}
+        return {name: pool.pids() for name, pool in pools.items()}
+
+    def stop_all(self) -> None:
+        with self._lock:
+            self._stopped = True
+            pools = [pool for _, pool in self._pools.values()]
+            self._pools.clear()
+        threads = [threading.Thread(target=pool.stop, daemon=True) for pool in pools]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+
+POOLS: InUse[EnvironmentPools] = InUse(
+    EnvironmentPools
+)  # the app's (``App.environment_pools``), else built on first use
+
+
 def pool_for(name: str, definition: dict[str, Any]) -> worker_pool.WorkerPool:
     """The pool of ``name`` as it is defined now; a pool made for an older definition is stopped."""
-    fingerprint = json.dumps(definition, sort_keys=True)
-    with _LOCK:
-        if _STOPPED.is_set():
-            raise RuntimeError("the agent workers are stopping")
-        found = _POOLS.get(name)
-        if found is not None and found[0] == fingerprint:
-            return found[1]
-        pool = worker_pool.WorkerPool(terminal=dict(definition), size=_size)
-        _POOLS[name] = (fingerprint, pool)
-    if found is not None:
-        _stop_in_background(found[1])
-    return pool
+    return POOLS.get().pool_for(name, definition)
 
 
 def forget(name: str) -> None:
     """``name`` was changed or deleted: its workers stop (their running turns are interrupted)."""
-    with _LOCK:
-        found = _POOLS.pop(name, None)
-    if found is not None:
-        _stop_in_background(found[1])
+    POOLS.get().forget(name)
 
 
 def pids() -> dict[str, list[int]]:
     """The worker processes of each environment's pool."""
-    with _LOCK:
-        pools = {name: pool for name, (_, pool) in _POOLS.items()}
-    return {name: pool.pids() for name, pool in pools.items()}
+    return POOLS.get().pids()
 
 
 def stop_all() -> None:
     """The server stops: every environment's workers stop (those that do not end in time are killed)."""
-    with _LOCK:
-        _STOPPED.set()
-        pools = [pool for _, pool in _POOLS.values()]
-        _POOLS.clear()
-    threads = [threading.Thread(target=pool.stop, daemon=True) for pool in pools]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    POOLS.get().stop_all()

@@ -23,6 +23,7 @@ from api.rules.messages import message_text
 from api.rules.session_fields import is_safe_session_id
 from api.services.session_views import is_display_role
 from api.store import session_files
+from api.store.in_use import InUse
 from api.store.search_index import Entry, IndexBroken, SearchIndex
 
 log = logging.getLogger("talaria.search")
@@ -265,31 +266,55 @@ class Indexer:
             self.update_cpu_ms.append((time.thread_time() - cpu) * 1000)
 
 
-# The server's indexer (None until ``start`` and in processes that serve no search).
-INDEXER: Indexer | None = None
+class Indexing:
+    """One app's indexer (``App.indexing``), put in use: none until ``start``, nor in processes that serve no
+    search."""
+
+    def __init__(self) -> None:
+        self.indexer: Indexer | None = None
+
+    def start(self, session_dir: Path, db_path: Path) -> Indexer:
+        self.indexer = Indexer(session_dir, db_path)
+        self.indexer.start()
+        return self.indexer
+
+    def stop(self) -> None:
+        indexer, self.indexer = self.indexer, None
+        if indexer is not None:
+            indexer.stop()
+
+    def note_changed(self, sid: str, _row: dict[str, Any] | None) -> None:
+        indexer = self.indexer
+        if indexer is not None:
+            indexer.note(sid)
+
+    def note_reset(self) -> None:
+        indexer = self.indexer
+        if indexer is not None:
+            indexer.note(None)
+
+
+INDEXING: InUse[Indexing] = InUse(Indexing)  # the app's (``App.indexing``), else built on first use
+
+
+def indexer() -> Indexer | None:
+    """The indexer in use (None until it started)."""
+    return INDEXING.get().indexer
 
 
 def start(session_dir: Path, db_path: Path) -> Indexer:
-    global INDEXER
-    INDEXER = Indexer(session_dir, db_path)
-    INDEXER.start()
-    return INDEXER
+    return INDEXING.get().start(session_dir, db_path)
 
 
 def stop() -> None:
-    global INDEXER
-    if INDEXER is not None:
-        INDEXER.stop()
-        INDEXER = None
+    INDEXING.get().stop()
 
 
-def note_changed(sid: str, _row: dict[str, Any] | None) -> None:
+def note_changed(sid: str, row: dict[str, Any] | None) -> None:
     """A session's index row changed (a save, a removal): the indexer reads its file again."""
-    if INDEXER is not None:
-        INDEXER.note(sid)
+    INDEXING.get().note_changed(sid, row)
 
 
 def note_reset() -> None:
     """The index was rebuilt: the indexer checks every file."""
-    if INDEXER is not None:
-        INDEXER.note(None)
+    INDEXING.get().note_reset()

@@ -105,7 +105,7 @@ def _with_html(row: dict[str, Any], words: list[str]) -> dict[str, Any]:
 
 def status() -> dict[str, Any]:
     """The index's state (``ready``, ``rebuilding`` with ``progress`` 0..1, ``failed``, ``off``)."""
-    indexer = search_indexer.INDEXER
+    indexer = search_indexer.indexer()
     return indexer.status() if indexer is not None else {"state": "off", "progress": 0.0}
 
 
@@ -120,7 +120,7 @@ def search_sessions(params: dict[str, Any]) -> dict[str, Any]:
     limit = _count(params, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
     filters = filters_from(params)
     query = search_query.parse(q)
-    indexer = search_indexer.INDEXER
+    indexer = search_indexer.indexer()
     if indexer is not None and indexer.ready and indexer.index is not None:
         # A search just after a save finds it: the few updates queued are written first (briefly).
         indexer.wait_idle(READ_YOUR_SAVES_S)
@@ -148,7 +148,7 @@ def _from_scan(
 def _from_index(
     q: str, query: Query, filters: Filters, content: bool, offset: int, limit: int
 ) -> tuple[list[Any], bool]:
-    indexer = search_indexer.INDEXER
+    indexer = search_indexer.indexer()
     assert indexer is not None and indexer.index is not None
     index = indexer.index
     needle = " ".join(q.split()).lower()
