@@ -51,7 +51,7 @@ def _row_json(entry: Entry) -> bytes:
     """A row's sidebar JSON, serialized once per version of the row (a changed row is a new entry)."""
     data = entry.derived
     if data is None:
-        data = entry.derived = jsonio.dumps(sidebar_row(entry.row))
+        data = entry.derived = jsonio.dumps_kept(sidebar_row(entry.row))
     return cast("bytes", data)
 
 

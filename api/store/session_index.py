@@ -287,7 +287,7 @@ class SessionIndex:
             sid = row["session_id"]
             hit = encoded.get(sid)
             if hit is None or hit[0] is not row:
-                hit = (row, jsonio.dumps(dict(row, _stat=stamps.get(sid))))
+                hit = (row, jsonio.dumps_kept(dict(row, _stat=stamps.get(sid))))
                 fresh.append(hit)
             parts.append(hit[1])
         with self._lock:
