@@ -30,7 +30,7 @@ import { TurnChanges } from "./turn_changes.js";
 import { SetupDialog } from "./setup.js";
 import { toast, toastError } from "./toast.js";
 import { WorkspacePicker } from "./workspace.js";
-import { EnvironmentPicker, confirmEnvironment } from "./environment.js";
+import { EnvironmentPicker, confirmEnvironment, remoteEnvironment } from "./environment.js";
 import { YoloIndicator } from "./questions.js";
 import { ToolsMenu } from "./tools.js";
 
@@ -302,8 +302,7 @@ class App {
     this.reasoning.update(session);
     this.files.update(session);
     // Each turn's changes come from this machine's checkpoints: none for a session whose files are on another host.
-    const remote = Boolean(session?.environment && session.environment !== "local");
-    const changesOf = session && !session.read_only && !remote ? session.session_id || null : null;
+    const changesOf = session && !session.read_only && !remoteEnvironment(session) ? session.session_id || null : null;
     if (changesOf !== this.turnChanges.sessionId) this.turnChanges.refresh(changesOf);
     this.tools.update(session);
     const sid = session && (session.session_id || session.id);

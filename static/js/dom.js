@@ -21,3 +21,11 @@ export function pathIcon(className, d) {
   svg.append(path);
   return svg;
 }
+
+// A small button that runs onClick; kind adds a class (btn-danger).
+export function button(label, onClick, kind = "") {
+  const node = el("button", `btn btn-small${kind ? ` ${kind}` : ""}`, label);
+  node.type = "button";
+  node.addEventListener("click", onClick);
+  return node;
+}

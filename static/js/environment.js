@@ -7,6 +7,11 @@ import { getJSON, postJSON } from "./api.js";
 import { ask, confirmAction } from "./dialog.js";
 import { el, pathIcon } from "./dom.js";
 
+// The environment of a session whose files and commands are on another host, or null for a local one.
+export function remoteEnvironment(session) {
+  return session?.environment && session.environment !== "local" ? session.environment : null;
+}
+
 export const environmentApi = {
   list: () => getJSON("/api/environments"),
   save: (body) => postJSON("/api/environments", body),

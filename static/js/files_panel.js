@@ -10,8 +10,10 @@
 import { getJSON, postJSON } from "./api.js";
 import { confirmAction } from "./dialog.js";
 import { diffView } from "./diff_view.js";
-import { el } from "./dom.js";
+import { button, el } from "./dom.js";
+import { remoteEnvironment } from "./environment.js";
 import { acceptFileDrops } from "./file_drops.js";
+import { showGitChanges } from "./files_git.js";
 import { folderDownloadLink, folderLabel, uploadButton, uploadFiles } from "./files_transfer.js";
 import { toast, toastError } from "./toast.js";
 
@@ -31,13 +33,6 @@ export function parentOf(path) {
 
 export function joinPath(folder, name) {
   return folder ? `${folder}/${name}` : name;
-}
-
-function button(label, onClick, kind = "") {
-  const node = el("button", `btn btn-small${kind ? ` ${kind}` : ""}`, label);
-  node.type = "button";
-  node.addEventListener("click", onClick);
-  return node;
 }
 
 function rawUrl(sid, path, download = false) {
@@ -111,7 +106,7 @@ export class FilesPanel {
   update(session) {
     const sid = session && session.session_id && !session.read_only ? session.session_id : null;
     this.toggle.hidden = !sid;
-    const remote = sid && session.environment && session.environment !== "local" ? session.environment : null;
+    const remote = sid ? remoteEnvironment(session) : null;
     const moved = remote !== this.remote;
     if (moved) this.setRemote(remote);
     if (sid === this.sessionId) {
@@ -458,7 +453,7 @@ export class FilesPanel {
   // The agent's checkpoints of this workspace, newest first: each one's diff to now, and a restore (the
   // agent keeps the state before it as a checkpoint, so the toast's Undo restores that).
   async showChanges() {
-    if (this.remote) return this.showGitChanges();
+    if (this.remote) return showGitChanges(this);
     try {
       const turns = this.app.turnChanges;
       await turns.refresh(this.sessionId);
@@ -482,43 +477,6 @@ export class FilesPanel {
       }
       this.selected = null;
       this.preview.replaceChildren(list);
-    } catch (err) {
-      toastError(err);
-    }
-  }
-
-  // The work tree on the other host against HEAD: each changed path, and its diff on a click.
-  async showGitChanges() {
-    const sid = this.sessionId;
-    try {
-      const data = await getJSON("/api/git/status", { session_id: sid });
-      if (sid !== this.sessionId) return;
-      const list = el("div", "files-changes");
-      list.append(el("h3", "files-trash-title", `Uncommitted on ${this.remote} (branch ${data.branch})`));
-      if (!data.entries.length) list.append(el("p", "files-note", "Nothing changed since the last commit."));
-      for (const entry of data.entries) {
-        const row = el("div", "files-change");
-        row.append(el("span", "files-change-path", entry.path), el("span", "files-change-what", entry.state));
-        const tools = el("div", "files-file-tools");
-        tools.append(button("Diff", () => this.showGitDiff(entry.path)));
-        row.append(tools);
-        list.append(row);
-      }
-      if (data.truncated) list.append(el("p", "files-note", "Only the first 5,000 changes are listed."));
-      this.selected = null;
-      this.preview.replaceChildren(list);
-    } catch (err) {
-      this.preview.replaceChildren(el("p", "form-error", err.message));
-    }
-  }
-
-  async showGitDiff(path) {
-    try {
-      const data = await getJSON("/api/git/diff", { session_id: this.sessionId, path });
-      const box = el("div", "files-diff");
-      box.append(button("← Changes", () => this.showGitChanges()), el("pre", "files-stat", path));
-      box.append(diffView(data));
-      this.preview.replaceChildren(box);
     } catch (err) {
       toastError(err);
     }

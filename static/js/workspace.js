@@ -3,12 +3,9 @@
 
 import { getJSON, postJSON } from "./api.js";
 import { el, pathIcon } from "./dom.js";
+import { remoteEnvironment as remoteOf } from "./environment.js";
 
 // A session in a remote environment works in a folder on that host (its login's home until one is chosen).
-function remoteOf(session) {
-  return session?.environment && session.environment !== "local" ? session.environment : null;
-}
-
 function folderOf(session) {
   return remoteOf(session) ? session.environment_workspace || "~" : session.workspace;
 }
