@@ -115,8 +115,9 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def worker_pids(srv: ServerProc) -> list[int]:
-    """The server's agent worker processes (its children running ``api.server.agent_worker``)."""
+def worker_pids(srv: ServerProc, serving: str = "") -> list[int]:
+    """The server's agent worker processes (its children running ``api.server.agent_worker``); with
+    ``serving``, only those whose tools run there (``ssh:``, ``local``: the worker's second argument)."""
     assert srv.proc is not None
     pids = []
     for pid in _children(srv.proc.pid):
@@ -124,7 +125,9 @@ def worker_pids(srv: ServerProc) -> list[int]:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"api.server.agent_worker" in cmdline:
+        if b"api.server.agent_worker" in cmdline and (
+            not serving or cmdline[-2].startswith(serving.encode())
+        ):
             pids.append(pid)
     return pids
 

@@ -26,6 +26,19 @@ STOP_WAIT_S = 8.0  # a worker asked to stop may finish its turns' interrupts thi
 STARTUP_S = 60.0  # what a starting worker (an interpreter importing Talaria) may take before it says "ready"
 
 
+def serves(terminal: dict[str, Any] | None) -> str:
+    """The worker's second argument, which only names where its tools run, so ``ps`` tells the workers of each
+    environment apart: ``local``, or the backend and host (``ssh:deploy@build.lan:22``)."""
+    if terminal is None:
+        return "local"
+    host = str(terminal.get("ssh_host") or "")
+    if host and terminal.get("ssh_user"):
+        host = f"{terminal['ssh_user']}@{host}"
+    if host and terminal.get("ssh_port"):
+        host = f"{host}:{terminal['ssh_port']}"
+    return f"{terminal.get('backend') or 'local'}:{host}" if host else str(terminal.get("backend") or "local")
+
+
 class WorkerProc:
     def __init__(
         self,
@@ -60,7 +73,7 @@ class WorkerProc:
         ours, theirs = socket.socketpair()
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "api.server.agent_worker", str(theirs.fileno())],
+                [sys.executable, "-m", "api.server.agent_worker", str(theirs.fileno()), serves(terminal)],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
                 stdout=sys.stderr,  # the agent prints to stdout: its lines join the server's log, not a pipe

@@ -270,7 +270,7 @@ def test_two_environments_run_at_once_each_in_its_own_worker_on_its_own_host_and
         other.authorized_keys.write_text((ssh.root / "client_key.pub").read_text())
         srv.post_json("/api/environments/confirm", {"name": "other"})
         first, second = _remote_session(srv), _remote_session(srv, "other")
-        before = set(worker_pids(srv))  # the server's own pool may hold one already
+        before = set(worker_pids(srv, "ssh:"))
         fake.script(terminal_call(held(ssh.root / "go2")))
         one = Stream(srv, start(srv, first, "first host"))
         one.wait_for("tool")
@@ -279,7 +279,7 @@ def test_two_environments_run_at_once_each_in_its_own_worker_on_its_own_host_and
         two = Stream(srv, start(srv, second, "second host"))
         two.wait_for("tool_complete")
         assert not named(one.events, "tool_complete")  # both at once, in two worker processes
-        workers = set(worker_pids(srv)) - before
+        workers = set(worker_pids(srv, "ssh:")) - before  # not the local pool's, which titles may start
         (ssh.root / "go2").touch()
         assert len(workers) == 2
         one.finish()
@@ -289,7 +289,6 @@ def test_two_environments_run_at_once_each_in_its_own_worker_on_its_own_host_and
 
         # Pointing "other" elsewhere stops its worker: nothing set up for the old host serves the new one.
         srv.post_json("/api/environments", {**other.definition("other"), "ssh_port": ssh.port})
-        # (Counted among the two environments' workers: the server's own pool may have started one for titles.)
         deadline = time.monotonic() + 30
         while len(set(worker_pids(srv)) & set(workers)) > 1 and time.monotonic() < deadline:
             time.sleep(0.1)
