@@ -136,7 +136,11 @@ export class SessionList {
     this.projects = null; // projects.js's ProjectPanel: names and colours, the move dialog
     this.selection = null; // bulk_select.js's Selection
     this.shown = []; // the ids of the rows shown, in order (a shift-click's range)
-    filterInput.addEventListener("input", () => this.onFilterInput());
+    this.renaming = null; // the session whose title is being edited in its row
+    filterInput.addEventListener("input", () => {
+      this.closeMenus(); // what the person types shows at once
+      this.onFilterInput();
+    });
     filterInput.addEventListener("keydown", (event) => {
       if (event.key === "Escape" && filterInput.value) {
         filterInput.value = "";
@@ -144,7 +148,10 @@ export class SessionList {
         event.stopPropagation();
       }
     });
-    archivedToggle.addEventListener("change", () => this.render());
+    archivedToggle.addEventListener("change", () => {
+      this.closeMenus();
+      this.render();
+    });
     document.addEventListener("click", (event) => {
       if (!event.target.closest(".session-actions")) this.closeMenus();
     });
@@ -366,7 +373,26 @@ export class SessionList {
     }
   }
 
+  // A row's menu held open or a title being renamed keeps the list as drawn: a redraw would close the
+  // menu or drop the half-typed title, and with sessions streaming the feed redraws every few moments.
+  // The redraw waits (the list's `data-held`) and runs once the menu closes or the rename ends.
+  held() {
+    return this.renaming !== null || Boolean(this.root.querySelector(".session-actions .session-menu:not([hidden])"));
+  }
+
+  releaseHeld() {
+    // After the click that closed a menu has run its course: that click may be opening another one.
+    setTimeout(() => {
+      if (this.root.dataset.held && !this.held()) this.render();
+    }, 0);
+  }
+
   render() {
+    if (this.held()) {
+      this.root.dataset.held = "1";
+      return;
+    }
+    delete this.root.dataset.held;
     const q = this.filterInput.value.trim().toLowerCase();
     const showArchived = this.archivedToggle.checked;
     const now = Date.now() / 1000;
@@ -491,6 +517,7 @@ export class SessionList {
 
   closeMenus() {
     closeMenus(this.root);
+    this.releaseHeld();
   }
 
   async mutate(call) {
@@ -513,6 +540,7 @@ export class SessionList {
     input.maxLength = 200;
     input.setAttribute("aria-label", "New title");
     form.append(input);
+    this.renaming = sessionId;
     node.draggable = false; // a drag in the field selects its text
     node.querySelector(".session-open").replaceWith(form);
     input.focus();
@@ -521,9 +549,10 @@ export class SessionList {
     const finish = async (save) => {
       if (finished) return;
       finished = true;
+      this.renaming = null;
       const title = input.value.trim();
       if (save && title && title !== row.title) await this.mutate(() => api.rename(sessionId, title));
-      else this.render();
+      this.render(); // the row again, also when the rename failed
     };
     form.addEventListener("submit", (event) => {
       event.preventDefault();
