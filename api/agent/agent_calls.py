@@ -1,5 +1,5 @@
-"""The agent's side calls outside a turn (a title, a manual compression, a background process's state, a
-command in the process's execution environment), run where the agent runs.
+"""The agent's side calls outside a turn (a title, a manual compression, a goal's judgement, a background
+process's state, a command in the process's execution environment), run where the agent runs.
 
 Each takes and returns plain data, so ``api.agent.worker_pool`` can run it in a worker process (the agent's LLM
 call then leaves the server process) and, with ``agent_workers`` 0, here. ``run(name, args)`` is the one
@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from api.agent import agent_runtime, toolsets
+from api.agent import agent_goals, agent_runtime, toolsets
 
 log = logging.getLogger("talaria.agent_calls")
 
@@ -62,6 +62,26 @@ def compress(
     }
 
 
+def judge_goal(session_id: str, answer: str) -> dict[str, Any] | None:
+    """The agent's judge over ``answer`` toward the session's standing goal (its ``GoalManager``, which saves
+    the new state in the agent's store): ``{decision, card}``, or None when the session has no active goal.
+    Here its judge model is called where the agent's tools run, so it also sees this process's background
+    processes (it may decide to wait on one)."""
+    mgr = agent_goals.recorded_manager(session_id)
+    if mgr is None or mgr.state is None or not mgr.is_active():
+        return None
+    decision = mgr.evaluate_after_turn(
+        answer, user_initiated=True, background_processes=agent_goals.background_processes()
+    )
+    return {
+        "decision": {
+            "should_continue": bool(decision.get("should_continue")),
+            "continuation_prompt": decision.get("continuation_prompt"),
+        },
+        "card": agent_goals.card(session_id, mgr.state),
+    }
+
+
 def process_state(proc_id: str) -> dict[str, Any] | None:
     """``{exited, exit_code, output}`` of a background process the agent's terminal tool started in this
     process, or None when its registry has none (read only: no poll bookkeeping of the agent's is touched)."""
@@ -99,6 +119,7 @@ def environment_command(command: str, timeout: int, stdin: str | None = None) ->
 CALLS: dict[str, Callable[..., Any]] = {
     "title": title,
     "compress": compress,
+    "judge_goal": judge_goal,
     "process_state": process_state,
     "environment_command": environment_command,
 }

@@ -4,10 +4,11 @@ until its judge says done, the person pauses or clears it, or the turn budget ru
 - ``command(session_id, args)`` is the agent's ``/goal`` with its subcommands (``status``, ``pause``,
   ``resume``, ``clear``; any other text sets the goal and sends it as the next message).
 - After each turn of the session (``after_turn``, which the app adds to ``streaming.Work.on_turn_end``) the agent's
-  ``GoalManager`` judges the last answer (``api.agent.agent_goals``); while it says continue, its continuation
-  prompt goes through the session's queue (``api.services.turn_queue``), so the next turn starts from the server,
-  durably, and every tab sees it. A turn the person stopped, or that ended without an answer, pauses the goal with
-  the reason instead.
+  ``GoalManager`` judges the last answer in a worker process, where the agent's model calls and background
+  processes are (the side call ``judge_goal``, ``api.agent.agent_calls``); a judge that cannot be asked pauses
+  the goal, saying so. While it says continue, its continuation prompt goes through the session's queue
+  (``api.services.turn_queue``), so the next turn starts from the server, durably, and every tab sees it. A turn
+  the person stopped, or that ended without an answer, pauses the goal with the reason instead.
 - The goal's card (``work`` event of kind ``goal``) is sent to the live turn and saved on the newest answer
   row, so a reload or a restart shows it as last judged.
 - After a restart, a goal whose turn the restart cut short is paused (``after_restart``); a continuation
@@ -21,9 +22,9 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-from api.agent import agent_goals, agent_runtime, turn_journal
+from api.agent import agent_goals, agent_runtime, turn_journal, worker_pool
 from api.rules import work_cards
-from api.rules.errors import BadRequest, Conflict, NotFound
+from api.rules.errors import ApiError, BadRequest, Conflict, NotFound
 from api.rules.session_fields import message_text
 from api.services import turn_queue
 from api.store import models, session_edit
@@ -35,6 +36,7 @@ ARGS_MAX_CHARS = 20_000
 STOPPED_REASON = "stopped by the person"
 NO_ANSWER_REASON = "the turn ended without an answer"
 RESTART_REASON = "Talaria restarted during a goal turn"
+JUDGE_LOST_REASON = "the judge could not be asked"
 
 
 class GoalLocks:
@@ -200,13 +202,20 @@ def after_turn(session_id: str) -> None:
             mgr.pause(reason=STOPPED_REASON if stopped else NO_ANSWER_REASON)
             _publish(session_id, agent_goals.card(session_id, mgr.state))
             return
-        decision = mgr.evaluate_after_turn(
-            answer, user_initiated=True, background_processes=agent_goals.background_processes()
-        )
-        card = agent_goals.card(session_id, mgr.state)
+        try:
+            judged = worker_pool.side_call("judge_goal", {"session_id": session_id, "answer": answer})
+        except ApiError as exc:  # no worker answered (shutting down, a worker lost): the goal waits, paused
+            log.warning("judging the goal of %s failed: %s", session_id, exc.message)
+            mgr = agent_goals.manager(session_id)
+            mgr.pause(reason=f"{JUDGE_LOST_REASON} ({exc.message})")
+            _publish(session_id, agent_goals.card(session_id, mgr.state))
+            return
+        if judged is None:
+            return  # paused or cleared meanwhile
+        card = judged["card"]
         _publish(session_id, card)
-        if decision.get("should_continue"):
-            _continue(session_id, decision.get("continuation_prompt"), card)
+        if judged["decision"]["should_continue"]:
+            _continue(session_id, judged["decision"]["continuation_prompt"], card)
 
 
 def after_restart(session_ids: Iterable[str]) -> None:

@@ -4,12 +4,15 @@ and judge) and the fake LLM answering both the turns and the judge's requests.""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
 
 import pytest
 
 from talaria_testing.chat_client import new_session, on_disk, roles_and_text, session
 from talaria_testing.fake_llm import Reply, agent_server, echo_reply
+from talaria_testing.many_turns import worker_pids
 from talaria_testing.server_proc import ServerProc
 
 pytestmark = pytest.mark.integration
@@ -59,8 +62,9 @@ def srv(llm, tmp_path_factory):
         yield server
 
 
-def test_a_goal_runs_continuation_turns_until_the_judge_says_done(srv, fake):
+def test_a_goal_runs_continuation_turns_until_the_judge_says_done_each_judgement_in_a_worker(srv, fake):
     sid = new_session(srv)
+    fake.record_callers = True
     fake.script(
         "Step one is written.",
         _judge("continue", "two steps remain"),
@@ -69,11 +73,14 @@ def test_a_goal_runs_continuation_turns_until_the_judge_says_done(srv, fake):
         "Step three is written; the plan is complete.",
         _judge("done", "all three steps are written"),
     )
-    answer = _goal(srv, sid, GOAL)
-    assert answer["stream_id"] and answer["goal"]["status"] == "active"
-    assert answer["goal"]["kind"] == "goal" and answer["goal"]["goal"] == GOAL
-
-    card = _wait_card(srv, sid, "done")
+    try:
+        answer = _goal(srv, sid, GOAL)
+        assert answer["stream_id"] and answer["goal"]["status"] == "active"
+        assert answer["goal"]["kind"] == "goal" and answer["goal"]["goal"] == GOAL
+        card = _wait_card(srv, sid, "done")
+        workers = set(worker_pids(srv))
+    finally:
+        fake.record_callers = False
     assert card["iteration"] == 3 and card["max_turns"] == 20
     assert card["verdict"] == "done" and card["reason"] == "all three steps are written"
     rows = on_disk(srv, sid)["messages"]
@@ -90,6 +97,8 @@ def test_a_goal_runs_continuation_turns_until_the_judge_says_done(srv, fake):
     judges = [r for r in requests if _is_judge(r)]
     turns = [r for r in requests if not _is_judge(r)]
     assert len(judges) == 3 and len(turns) == 3
+    # The judge's model calls leave the server process, as the turns' do.
+    assert {r["caller_pid"] for r in requests} <= workers and srv.proc.pid not in workers
     for judge, answered in zip(
         judges, ["Step one is written.", "Step two is written.", "Step three is written"], strict=True
     ):
@@ -160,6 +169,30 @@ def test_a_failing_judge_pauses_the_goal_with_its_reason_and_never_loops_on(srv,
     assert card["reason"].startswith("judge error")
     turns = [m for m in on_disk(srv, sid)["messages"] if m["role"] == "user"]
     assert len(turns) == card["iteration"] < 20
+
+
+def test_a_worker_killed_while_it_asks_the_judge_pauses_the_goal_saying_so_and_resume_goes_on(srv, fake):
+    sid = new_session(srv)
+    fake.record_callers = True
+    try:
+        fake.script("First step.", Reply(text=json.dumps({"verdict": "done", "reason": "late"}), delay=90))
+        _goal(srv, sid, GOAL)
+        deadline = time.monotonic() + 60  # the judge's answer comes after 90 s: the kill is first
+        while not (judges := [r for r in fake.chat_requests() if _is_judge(r)]):
+            assert time.monotonic() < deadline, "the judge was never asked"
+            time.sleep(0.05)
+        os.kill(judges[0]["caller_pid"], signal.SIGKILL)
+        card = _wait_card(srv, sid, "paused")
+    finally:
+        fake.record_callers = False
+    assert card["paused_reason"].startswith("the judge could not be asked"), card
+    assert [m["content"] for m in on_disk(srv, sid)["messages"] if m["role"] == "assistant"] == [
+        "First step."
+    ]
+
+    fake.script("Second step.", _judge("done", "both steps are written"))
+    assert _goal(srv, sid, "resume")["goal"]["status"] == "active"
+    assert _wait_card(srv, sid, "done")["reason"] == "both steps are written"
 
 
 def test_the_turn_budget_caps_the_loop(llm, fake, tmp_path):
