@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from api.agent import (
+    agent_answers,
     agent_pool,
     approvals,
     clarify,
@@ -89,6 +90,10 @@ class App:
         self._put(streaming.WORK, self.work)
         self.feed = session_feed.new_log()  # the sidebar's change feed
         self._put(session_feed.CHANGES, self.feed)
+        self.agent_answers = (
+            agent_answers.AgentAnswers()
+        )  # the agent's costly answers, until its config changes
+        self._put(agent_answers.ANSWERS, self.agent_answers)
         self.agents = agent_pool.IdleAgents()  # agents kept between turns run in this process
         self._put(agent_pool.AGENTS, self.agents)
         self.workers = worker_pool.WorkerPool()  # the agent worker processes (``agent_workers``)
@@ -123,7 +128,9 @@ class App:
         model list and the agent warmed, MCP servers discovered, the agent's own sessions and cron watched."""
         self.indexing.start(self.store.session_dir, config.STATE_DIR / "search.db")
         # The model picker's list and the agent's config modules are ready before the first page asks.
-        threading.Thread(target=model_catalog.warm_up, name="warm-up", daemon=True).start()
+        threading.Thread(
+            target=model_catalog.warm_up, args=(self.agent_answers,), name="warm-up", daemon=True
+        ).start()
         if self.settings["warm_up"] and self.settings["agent_workers"]:
             self.workers.warm_up()  # the workers import the agent and build the latest session's agent
         elif self.settings["warm_up"]:
