@@ -134,4 +134,8 @@ def test_a_stopped_apps_environment_pools_refuse_a_new_pool_and_leave_the_next_a
 
 def test_what_follows_a_turn_is_wired_by_the_app_alone(app):
     assert streaming.Work()._turn_end_listeners == []  # noqa: SLF001 - nothing registered at import
-    assert app.work._turn_end_listeners == [turn_queue.drain, goal_loop.after_turn]  # noqa: SLF001
+    listeners = app.work._turn_end_listeners  # noqa: SLF001
+    assert [(heard.func, heard.keywords) for heard in listeners] == [  # each hears with its app's objects
+        (turn_queue.drain, {"work": app.work, "turns": app.turns}),
+        (goal_loop.after_turn, {"locks": app.goal_locks, "work": app.work, "turns": app.turns}),
+    ]

@@ -164,7 +164,7 @@ def catalog(
     that one, at most ``BUILD_WAIT_S`` (an endpoint that hangs must not hold requests): past that the
     last choices are answered, or a 503 when there are none yet.
     """
-    held = answers if answers is not None else ANSWERS.get()
+    held = ANSWERS.get(answers)
     stamp = agent_runtime.config_stamp()  # an edit of the agent's config (here or elsewhere) rebuilds
     with held.lock:
         kept = held.catalog
@@ -221,7 +221,7 @@ def warm_up(answers: AgentAnswers | None = None) -> None:
 
 def invalidate(answers: AgentAnswers | None = None) -> None:
     """Forget the cached choices (the agent's configuration changed)."""
-    held = answers if answers is not None else ANSWERS.get()
+    held = ANSWERS.get(answers)
     with held.lock:
         held.catalog["catalog"] = None
 

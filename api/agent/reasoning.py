@@ -47,8 +47,7 @@ def model_reasoning(model: Any, provider: Any = None, answers: AgentAnswers | No
         "model": model,
         "default": agent_runtime.configured_reasoning_effort(model) if model else None,
         "levels": agent_runtime.reasoning_levels(),
-        "supported": bool(model)
-        and _supported(model, provider, answers if answers is not None else ANSWERS.get()),
+        "supported": bool(model) and _supported(model, provider, ANSWERS.get(answers)),
     }
 
 

@@ -33,7 +33,7 @@ def unavailable_reasons(answers: AgentAnswers | None = None) -> dict[str, str]:
     """``{toolset: why it cannot work}`` for each toolset the agent finds unusable ({} if it cannot tell),
     asked again when the agent's config.yaml or .env changed; kept in ``answers`` (the app's in use when None),
     as the agent's check runs every tool's own check (about 0.2 s)."""
-    held = answers if answers is not None else ANSWERS.get()
+    held = ANSWERS.get(answers)
     stamp = agent_runtime.config_stamp()
     with held.lock:
         known = held.toolsets.get(stamp)

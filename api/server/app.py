@@ -14,6 +14,7 @@ and ``release`` puts back what was in use before (a test's app).
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Mapping
@@ -85,8 +86,12 @@ class App:
         self.goal_locks = goal_loop.GoalLocks()
         self._put(goal_loop.LOCKS, self.goal_locks)
         self.work = streaming.Work()
-        self.work.on_turn_end(turn_queue.drain)
-        self.work.on_turn_end(goal_loop.after_turn)  # after the queue's: a queued message goes first
+        # Each hears with this app's objects; the goal loop after the queue: a queued message goes first.
+        self.work.on_turn_end(functools.partial(turn_queue.drain, work=self.work, turns=self.turns))
+        after_turn = functools.partial(
+            goal_loop.after_turn, locks=self.goal_locks, work=self.work, turns=self.turns
+        )
+        self.work.on_turn_end(after_turn)
         self._put(streaming.WORK, self.work)
         self.feed = session_feed.new_log()  # the sidebar's change feed
         self._put(session_feed.CHANGES, self.feed)

@@ -262,7 +262,7 @@ SWEPT: InUse[Swept] = InUse(Swept)  # the store in use's (``session_store.use``)
 def sweep_once(folder: Path, folder_fd: int | None = None, swept: Swept | None = None) -> None:
     """The first write into a folder removes what killed writes left there (``swept``: the store in use's
     when None)."""
-    if (swept if swept is not None else SWEPT.get()).first(folder):
+    if SWEPT.get(swept).first(folder):
         sweep_leftover_temps(folder, folder_fd)
 
 

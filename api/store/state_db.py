@@ -158,7 +158,7 @@ def _with_connection(path: Path, read: Callable[[sqlite3.Connection, str], _T]) 
 
 def _columns(conn: sqlite3.Connection, key: str, table: str, held: Reads | None = None) -> frozenset[str]:
     version = conn.execute("PRAGMA schema_version").fetchone()[0]
-    reads = held if held is not None else READS.get()
+    reads = READS.get(held)
     with reads.lock:
         tables = reads.columns.get((key, version))
         cols = tables.get(table) if tables is not None else None
@@ -280,7 +280,7 @@ def list_agent_sessions(
     Kept in ``reads`` (the store in use's when None) while the database and its WAL keep the same stat.
     """
     path = Path(db_path) if db_path is not None else default_state_db_path()
-    held = reads if reads is not None else READS.get()
+    held = READS.get(reads)
     key = (str(path), limit, _stat_key(path))
     with held.lock:
         cached = held.sessions.get(key)
