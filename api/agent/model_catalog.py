@@ -243,13 +243,18 @@ def clean_text(value: Any, name: str, max_len: int) -> str:
     return cast("str", value)
 
 
-def switch_session_model(sid: str, model: Any, provider: Any) -> dict[str, Any]:
-    """Set the session's model for its next turn; ``model=""`` goes back to the configured default."""
+def switch_session_model(
+    sid: str, model: Any, provider: Any, answers: AgentAnswers | None = None
+) -> dict[str, Any]:
+    """Set the session's model for its next turn; ``model=""`` goes back to the configured default; the
+    choices it must be one of are those kept in ``answers`` (the app's; those in use when None)."""
     model = clean_text(model, "model", MODEL_MAX)
     provider = clean_text("" if provider is None else provider, "model_provider", PROVIDER_MAX)
     session_lookup.load_session(sid)  # an unknown session is a 404 before any endpoint is asked
-    if model and not is_choice(catalog(), model, provider):
-        choices = catalog(refresh=True)  # the endpoint may list a model the cache does not have yet
+    if model and not is_choice(catalog(answers=answers), model, provider):
+        choices = catalog(
+            refresh=True, answers=answers
+        )  # the endpoint may list a model the cache does not have yet
         if not is_choice(choices, model, provider):
             raise BadRequest(f"Unknown model {model!r} for provider {provider!r}")
 

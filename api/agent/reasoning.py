@@ -51,10 +51,10 @@ def model_reasoning(model: Any, provider: Any = None, answers: AgentAnswers | No
     }
 
 
-def session_reasoning(sid: str) -> dict[str, Any]:
+def session_reasoning(sid: str, answers: AgentAnswers | None = None) -> dict[str, Any]:
     """``{effort, default, levels, supported}`` for the session's next turn."""
     session = session_lookup.load_session(sid)
-    facts = model_reasoning(session.model or "", session.model_provider or "")
+    facts = model_reasoning(session.model or "", session.model_provider or "", answers)
     return {"session_id": sid, "effort": session.reasoning_effort, **facts}
 
 

@@ -10,7 +10,16 @@ from __future__ import annotations
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any, cast
 
-from api.agent import agent_answers, approvals, clarify, cron_ticker, mcp_servers, turn_journal, worker_pool
+from api.agent import (
+    agent_answers,
+    agent_pool,
+    approvals,
+    clarify,
+    cron_ticker,
+    mcp_servers,
+    turn_journal,
+    worker_pool,
+)
 from api.services import agent_import, compression, goal_loop, session_feed, session_views, streaming
 from api.store import models
 from api.store.in_use import InUse
@@ -38,6 +47,7 @@ class InUseApp:
         "goal_locks": goal_loop.LOCKS,
         "agent_answers": agent_answers.ANSWERS,
         "workers": worker_pool.POOL,
+        "agents": agent_pool.AGENTS,
         "discovery": mcp_servers.DISCOVERY,
         "cron_ticker": cron_ticker.TICKER,
     }
