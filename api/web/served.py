@@ -20,7 +20,15 @@ from api.agent import (
     turn_journal,
     worker_pool,
 )
-from api.services import agent_import, compression, goal_loop, session_feed, session_views, streaming
+from api.services import (
+    agent_import,
+    agent_watch,
+    compression,
+    goal_loop,
+    session_feed,
+    session_views,
+    streaming,
+)
 from api.store import models
 from api.store.in_use import InUse
 
@@ -48,6 +56,7 @@ class InUseApp:
         "agent_answers": agent_answers.ANSWERS,
         "workers": worker_pool.POOL,
         "agents": agent_pool.AGENTS,
+        "agent_watch": agent_watch.WATCH,
         "discovery": mcp_servers.DISCOVERY,
         "cron_ticker": cron_ticker.TICKER,
     }
