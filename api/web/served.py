@@ -24,6 +24,7 @@ from api.services import (
     agent_import,
     agent_watch,
     compression,
+    environment_workers,
     goal_loop,
     session_feed,
     session_views,
@@ -57,6 +58,7 @@ class InUseApp:
         "workers": worker_pool.POOL,
         "agents": agent_pool.AGENTS,
         "agent_watch": agent_watch.WATCH,
+        "environment_pools": environment_workers.POOLS,
         "discovery": mcp_servers.DISCOVERY,
         "cron_ticker": cron_ticker.TICKER,
     }
