@@ -93,9 +93,8 @@ SETTINGS_VALUES: dict[str, Any] = _static_defaults()
 HERMES_HOME: Path = cast(Path, _PathFromEnvironment("HERMES_HOME"))
 STATE_DIR: Path = cast(Path, _PathFromEnvironment("STATE_DIR"))
 STATE_DB_PATH: Path = cast(Path, _PathFromEnvironment("STATE_DB_PATH"))
-_CONFIGURED = (
-    threading.Event()
-)  # whether the process's settings are taken (once, by an entry point or first use)
+# Whether the process's settings are taken (once, by an entry point or first use).
+_CONFIGURED = threading.Event()
 _CONFIGURE_LOCK = threading.RLock()  # one change of the process's settings at a time
 
 
