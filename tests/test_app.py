@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from api.agent import (
+    agent_answers,
     agent_pool,
     approvals,
     clarify,
@@ -28,7 +29,7 @@ from api.services import (
     streaming,
     turn_queue,
 )
-from api.store import models, tombstones
+from api.store import atomic, models, state_db, tombstones
 
 
 def test_an_app_puts_its_own_live_state_in_use(app):
@@ -48,6 +49,8 @@ def test_an_app_puts_its_own_live_state_in_use(app):
     assert environment_check.REACHED.get() is app.reached and search_indexer.INDEXING.get() is app.indexing
     assert mcp_servers.DISCOVERY.get() is app.discovery and cron_ticker.TICKER.get() is app.cron_ticker
     assert agent_watch.WATCH.get() is app.agent_watch and search_indexer.INDEXING.get() is app.indexing
+    assert agent_answers.ANSWERS.get() is app.agent_answers
+    assert state_db.READS.get() is app.store.agent_db and atomic.SWEPT.get() is app.store.swept
 
 
 def test_a_second_app_starts_with_nothing_of_the_first(app):
@@ -60,6 +63,24 @@ def test_a_second_app_starts_with_nothing_of_the_first(app):
         second.close()
         second.release()
     assert approvals.yolo("s1") and turn_journal.TURNS.get() is app.turns  # the first app's, in use again
+
+
+def test_each_app_keeps_what_its_agent_answered(app, monkeypatch):
+    from api.agent import agent_runtime, toolset_availability
+
+    asked = []
+    monkeypatch.setattr(agent_runtime, "config_stamp", lambda: "stamp")
+    monkeypatch.setattr(toolset_availability, "_ask_the_agent", lambda: asked.append(1) or {"web": "no key"})
+    assert toolset_availability.unavailable_reasons() == {"web": "no key"}
+    assert toolset_availability.unavailable_reasons() == {"web": "no key"} and len(asked) == 1  # kept
+    second = App(store=app.store)
+    try:
+        assert second.agent_answers.toolsets == {}
+        assert toolset_availability.unavailable_reasons() == {"web": "no key"} and len(asked) == 2
+    finally:
+        second.close()
+        second.release()
+    assert app.agent_answers.toolsets == {"stamp": {"web": "no key"}}
 
 
 def _processes(app):
@@ -113,4 +134,8 @@ def test_a_stopped_apps_environment_pools_refuse_a_new_pool_and_leave_the_next_a
 
 def test_what_follows_a_turn_is_wired_by_the_app_alone(app):
     assert streaming.Work()._turn_end_listeners == []  # noqa: SLF001 - nothing registered at import
-    assert app.work._turn_end_listeners == [turn_queue.drain, goal_loop.after_turn]  # noqa: SLF001
+    listeners = app.work._turn_end_listeners  # noqa: SLF001
+    assert [(heard.func, heard.keywords) for heard in listeners] == [  # each hears with its app's objects
+        (turn_queue.drain, {"work": app.work, "turns": app.turns}),
+        (goal_loop.after_turn, {"locks": app.goal_locks, "work": app.work, "turns": app.turns}),
+    ]

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import sqlite3
+import time
 
 import pytest
 
 import api.config
 import api.models
 from api.rules.errors import NotFound
+from api.store import atomic, state_db
 from api.store import session_store as store
 from api.store.models import Session
 from talaria_testing.stores import store_on
@@ -66,3 +70,41 @@ def test_setting_hermes_webuis_names_points_the_store_in_use(tmp_path, monkeypat
         monkeypatch.undo()
         assert home.session_dir == tmp_path / "unused"
         assert not isinstance(home.lock("s"), contextlib.nullcontext)
+
+
+def test_two_stores_keep_their_own_reads_of_state_db_and_the_store_in_use_lends_its_own(tmp_path):
+    db = tmp_path / "state.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE sessions (id TEXT, title TEXT, started_at REAL)")
+        conn.execute("INSERT INTO sessions VALUES ('a1', 'agent', 1.0)")
+    first, second = store.Store(tmp_path / "one", Session), store.Store(tmp_path / "two", Session)
+    assert [row["id"] for row in state_db.list_agent_sessions(db, reads=first.agent_db)] == ["a1"]
+    assert first.agent_db.sessions and first.agent_db.columns
+    assert not second.agent_db.sessions and not second.agent_db.columns
+    previous = store.use(second)
+    try:
+        assert state_db.READS.get() is second.agent_db
+        assert [row["id"] for row in state_db.list_agent_sessions(db)] == ["a1"]
+        assert second.agent_db.sessions and second.agent_db.columns
+    finally:
+        store.use(previous)
+
+
+def test_each_store_sweeps_a_folder_of_killed_writes_once_for_itself(tmp_path):
+    first, second = store.Store(tmp_path / "one", Session), store.Store(tmp_path / "two", Session)
+
+    def left_by_a_killed_write():
+        leftover = tmp_path / f"s.json.tmp.{os.getpid()}.{time.time_ns():x}"
+        leftover.write_bytes(b"{")
+        old = time.time() - atomic.TEMP_GRACE_S - 60
+        os.utime(leftover, (old, old))
+        return leftover
+
+    leftover = left_by_a_killed_write()
+    atomic.sweep_once(tmp_path, swept=first.swept)
+    assert not leftover.exists()
+    leftover = left_by_a_killed_write()
+    atomic.sweep_once(tmp_path, swept=first.swept)  # swept once already for this store
+    assert leftover.exists()
+    atomic.sweep_once(tmp_path, swept=second.swept)
+    assert not leftover.exists()

@@ -270,6 +270,7 @@ def build_agent(
     return agent
 
 
+# Per process, as the clash it prevents is: two opens of one new database in this process fail each other.
 _SESSION_DB_OPENING = threading.Lock()
 SESSION_DB_OPEN_ATTEMPTS = 4
 

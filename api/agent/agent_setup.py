@@ -13,6 +13,7 @@ from types import ModuleType
 from typing import Any
 
 from api.agent import agent_pool, agent_runtime, endpoint_probe, model_catalog, worker_pool
+from api.agent.agent_answers import AgentAnswers
 from api.rules.errors import ApiError, BadRequest
 
 log = logging.getLogger("talaria.setup")
@@ -164,8 +165,15 @@ def _write_provider(row: dict[str, Any], key: str, model: str) -> None:
     config_module.save_config(config)
 
 
-def save_setup(body: dict[str, Any]) -> dict[str, Any]:
-    """Validate everything, write the agent's config (and key), then forget the stale caches."""
+def save_setup(
+    body: dict[str, Any],
+    *,
+    answers: AgentAnswers | None = None,
+    agents: agent_pool.IdleAgents | None = None,
+    workers: worker_pool.WorkerPool | None = None,
+) -> dict[str, Any]:
+    """Validate everything, write the agent's config (and key), then forget the stale caches: the model list in
+    ``answers`` and the idle agents of ``agents`` and ``workers`` (the app's; those in use when None)."""
     kind = body.get("kind")
     key = endpoint_probe.clean_api_key(body.get("api_key"))
     model = model_catalog.clean_text(body.get("model"), "model", model_catalog.MODEL_MAX)
@@ -182,8 +190,10 @@ def save_setup(body: dict[str, Any]) -> dict[str, Any]:
     else:
         raise BadRequest(f"kind must be one of {', '.join(_KINDS)}")
     _hermes("hermes_cli.auth").deactivate_provider()  # an OAuth provider must not win auto-resolution
-    model_catalog.invalidate()
-    agent_pool.forget_idle_agents()
-    worker_pool.POOL.get().forget_idle_agents()  # the workers' agents too; warmed workers build a fresh one
+    model_catalog.invalidate(answers)
+    agent_pool.AGENTS.get(agents).forget()
+    worker_pool.POOL.get(
+        workers
+    ).forget_idle_agents()  # the workers' agents too; warmed workers build a fresh one
     log.info("agent model set up: %s (%s)", model, kind)
     return setup_status()

@@ -110,13 +110,16 @@ def _resolution(question: Question) -> dict[str, Any]:
     return {"choice": choice, "reason": reason}
 
 
-def respond(session_id: str, approval_id: Any, choice: Any) -> dict[str, Any]:
-    """Settle the question with the person's choice; "always" is durable in the agent's config first."""
+def respond(
+    session_id: str, approval_id: Any, choice: Any, *, questions: Questions | None = None
+) -> dict[str, Any]:
+    """Settle the question among ``questions`` (the app's open approvals; those in use when None) with the
+    person's choice; "always" is durable in the agent's config first."""
     if choice not in CHOICES:
         raise BadRequest(f"choice must be one of: {', '.join(CHOICES)}")
     if not isinstance(approval_id, str) or not approval_id:
         raise BadRequest("approval_id must be a non-empty string")
-    QUESTIONS.get().answer(
+    QUESTIONS.get(questions).answer(
         session_id, approval_id, choice, before=_allow_always if choice == "always" else None
     )
     return {"ok": True, "approval_id": approval_id, "choice": choice}
@@ -135,21 +138,26 @@ def _allow_always(question: Question) -> None:
         raise ApiError(f"Could not save the allow-list: {exc.strerror or exc}", status=500) from exc
 
 
-def pending(session_id: str) -> dict[str, Any]:
+def pending(
+    session_id: str, *, questions: Questions | None = None, switches: set[str] | None = None
+) -> dict[str, Any]:
+    """The session's open approvals among ``questions`` and its yolo switch among ``switches`` (the app's;
+    those in use when None)."""
     session_lookup.load_session(session_id)
-    return {"pending": QUESTIONS.get().pending(session_id), "yolo": yolo(session_id)}
+    return {"pending": QUESTIONS.get(questions).pending(session_id), "yolo": yolo(session_id, switches)}
 
 
-def yolo(session_id: str) -> bool:
-    return session_id in YOLO.get()
+def yolo(session_id: str, switches: set[str] | None = None) -> bool:
+    return session_id in YOLO.get(switches)
 
 
-def set_yolo(session_id: str, enabled: Any) -> dict[str, Any]:
-    """The session's explicit "don't ask again" switch (the agent's session yolo; off until turned on)."""
+def set_yolo(session_id: str, enabled: Any, *, switches: set[str] | None = None) -> dict[str, Any]:
+    """The session's explicit "don't ask again" switch among ``switches`` (the app's; those in use when None;
+    the agent's session yolo, off until turned on)."""
     if not isinstance(enabled, bool):
         raise BadRequest("enabled must be true or false")
     session_lookup.load_session(session_id)
-    switches = YOLO.get()
+    switches = YOLO.get(switches)
     (switches.add if enabled else switches.discard)(session_id)
     agent_binding.apply_session_yolo(session_id, enabled)
     return {"ok": True, "session_id": session_id, "yolo": enabled}

@@ -44,17 +44,20 @@ def ask(
     return str(question.answer) if question.outcome == ANSWERED else no_answer_text(question)
 
 
-def respond(session_id: str, clarify_id: Any, response: Any) -> dict[str, Any]:
+def respond(
+    session_id: str, clarify_id: Any, response: Any, *, questions: Questions | None = None
+) -> dict[str, Any]:
+    """Answer the question among ``questions`` (the app's open clarify questions; those in use when None)."""
     if not isinstance(response, str) or not response.strip():
         raise BadRequest("response must be a non-empty string")
     if len(response) > RESPONSE_MAX_CHARS:
         raise BadRequest(f"response is too long (at most {RESPONSE_MAX_CHARS} characters)")
     if not isinstance(clarify_id, str) or not clarify_id:
         raise BadRequest("clarify_id must be a non-empty string")
-    QUESTIONS.get().answer(session_id, clarify_id, response.strip())
+    QUESTIONS.get(questions).answer(session_id, clarify_id, response.strip())
     return {"ok": True, "clarify_id": clarify_id}
 
 
-def pending(session_id: str) -> dict[str, Any]:
+def pending(session_id: str, *, questions: Questions | None = None) -> dict[str, Any]:
     session_lookup.load_session(session_id)
-    return {"pending": QUESTIONS.get().pending(session_id)}
+    return {"pending": QUESTIONS.get(questions).pending(session_id)}

@@ -85,9 +85,10 @@ class CronTicker:
 TICKER: InUse[CronTicker] = InUse(CronTicker)  # the app's (``App.cron_ticker``), else built on first use
 
 
-def status() -> dict[str, Any]:
-    """Which process fires the jobs: Talaria's scheduler, the agent's gateway, both (the lock picks), none."""
-    talaria = TICKER.get().pid()
+def status(ticker: CronTicker | None = None) -> dict[str, Any]:
+    """Which process fires the jobs: Talaria's scheduler (``ticker``, the app's; the one in use when None), the
+    agent's gateway, both (the lock picks), none."""
+    talaria = TICKER.get(ticker).pid()
     gateway = agent_cron.gateway_pid()
     if talaria and gateway:
         fired_by = "both"
@@ -101,24 +102,24 @@ def status() -> dict[str, Any]:
     }
 
 
-def overview() -> dict[str, Any]:
+def overview(ticker: CronTicker | None = None) -> dict[str, Any]:
     """Every job with its latest run, and which process fires them."""
-    return {**agent_cron.list_jobs(), "scheduler": status()}
+    return {**agent_cron.list_jobs(), "scheduler": status(ticker)}
 
 
-def _woken(job: Any) -> dict[str, Any]:
-    TICKER.get().wake()
+def _woken(job: Any, ticker: CronTicker | None) -> dict[str, Any]:
+    TICKER.get(ticker).wake()
     return dict(job)
 
 
-def run_now(job_id: Any) -> dict[str, Any]:
-    """Make the job due and wake Talaria's scheduler (the gateway's picks it up on its own tick)."""
-    return _woken(agent_cron.run_job_now(job_id))
+def run_now(job_id: Any, ticker: CronTicker | None = None) -> dict[str, Any]:
+    """Make the job due and wake Talaria's scheduler (``ticker``; the gateway's picks it up on its own tick)."""
+    return _woken(agent_cron.run_job_now(job_id), ticker)
 
 
-def create_job(fields: Any) -> dict[str, Any]:
-    """A new job; Talaria's scheduler wakes, so it starts watching the store at once."""
-    return _woken(agent_cron.create_job(fields))
+def create_job(fields: Any, ticker: CronTicker | None = None) -> dict[str, Any]:
+    """A new job; Talaria's scheduler (``ticker``) wakes, so it starts watching the store at once."""
+    return _woken(agent_cron.create_job(fields), ticker)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -151,8 +151,9 @@ def start_discovery() -> threading.Thread:
     return DISCOVERY.get().start()
 
 
-def request_reload() -> dict[str, Any]:
-    discovery = DISCOVERY.get()
+def request_reload(discovery: Discovery | None = None) -> dict[str, Any]:
+    """Discover the servers again (``discovery``: the app's; the one in use when None)."""
+    discovery = DISCOVERY.get(discovery)
     discovery.request_reload()
     return {"ok": True, **discovery.snapshot()}
 
@@ -178,9 +179,10 @@ def _failure_text(error: str, cfg: Any) -> str:
     return f"It did not answer within {timeout} s (its connect_timeout in config.yaml)."
 
 
-def servers() -> dict[str, Any]:
+def servers(discovery: Discovery | None = None) -> dict[str, Any]:
     """Each configured server: ``name``, ``transport``, ``status`` (connected, connecting, failed,
-    disabled, configured), ``tools`` (count), ``error`` when it failed; and the discovery's own state."""
+    disabled, configured), ``tools`` (count), ``error`` when it failed; and the state of ``discovery`` (the
+    app's; the one in use when None)."""
     rows: list[dict[str, Any]] = []
     if mcp_available():
         section = configured_section()
@@ -195,12 +197,12 @@ def servers() -> dict[str, Any]:
             if row["status"] == "failed":
                 row["error"] = _failure_text(str(entry.get("error") or ""), section.get(name))
             rows.append(row)
-    return {"servers": rows, "available": mcp_available(), **DISCOVERY.get().snapshot()}
+    return {"servers": rows, "available": mcp_available(), **DISCOVERY.get(discovery).snapshot()}
 
 
-def tools() -> dict[str, Any]:
+def tools(discovery: Discovery | None = None) -> dict[str, Any]:
     """The tools each connected server offers (the names the model sees, and their descriptions)."""
-    listing = servers()
+    listing = servers(discovery)
     return {
         "servers": [
             {**row, "tool_list": _server_tools(row["name"]) if row["status"] == "connected" else []}
@@ -209,15 +211,15 @@ def tools() -> dict[str, Any]:
     }
 
 
-def server_toolsets() -> list[dict[str, Any]]:
-    """The enabled servers as rows of the tools menu, each with its state: the agent takes a server's name
-    as its toolset."""
+def server_toolsets(discovery: Discovery | None = None) -> list[dict[str, Any]]:
+    """The enabled servers as rows of the tools menu, each with its state (as ``discovery``, the app's, found
+    it): the agent takes a server's name as its toolset."""
     if not mcp_available():
         return []
     agent_config = agent_runtime.agent_module("hermes_cli.config").load_config()
     names = agent_runtime.agent_module("hermes_cli.tools_config").enabled_mcp_server_names(agent_config)
     section = configured_section()
-    states = {row["name"]: row for row in servers()["servers"]}
+    states = {row["name"]: row for row in servers(discovery)["servers"]}
     rows = []
     for name in sorted(str(name) for name in names):
         cfg = section.get(name)

@@ -23,6 +23,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, cast
 
 from api.agent import agent_runtime, endpoint_probe
+from api.agent.agent_answers import ANSWERS, AgentAnswers
 from api.rules.errors import ApiError, BadRequest, ServiceUnavailable
 from api.store import config as _config
 from api.store import session_edit, session_lookup
@@ -34,9 +35,7 @@ PROVIDER_MAX = 100
 LIVE_PROBE_TIMEOUT_S = 4.0
 _LIVE_PROBE_WORKERS = 4
 
-_CACHE: dict[str, Any] = {"catalog": None, "built_at": 0.0, "stamp": "", "building": None}
 BUILD_WAIT_S = 8.0  # as long as the setup form's connection test
-_CACHE_LOCK = threading.Lock()
 
 
 def _clean(value: Any) -> str:
@@ -139,38 +138,48 @@ def _build(refresh: bool) -> dict[str, Any]:
     }
 
 
-def _build_into(pending: Future[Any], refresh: bool, stamp: str, clock: Callable[[], float]) -> None:
+def _build_into(
+    held: AgentAnswers, pending: Future[Any], refresh: bool, stamp: str, clock: Callable[[], float]
+) -> None:
     """Build the choices outside every lock (it asks endpoints) and hand them to all who wait."""
     try:
         built = _build(refresh)
     except BaseException as exc:  # noqa: BLE001 - each waiter gets the failure
-        with _CACHE_LOCK:
-            _CACHE["building"] = None
+        with held.lock:
+            held.catalog["building"] = None
         pending.set_exception(exc)
         return
-    with _CACHE_LOCK:
-        _CACHE.update(catalog=built, built_at=clock(), stamp=stamp, building=None)
+    with held.lock:
+        held.catalog.update(catalog=built, built_at=clock(), stamp=stamp, building=None)
     pending.set_result(built)
 
 
-def catalog(refresh: bool = False, clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
-    """The picker's choices, from the cache unless it is older than ``models_cache_seconds`` or ``refresh``.
+def catalog(
+    refresh: bool = False, clock: Callable[[], float] = time.monotonic, answers: AgentAnswers | None = None
+) -> dict[str, Any]:
+    """The picker's choices, kept in ``answers`` (the app's in use when None) unless older than
+    ``models_cache_seconds`` or ``refresh``.
 
     One build runs at a time, in its own thread and under no lock; every caller that needs it waits for
     that one, at most ``BUILD_WAIT_S`` (an endpoint that hangs must not hold requests): past that the
     last choices are answered, or a 503 when there are none yet.
     """
+    held = ANSWERS.get(answers)
     stamp = agent_runtime.config_stamp()  # an edit of the agent's config (here or elsewhere) rebuilds
-    with _CACHE_LOCK:
-        cached = _CACHE["catalog"]
-        fresh = clock() - _CACHE["built_at"] < float(_config.setting("models_cache_seconds"))
-        if cached is not None and fresh and _CACHE["stamp"] == stamp and not refresh:
+    with held.lock:
+        kept = held.catalog
+        cached = kept["catalog"]
+        fresh = clock() - kept["built_at"] < float(_config.setting("models_cache_seconds"))
+        if cached is not None and fresh and kept["stamp"] == stamp and not refresh:
             return cast("dict[str, Any]", cached)
-        pending = _CACHE.get("building")
+        pending = kept.get("building")
         if pending is None:
-            pending = _CACHE["building"] = Future()
+            pending = kept["building"] = Future()
             builder = threading.Thread(
-                target=_build_into, args=(pending, refresh, stamp, clock), name="model-catalog", daemon=True
+                target=_build_into,
+                args=(held, pending, refresh, stamp, clock),
+                name="model-catalog",
+                daemon=True,
             )
             builder.start()
     try:
@@ -183,11 +192,11 @@ def catalog(refresh: bool = False, clock: Callable[[], float] = time.monotonic) 
         ) from None
 
 
-def catalog_for_page(refresh: bool = False) -> dict[str, Any]:
+def catalog_for_page(refresh: bool = False, answers: AgentAnswers | None = None) -> dict[str, Any]:
     """The picker's choices, or, while the first list is still being built, an empty list that says so
     (``building``): the page shows the picker once a later ask has the list, rather than an error."""
     try:
-        return catalog(refresh=refresh)
+        return catalog(refresh=refresh, answers=answers)
     except ServiceUnavailable:
         return {
             "default_model": None,
@@ -199,21 +208,22 @@ def catalog_for_page(refresh: bool = False) -> dict[str, Any]:
         }
 
 
-def warm_up() -> None:
+def warm_up(answers: AgentAnswers | None = None) -> None:
     """Import the agent's config modules and, when the agent has a config, build the choices (startup)."""
     agent_runtime.preload_config_modules()
     if not (_config.HERMES_HOME / "config.yaml").is_file():
         return  # reading a missing config would set up the agent's home; the first page does that
     try:
-        catalog()
+        catalog(answers=answers)
     except Exception:  # noqa: BLE001 - the page asks again and shows the error then
         log.warning("building the model list at startup failed", exc_info=True)
 
 
-def invalidate() -> None:
+def invalidate(answers: AgentAnswers | None = None) -> None:
     """Forget the cached choices (the agent's configuration changed)."""
-    with _CACHE_LOCK:
-        _CACHE["catalog"] = None
+    held = ANSWERS.get(answers)
+    with held.lock:
+        held.catalog["catalog"] = None
 
 
 def is_choice(choices: dict[str, Any], model: str, provider: str) -> bool:
@@ -233,13 +243,18 @@ def clean_text(value: Any, name: str, max_len: int) -> str:
     return cast("str", value)
 
 
-def switch_session_model(sid: str, model: Any, provider: Any) -> dict[str, Any]:
-    """Set the session's model for its next turn; ``model=""`` goes back to the configured default."""
+def switch_session_model(
+    sid: str, model: Any, provider: Any, answers: AgentAnswers | None = None
+) -> dict[str, Any]:
+    """Set the session's model for its next turn; ``model=""`` goes back to the configured default; the
+    choices it must be one of are those kept in ``answers`` (the app's; those in use when None)."""
     model = clean_text(model, "model", MODEL_MAX)
     provider = clean_text("" if provider is None else provider, "model_provider", PROVIDER_MAX)
     session_lookup.load_session(sid)  # an unknown session is a 404 before any endpoint is asked
-    if model and not is_choice(catalog(), model, provider):
-        choices = catalog(refresh=True)  # the endpoint may list a model the cache does not have yet
+    if model and not is_choice(catalog(answers=answers), model, provider):
+        choices = catalog(
+            refresh=True, answers=answers
+        )  # the endpoint may list a model the cache does not have yet
         if not is_choice(choices, model, provider):
             raise BadRequest(f"Unknown model {model!r} for provider {provider!r}")
 

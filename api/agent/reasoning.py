@@ -5,31 +5,28 @@ gets no picker)."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from api.agent import agent_runtime
+from api.agent.agent_answers import ANSWERS, AgentAnswers
 from api.rules.errors import BadRequest
 from api.store import session_edit, session_lookup
 
-# Whether a route takes an effort depends on the model, its provider and the agent's config, not on a
-# session: it is asked of a throwaway agent once per (model, provider, config stamp).
-_SUPPORTED: dict[tuple[str, str, str], bool] = {}
-_SUPPORTED_LOCK = threading.Lock()
 
-
-def _supported(model: str, provider: str) -> bool:
+def _supported(model: str, provider: str, answers: AgentAnswers) -> bool:
+    # Whether a route takes an effort depends on the model, its provider and the agent's config, not on a
+    # session: it is asked of a throwaway agent once per (model, provider, config stamp).
     key = (model, provider, agent_runtime.config_stamp())
-    with _SUPPORTED_LOCK:
-        known = _SUPPORTED.get(key)
+    with answers.lock:
+        known = answers.reasoning.get(key)
     if known is None:
         agent = agent_runtime.build_agent("reasoning-probe", model, provider or None, state_db_path=None)
         try:
             known = agent_runtime.reasoning_supported(agent)
         finally:
             agent_runtime.close_agent(agent)
-        with _SUPPORTED_LOCK:
-            _SUPPORTED[key] = known
+        with answers.lock:
+            answers.reasoning[key] = known
     return known
 
 
@@ -41,22 +38,23 @@ def _clean_pick(value: Any, name: str) -> str:
     return value.strip()
 
 
-def model_reasoning(model: Any, provider: Any = None) -> dict[str, Any]:
-    """``{model, default, levels, supported}`` for a model pick (``""``: the configured default)."""
+def model_reasoning(model: Any, provider: Any = None, answers: AgentAnswers | None = None) -> dict[str, Any]:
+    """``{model, default, levels, supported}`` for a model pick (``""``: the configured default); ``answers``
+    keeps what the agent said (the app's in use when None)."""
     model = _clean_pick(model, "model") or agent_runtime.configured_default_model()
     provider = _clean_pick(provider, "model_provider")
     return {
         "model": model,
         "default": agent_runtime.configured_reasoning_effort(model) if model else None,
         "levels": agent_runtime.reasoning_levels(),
-        "supported": bool(model) and _supported(model, provider),
+        "supported": bool(model) and _supported(model, provider, ANSWERS.get(answers)),
     }
 
 
-def session_reasoning(sid: str) -> dict[str, Any]:
+def session_reasoning(sid: str, answers: AgentAnswers | None = None) -> dict[str, Any]:
     """``{effort, default, levels, supported}`` for the session's next turn."""
     session = session_lookup.load_session(sid)
-    facts = model_reasoning(session.model or "", session.model_provider or "")
+    facts = model_reasoning(session.model or "", session.model_provider or "", answers)
     return {"session_id": sid, "effort": session.reasoning_effort, **facts}
 
 

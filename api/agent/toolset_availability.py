@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 from api.agent import agent_runtime
+from api.agent.agent_answers import ANSWERS, AgentAnswers
 
 log = logging.getLogger("talaria.toolsets")
 
@@ -28,18 +29,20 @@ def reason_for(env_vars: list[Any]) -> str:
     return f"Not available: it needs a key. Set {which}{shown} in the agent's .env."
 
 
-# The agent's check runs every tool's own check (about 0.2 s); its answer changes with config.yaml and .env.
-_CHECKED: dict[str, dict[str, str]] = {}
-
-
-def unavailable_reasons() -> dict[str, str]:
+def unavailable_reasons(answers: AgentAnswers | None = None) -> dict[str, str]:
     """``{toolset: why it cannot work}`` for each toolset the agent finds unusable ({} if it cannot tell),
-    asked again when the agent's config.yaml or .env changed."""
+    asked again when the agent's config.yaml or .env changed; kept in ``answers`` (the app's in use when None),
+    as the agent's check runs every tool's own check (about 0.2 s)."""
+    held = ANSWERS.get(answers)
     stamp = agent_runtime.config_stamp()
-    if stamp not in _CHECKED:
-        _CHECKED.clear()
-        _CHECKED[stamp] = _ask_the_agent()
-    return _CHECKED[stamp]
+    with held.lock:
+        known = held.toolsets.get(stamp)
+    if known is None:
+        known = _ask_the_agent()
+        with held.lock:
+            held.toolsets.clear()
+            held.toolsets[stamp] = known
+    return known
 
 
 def _ask_the_agent() -> dict[str, str]:
@@ -56,9 +59,11 @@ def _ask_the_agent() -> dict[str, str]:
     }
 
 
-def with_availability(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def with_availability(
+    rows: list[dict[str, Any]], answers: AgentAnswers | None = None
+) -> list[dict[str, Any]]:
     """Each toolset row with ``available`` and, when it is not, ``unavailable_reason``."""
-    reasons = unavailable_reasons()
+    reasons = unavailable_reasons(answers)
     return [
         {**row, "available": row["name"] not in reasons}
         | ({"unavailable_reason": reasons[row["name"]]} if row["name"] in reasons else {})

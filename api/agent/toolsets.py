@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import Any
 
 from api.agent import agent_runtime, mcp_servers, toolset_availability
+from api.agent.agent_answers import AgentAnswers
 from api.rules.errors import BadRequest
 from api.store import config as _config
 from api.store import session_edit, session_lookup
@@ -79,28 +80,32 @@ def session_toolsets(session: Any) -> list[str]:
     return _capped(list(chosen)) if isinstance(chosen, list) else default_toolsets()
 
 
-def available_toolsets() -> list[dict[str, Any]]:
-    """``[{name, label, description}]`` in the agent's order (built-in, then plugins), then the MCP servers."""
+def available_toolsets(discovery: mcp_servers.Discovery | None = None) -> list[dict[str, Any]]:
+    """``[{name, label, description}]`` in the agent's order (built-in, then plugins), then the MCP servers
+    (as ``discovery``, the app's, found them)."""
     tools_config = _tools_config()
     rows = []
     for name, label, description in tools_config._get_effective_configurable_toolsets():
         rows.append(
             {"name": name, "label": tools_config.gui_toolset_label(label), "description": description}
         )
-    return rows + mcp_servers.server_toolsets()
+    return rows + mcp_servers.server_toolsets(discovery)
 
 
-def list_for_session(sid: str | None) -> dict[str, Any]:
+def list_for_session(
+    sid: str | None, *, answers: AgentAnswers | None = None, discovery: mcp_servers.Discovery | None = None
+) -> dict[str, Any]:
     """Every toolset with ``enabled`` for the session (or for a new session when ``sid`` is None), and
-    ``available``/``unavailable_reason`` by the setting's ceiling."""
+    ``available``/``unavailable_reason`` by the setting's ceiling; ``answers`` and ``discovery`` are the
+    app's (those in use when None)."""
     chosen = None
     if sid is not None:
         chosen = session_lookup.load_session(sid).enabled_toolsets
     ceiling = setting_toolsets()
     enabled = set(chosen) if isinstance(chosen, list) else set(default_toolsets())
-    needs = toolset_availability.unavailable_reasons()
+    needs = toolset_availability.unavailable_reasons(answers)
     rows = []
-    for row in available_toolsets():
+    for row in available_toolsets(discovery):
         ok = allowed(row["name"], ceiling)
         reasons = [] if ok else [_unavailable_reason()]
         if "mcp" not in row and row["name"] in needs:  # a server's own state says why it has no tools
@@ -134,10 +139,12 @@ def clean_choice(value: Any, known: set[str]) -> list[str] | None:
     return names
 
 
-def set_session_toolsets(sid: str, value: Any) -> dict[str, Any]:
+def set_session_toolsets(
+    sid: str, value: Any, *, discovery: mcp_servers.Discovery | None = None
+) -> dict[str, Any]:
     """Set (or with ``None`` reset) the toolsets of the session's next turn; the sidebar row after it."""
     session_lookup.load_session(sid)
-    known = {row["name"] for row in available_toolsets()} | set(default_toolsets())
+    known = {row["name"] for row in available_toolsets(discovery)} | set(default_toolsets())
     choice = clean_choice(value, known)
     ceiling = setting_toolsets()
     for name in choice or []:

@@ -14,12 +14,14 @@ and ``release`` puts back what was in use before (a test's app).
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Mapping
 from typing import Any
 
 from api.agent import (
+    agent_answers,
     agent_pool,
     approvals,
     clarify,
@@ -84,11 +86,19 @@ class App:
         self.goal_locks = goal_loop.GoalLocks()
         self._put(goal_loop.LOCKS, self.goal_locks)
         self.work = streaming.Work()
-        self.work.on_turn_end(turn_queue.drain)
-        self.work.on_turn_end(goal_loop.after_turn)  # after the queue's: a queued message goes first
+        # Each hears with this app's objects; the goal loop after the queue: a queued message goes first.
+        self.work.on_turn_end(functools.partial(turn_queue.drain, work=self.work, turns=self.turns))
+        after_turn = functools.partial(
+            goal_loop.after_turn, locks=self.goal_locks, work=self.work, turns=self.turns
+        )
+        self.work.on_turn_end(after_turn)
         self._put(streaming.WORK, self.work)
         self.feed = session_feed.new_log()  # the sidebar's change feed
         self._put(session_feed.CHANGES, self.feed)
+        self.agent_answers = (
+            agent_answers.AgentAnswers()
+        )  # the agent's costly answers, until its config changes
+        self._put(agent_answers.ANSWERS, self.agent_answers)
         self.agents = agent_pool.IdleAgents()  # agents kept between turns run in this process
         self._put(agent_pool.AGENTS, self.agents)
         self.workers = worker_pool.WorkerPool()  # the agent worker processes (``agent_workers``)
@@ -123,7 +133,9 @@ class App:
         model list and the agent warmed, MCP servers discovered, the agent's own sessions and cron watched."""
         self.indexing.start(self.store.session_dir, config.STATE_DIR / "search.db")
         # The model picker's list and the agent's config modules are ready before the first page asks.
-        threading.Thread(target=model_catalog.warm_up, name="warm-up", daemon=True).start()
+        threading.Thread(
+            target=model_catalog.warm_up, args=(self.agent_answers,), name="warm-up", daemon=True
+        ).start()
         if self.settings["warm_up"] and self.settings["agent_workers"]:
             self.workers.warm_up()  # the workers import the agent and build the latest session's agent
         elif self.settings["warm_up"]:

@@ -166,9 +166,11 @@ def build_auth(values: dict[str, Any]) -> auth.AuthManager:
     return auth.AuthManager(values["password"], secret)
 
 
-def _resume_after_restart(interrupted: list[str], session_dir: Path) -> None:
-    goal_loop.after_restart(interrupted)
-    turn_queue.resume_waiting(session_dir)
+def _resume_after_restart(application: App, interrupted: list[str], session_dir: Path) -> None:
+    goal_loop.after_restart(interrupted, locks=application.goal_locks, turns=application.turns)
+    turn_queue.resume_waiting(
+        session_dir, store=application.store, work=application.work, turns=application.turns
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -205,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     # did not finish run now, tab or no tab.
     threading.Thread(
         target=_resume_after_restart,
-        args=(summary.get("interrupted_turns") or [], session_dir),
+        args=(application, summary.get("interrupted_turns") or [], session_dir),
         name="queue-resume",
         daemon=True,
     ).start()

@@ -19,7 +19,7 @@ from api.rules.errors import NotFound
 from api.rules.session_fields import is_safe_session_id
 from api.services import agent_watch
 from api.services.session_catalogue import save_new
-from api.services.session_views import forget_agent_rows, full_session
+from api.services.session_views import AgentRows, forget_agent_rows, full_session
 from api.store import models
 from api.store.in_use import InUse
 
@@ -48,11 +48,14 @@ def _history(messages: list[Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def import_agent_session(sid: str) -> dict[str, Any]:
-    """The Talaria session continuing agent conversation ``sid`` (made now, or the one made before)."""
+def import_agent_session(
+    sid: str, *, lock: threading.Lock | None = None, agent_rows: AgentRows | None = None
+) -> dict[str, Any]:
+    """The Talaria session continuing agent conversation ``sid`` (made now, or the one made before), under
+    ``lock``; ``agent_rows`` lists the agent's sessions again (both the app's; those in use when None)."""
     if not is_safe_session_id(sid):
         raise NotFound("Session not found")
-    with IMPORT_LOCK.get():
+    with IMPORT_LOCK.get(lock):
         agent = agent_session(sid)
         if agent is None:
             raise NotFound("Session not found")
@@ -71,6 +74,6 @@ def import_agent_session(sid: str) -> dict[str, Any]:
                 updated_at=now,
             )
         )
-    forget_agent_rows()
+    forget_agent_rows(agent_rows)
     agent_watch.poke()  # every tab's sidebar drops the agent's row for the continued one
     return session_payload

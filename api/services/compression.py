@@ -364,13 +364,16 @@ class Jobs:
 JOBS: InUse[Jobs] = InUse(Jobs)  # the app's (``App.jobs``), else one built on first use
 
 
-def start_compress_job(session_id: str, focus_topic: str | None = None) -> dict[str, Any]:
-    """Run ``manual_compress`` in the background; poll ``compress_job_status``."""
-    return JOBS.get().start(session_id, focus_topic)
+def start_compress_job(
+    session_id: str, focus_topic: str | None = None, jobs: Jobs | None = None
+) -> dict[str, Any]:
+    """Run ``manual_compress`` in the background among ``jobs`` (the app's; those in use when None); poll
+    ``compress_job_status``."""
+    return JOBS.get(jobs).start(session_id, focus_topic)
 
 
-def compress_job_status(session_id: str) -> dict[str, Any]:
-    return JOBS.get().status(session_id)
+def compress_job_status(session_id: str, jobs: Jobs | None = None) -> dict[str, Any]:
+    return JOBS.get(jobs).status(session_id)
 
 
 # ---------------------------------------------------------------------- auto-compression bookkeeping

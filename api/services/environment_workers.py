@@ -84,9 +84,10 @@ def pool_for(name: str, definition: dict[str, Any]) -> worker_pool.WorkerPool:
     return POOLS.get().pool_for(name, definition)
 
 
-def forget(name: str) -> None:
-    """``name`` was changed or deleted: its workers stop (their running turns are interrupted)."""
-    POOLS.get().forget(name)
+def forget(name: str, pools: EnvironmentPools | None = None) -> None:
+    """``name`` was changed or deleted: its workers among ``pools`` (the app's; those in use when None) stop
+    (their running turns are interrupted)."""
+    POOLS.get(pools).forget(name)
 
 
 def pids() -> dict[str, list[int]]:

@@ -204,8 +204,9 @@ def _name(value: Any) -> str:
     return value
 
 
-def update(body: Any) -> dict[str, Any]:
-    """Create, edit (``{name, backend, ...}``) or delete (``{name, delete: true}``) one environment."""
+def update(body: Any, pools: environment_workers.EnvironmentPools | None = None) -> dict[str, Any]:
+    """Create, edit (``{name, backend, ...}``) or delete (``{name, delete: true}``) one environment; its workers
+    among ``pools`` (the app's; those in use when None) stop."""
     if not isinstance(body, dict):
         raise BadRequest("body must be an object")
     name = _name(body.get("name"))
@@ -214,10 +215,10 @@ def update(body: Any) -> dict[str, Any]:
         if name not in _defined(config):
             raise NotFound(f"There is no environment named {name!r}.")
         _save(name, {"environments": None, "environments_confirmed": None})
-        environment_workers.forget(name)
+        environment_workers.forget(name, pools)
         return list_environments()
     _save(name, {"environments": clean_definition(body)})
-    environment_workers.forget(name)  # its workers were set up for the old definition
+    environment_workers.forget(name, pools)  # its workers were set up for the old definition
     return list_environments()
 
 

@@ -23,10 +23,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from api.agent import agent_goals, agent_runtime, turn_journal, worker_pool
+from api.agent.turn_journal import LiveTurns
 from api.rules import work_cards
 from api.rules.errors import ApiError, BadRequest, Conflict, NotFound
 from api.rules.session_fields import message_text
-from api.services import turn_queue
+from api.services import streaming, turn_queue
 from api.store import models, session_edit
 from api.store.in_use import InUse
 
@@ -55,10 +56,6 @@ class GoalLocks:
 LOCKS: InUse[GoalLocks] = InUse(GoalLocks)  # the app's (``App.goal_locks``), else one built on first use
 
 
-def _lock(session_id: str) -> threading.Lock:
-    return LOCKS.get()(session_id)
-
-
 def _messages(session_id: str) -> list[dict[str, Any]]:
     with session_edit.lock(session_id):
         try:
@@ -77,11 +74,13 @@ def last_turn(messages: list[dict[str, Any]]) -> tuple[str, bool]:
     return answer, stopped
 
 
-def _publish(session_id: str, card: dict[str, Any], move: bool = True) -> None:
-    """The card to the live turn (every tab following it) and, with ``move``, onto the newest answer row
-    on disk (a save that every open tab's session feed sees); without, off the rows that held it: the live
-    turn holds it now and saves it with its answer."""
-    live = turn_journal.live_turn_for(session_id)
+def _publish(
+    session_id: str, card: dict[str, Any], move: bool = True, turns: LiveTurns | None = None
+) -> None:
+    """The card to the live turn among ``turns`` (every tab following it) and, with ``move``, onto the newest
+    answer row on disk (a save that every open tab's session feed sees); without, off the rows that held it: the
+    live turn holds it now and saves it with its answer."""
+    live = turn_journal.TURNS.get(turns).live_turn_for(session_id)
     if live is not None and not live.finished:
         live.append("work", card)
     try:
@@ -108,12 +107,18 @@ def _answer(mgr: Any, message: str, stream_id: str | None = None) -> dict[str, A
     return answer
 
 
-def _continue(session_id: str, prompt: str | None, card: dict[str, Any]) -> str | None:
+def _continue(
+    session_id: str,
+    prompt: str | None,
+    card: dict[str, Any],
+    turns: LiveTurns | None = None,
+    work: streaming.Work | None = None,
+) -> str | None:
     """Send ``prompt`` as the session's next message (queued behind a live turn); the turn now running."""
     if not prompt:
         return None
-    started = turn_queue.send(session_id, prompt, "queue").get("stream_id")
-    _publish(session_id, card, move=started is None)
+    started = turn_queue.send(session_id, prompt, "queue", work=work, turns=turns).get("stream_id")
+    _publish(session_id, card, move=started is None, turns=turns)
     return started if isinstance(started, str) else None
 
 
@@ -126,8 +131,17 @@ NO_GOAL_TEXT = "No goal is set in this session; set one with /goal <text>."
 NO_GOAL_STATUS = "No active goal. Set one with /goal <text>."  # the agent's own status line without one
 
 
-def command(session_id: str, args: Any) -> dict[str, Any]:
-    """The agent's ``/goal [text|status|pause|resume|clear]`` in a session: ``{message, goal, stream_id?}``."""
+def command(
+    session_id: str,
+    args: Any,
+    *,
+    locks: GoalLocks | None = None,
+    work: streaming.Work | None = None,
+    turns: LiveTurns | None = None,
+) -> dict[str, Any]:
+    """The agent's ``/goal [text|status|pause|resume|clear]`` in a session: ``{message, goal, stream_id?}``;
+    ``locks``, ``work`` and ``turns`` are the app's (those in use when None)."""
+    turns = turn_journal.TURNS.get(turns)
     if not isinstance(args, str):
         raise BadRequest("goal must be a string")
     if len(args) > ARGS_MAX_CHARS:
@@ -135,7 +149,7 @@ def command(session_id: str, args: Any) -> dict[str, Any]:
     text = args.strip()
     lower = text.lower()
     _messages(session_id)  # a session that does not exist is a 404 before the agent is asked
-    with _lock(session_id):
+    with LOCKS.get(locks)(session_id):
         sets_a_goal = lower not in {"", "status", "pause", "resume", "clear", "stop", "done"}
         mgr = agent_goals.manager(session_id) if sets_a_goal else agent_goals.recorded_manager(session_id)
         if mgr is None:
@@ -150,29 +164,29 @@ def command(session_id: str, args: Any) -> dict[str, Any]:
             raise Conflict(NO_GOAL_TEXT)
         if lower == "pause":
             mgr.pause(reason="paused by the person")
-            _publish(session_id, agent_goals.card(session_id, mgr.state))
+            _publish(session_id, agent_goals.card(session_id, mgr.state), turns=turns)
             return _answer(mgr, mgr.status_line())
         if lower == "resume":
             mgr.resume()
             card = agent_goals.card(session_id, mgr.state)
-            _publish(session_id, card)
+            _publish(session_id, card, turns=turns)
             started = None
-            if turn_journal.live_turn_for(session_id) is None:  # a live turn is judged when it ends
-                started = _continue(session_id, mgr.next_continuation_prompt(), card)
+            if turns.live_turn_for(session_id) is None:  # a live turn is judged when it ends
+                started = _continue(session_id, mgr.next_continuation_prompt(), card, turns, work)
             return _answer(mgr, mgr.status_line(), started)
         if lower in {"clear", "stop", "done"}:
             card = agent_goals.card(session_id, mgr.state, status="stopped")
             mgr.clear()
-            _publish(session_id, card)
+            _publish(session_id, card, turns=turns)
             return {"message": "Goal cleared.", "goal": card}
         if mgr.has_goal():  # the goal it replaces ends on its card
-            _publish(session_id, agent_goals.card(session_id, mgr.state, status="stopped"))
+            _publish(session_id, agent_goals.card(session_id, mgr.state, status="stopped"), turns=turns)
         try:
             state = agent_goals.set_goal(mgr, text)
         except ValueError as exc:
             raise BadRequest(str(exc)) from exc
         card = agent_goals.card(session_id, state)
-        started = _continue(session_id, state.goal, card)
+        started = _continue(session_id, state.goal, card, turns, work)
         return _answer(mgr, f"Goal set ({state.max_turns}-turn budget): {state.goal}", started)
 
 
@@ -184,11 +198,19 @@ def current(session_id: str) -> dict[str, Any]:
     return {"goal": agent_goals.card(session_id, state) if state is not None else None}
 
 
-def after_turn(session_id: str) -> None:
-    """Judge the turn that ended and go on toward the goal, or pause it; nothing without an active goal."""
-    if turn_journal.live_turn_for(session_id) is not None:
+def after_turn(
+    session_id: str,
+    *,
+    locks: GoalLocks | None = None,
+    work: streaming.Work | None = None,
+    turns: LiveTurns | None = None,
+) -> None:
+    """Judge the turn that ended and go on toward the goal, or pause it; nothing without an active goal.
+    ``locks``, ``work`` and ``turns`` are the app's (the app adds this to its ``Work`` with them)."""
+    turns = turn_journal.TURNS.get(turns)
+    if turns.live_turn_for(session_id) is not None:
         return  # a message the person queued went first; the goal is judged after it
-    with _lock(session_id):
+    with LOCKS.get(locks)(session_id):
         try:
             mgr = agent_goals.recorded_manager(session_id)
         except agent_runtime.AgentUnavailable:
@@ -196,11 +218,11 @@ def after_turn(session_id: str) -> None:
         if mgr is None or mgr.state is None or not mgr.is_active():
             return
         answer, stopped = last_turn(_messages(session_id))
-        ended = turn_journal.latest_for(session_id)
+        ended = turns.latest_for(session_id)
         stopped = stopped or bool(ended is not None and ended.cancel_requested)
         if stopped or not answer.strip():
             mgr.pause(reason=STOPPED_REASON if stopped else NO_ANSWER_REASON)
-            _publish(session_id, agent_goals.card(session_id, mgr.state))
+            _publish(session_id, agent_goals.card(session_id, mgr.state), turns=turns)
             return
         try:
             judged = worker_pool.side_call("judge_goal", {"session_id": session_id, "answer": answer})
@@ -208,25 +230,28 @@ def after_turn(session_id: str) -> None:
             log.warning("judging the goal of %s failed: %s", session_id, exc.message)
             mgr = agent_goals.manager(session_id)
             mgr.pause(reason=f"{JUDGE_LOST_REASON} ({exc.message})")
-            _publish(session_id, agent_goals.card(session_id, mgr.state))
+            _publish(session_id, agent_goals.card(session_id, mgr.state), turns=turns)
             return
         if judged is None:
             return  # paused or cleared meanwhile
         card = judged["card"]
-        _publish(session_id, card)
+        _publish(session_id, card, turns=turns)
         if judged["decision"]["should_continue"]:
-            _continue(session_id, judged["decision"]["continuation_prompt"], card)
+            _continue(session_id, judged["decision"]["continuation_prompt"], card, turns, work)
 
 
-def after_restart(session_ids: Iterable[str]) -> None:
-    """Pause the goals whose turn a restart cut short (their answer is incomplete, as after a stop)."""
+def after_restart(
+    session_ids: Iterable[str], *, locks: GoalLocks | None = None, turns: LiveTurns | None = None
+) -> None:
+    """Pause the goals whose turn a restart cut short (their answer is incomplete, as after a stop); ``locks``
+    and ``turns`` are the app's (those in use when None)."""
     for session_id in session_ids:
         try:
-            with _lock(session_id):
+            with LOCKS.get(locks)(session_id):
                 mgr = agent_goals.recorded_manager(session_id)
                 if mgr is None or mgr.state is None or not mgr.is_active():
                     continue
                 mgr.pause(reason=RESTART_REASON)
-                _publish(session_id, agent_goals.card(session_id, mgr.state))
+                _publish(session_id, agent_goals.card(session_id, mgr.state), turns=turns)
         except Exception:  # noqa: BLE001 - one session's goal must not stop the others'
             log.exception("pausing the goal of %s after the restart failed", session_id)

@@ -250,7 +250,7 @@ def _build_markdown() -> MarkdownIt:
     return md
 
 
-_MD = _build_markdown()
+_MD = _build_markdown()  # a parser holds no session or app state: one serves the process
 MARKDOWN = _MD  # the parser itself, for the delimiter scan of api.services.partial_render
 
 

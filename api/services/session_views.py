@@ -160,20 +160,26 @@ class AgentRows:
 AGENT_ROWS: InUse[AgentRows] = InUse(AgentRows)  # the app's (``App.agent_rows``), else built on first use
 
 
-def forget_agent_rows() -> None:
+def forget_agent_rows(agent_rows: AgentRows | None = None) -> None:
     """The agent's rows changed here (a continuation): the next page lists them again."""
-    AGENT_ROWS.get().forget()
+    AGENT_ROWS.get(agent_rows).forget()
 
 
 def sessions_page_json(
-    limit: int | None = None, cursor: str | None = None, project_id: str | None = None
+    limit: int | None = None,
+    cursor: str | None = None,
+    project_id: str | None = None,
+    *,
+    feed: session_feed.ChangeLog | None = None,
+    agent_rows: AgentRows | None = None,
 ) -> list[bytes]:
-    """A page of sidebar rows (``api.services.session_list``) with ``feed_seq`` and, on the first page, the
-    agent's own sessions; as chunks to send in order. With ``project_id``, that project's rows only (the
-    agent's sessions belong to no project)."""
+    """A page of sidebar rows (``api.services.session_list``) with ``feed_seq`` of ``feed`` and, on the first
+    page, the agent's own sessions (as ``agent_rows`` last listed them; ``feed`` and ``agent_rows`` are the
+    app's, those in use when None); as chunks to send in order. With ``project_id``, that project's rows only
+    (the agent's sessions belong to no project)."""
     project = None if project_id is None else projects.clean_project_id(project_id)
     # Read before the rows: a change after this number reaches the tab through the feed.
-    extra: dict[str, Any] = {"feed_seq": session_feed.changes().seq}
+    extra: dict[str, Any] = {"feed_seq": session_feed.CHANGES.get(feed).seq}
     if cursor is None:
-        extra["agent_sessions"] = [] if project is not None else AGENT_ROWS.get().recent()
+        extra["agent_sessions"] = [] if project is not None else AGENT_ROWS.get(agent_rows).recent()
     return session_list.page_json(limit, cursor, extra, project)

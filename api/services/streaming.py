@@ -36,7 +36,7 @@ from api.agent import (
 )
 from api.agent.agent_events import OnEvent
 from api.agent.agent_turn import TurnResult
-from api.agent.turn_journal import Turn
+from api.agent.turn_journal import LiveTurns, Turn
 from api.rules import queue_items
 from api.rules.errors import ApiError, BadRequest, Conflict, NotFound, redact_paths
 from api.rules.sanitize import sanitize_messages_for_api, scrub_surrogates
@@ -111,8 +111,14 @@ def start_turn(
     model: str | None = None,
     attachment_paths: Any = None,
     queued_id: str | None = None,
+    *,
+    work: Work | None = None,
+    turns: LiveTurns | None = None,
 ) -> dict[str, Any]:
     """Commit the user message durably, then run the agent in the background; answers ``{stream_id}``.
+
+    ``work`` and ``turns`` are the app's (those in use when None): the turn joins ``turns`` and, once ended,
+    is told to ``work``'s listeners.
 
     ``message`` comes as the request sent it; anything but a non-empty string is a 400 here.
 
@@ -122,7 +128,8 @@ def start_turn(
     ``queued_id`` names the queued message this turn sends (``api.services.turn_queue``): it leaves the queue in the
     same save that writes the user message, so a crash loses it or runs it, never both.
     """
-    if WORK.get().shutting_down.is_set():
+    work, turns = WORK.get(work), turn_journal.TURNS.get(turns)
+    if work.shutting_down.is_set():
         raise ApiError("Talaria is shutting down", status=503)
     attached = attachments.message_attachments(session_id, attachment_paths) if attachment_paths else []
     if not isinstance(message, str) or not (message.strip() or attached):
@@ -164,17 +171,17 @@ def start_turn(
             session.composer_draft = {}  # sent: the draft kept for other tabs and devices is gone
             session.pending_started_at = now
             session_ops.advance_watermark_after_turn(session, now)
-            turn_journal.start(turn)  # live before the save, so the row it indexes says "streaming"
+            turns.start(turn)  # live before the save, so the row it indexes says "streaming"
             started = True
     except BaseException:
         if started:
-            turn_journal.end(turn)
+            turns.end(turn)
             turn.finish()
         raise
     turn.history_tokens = compression.estimate_tokens(history + [user_msg])
     threading.Thread(
         target=_run_turn,
-        args=(turn, session, message, history, now, where),
+        args=(turn, session, message, history, now, where, work, turns),
         name=f"turn-{stream_id[:8]}",
         daemon=True,
     ).start()
@@ -191,8 +198,11 @@ def _run_turn(
     history: list[Any],
     user_ts: float,
     where: tuple[str, dict[str, Any]] | None = None,
+    work: Work | None = None,
+    turns: LiveTurns | None = None,
 ) -> None:
-    """``where``: the session's execution environment ``(name, definition)``, None for local."""
+    """``where``: the session's execution environment ``(name, definition)``, None for local; ``work`` and
+    ``turns``: the app's that started the turn."""
     result = None
     error: tuple[str, str | None] | None = None
     save_error: tuple[str, str | None] | None = None
@@ -267,7 +277,7 @@ def _run_turn(
         turn.append("error", {"message": message})
         turn.append("done", {"session": None})
     finally:
-        turn_journal.end(turn)
+        turn_journal.TURNS.get(turns).end(turn)
         try:
             models.reindex_after_turn(turn.session_id)
         except Exception:  # noqa: BLE001 - the sidebar row is derived; the stream still ends
@@ -279,7 +289,7 @@ def _run_turn(
             titles.after_turn(turn.session_id, runtime)
         except Exception:  # noqa: BLE001 - a title is a nicety; the turn is saved
             log.exception("starting the title of %s failed", turn.session_id)
-    WORK.get().turn_ended(turn)
+    WORK.get(work).turn_ended(turn)
 
 
 def _start_in_worker(
@@ -539,8 +549,13 @@ def _auto_title(session: models.Session) -> str | None:
 # ---------------------------------------------------------------------- cancel, interrupted turns, shutdown
 
 
-def cancel_turn(stream_id: str | None = None, session_id: str | None = None) -> dict[str, Any]:
-    turn = turn_journal.get_turn(stream_id) if stream_id else turn_journal.live_turn_for(session_id or "")
+def cancel_turn(
+    stream_id: str | None = None, session_id: str | None = None, *, turns: LiveTurns | None = None
+) -> dict[str, Any]:
+    """Stop the turn ``stream_id`` (else the session's live one) among ``turns`` (the app's; those in use when
+    None)."""
+    held = turn_journal.TURNS.get(turns)
+    turn = held.get_turn(stream_id) if stream_id else held.live_turn_for(session_id or "")
     if turn is None:
         raise NotFound("No such stream")
     if turn.finished:

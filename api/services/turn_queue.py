@@ -27,11 +27,12 @@ from pathlib import Path
 from typing import Any, cast
 
 from api.agent import turn_journal
+from api.agent.turn_journal import LiveTurns
 from api.rules import queue_items
 from api.rules.errors import ApiError, BadRequest, Conflict, NotFound
 from api.rules.sanitize import scrub_surrogates
 from api.services import attachments, streaming
-from api.store import models, session_edit
+from api.store import models, session_edit, session_store
 
 log = logging.getLogger("talaria.turn_queue")
 
@@ -69,8 +70,17 @@ def _save(
     return items
 
 
-def send(session_id: str, message: Any, mode: Any = "queue", attachment_paths: Any = None) -> dict[str, Any]:
-    """Queue, steer or interrupt with ``message``; with no turn live the queue starts at once.
+def send(
+    session_id: str,
+    message: Any,
+    mode: Any = "queue",
+    attachment_paths: Any = None,
+    *,
+    work: streaming.Work | None = None,
+    turns: LiveTurns | None = None,
+) -> dict[str, Any]:
+    """Queue, steer or interrupt with ``message``; with no turn live the queue starts at once. ``work`` and
+    ``turns`` are the app's (those in use when None).
 
     Answers ``{"mode", "queue", "queued"?, "steered"?, "stream_id"?, "note"?}``: ``mode`` is what was done
     (a refused steer says ``"queue"`` with the ``note`` why), ``stream_id`` the turn now running.
@@ -81,7 +91,8 @@ def send(session_id: str, message: Any, mode: Any = "queue", attachment_paths: A
     if paths is not None:
         attachments.message_attachments(session_id, paths)  # refused here, not when its turn comes
     text = _text(message, allow_empty=bool(paths))
-    live = turn_journal.live_turn_for(session_id)
+    turns = turn_journal.TURNS.get(turns)
+    live = turns.live_turn_for(session_id)
     note = None
     if mode == "steer" and live is not None:
         runner = live.runner
@@ -105,8 +116,8 @@ def send(session_id: str, message: Any, mode: Any = "queue", attachment_paths: A
     if note:
         answer["note"] = note
     if mode == "interrupt" and live is not None:
-        streaming.cancel_turn(stream_id=live.stream_id)  # the turn's end runs the queue
-    started = drain(session_id)
+        streaming.cancel_turn(stream_id=live.stream_id, turns=turns)  # the turn's end runs the queue
+    started = drain(session_id, work=work, turns=turns)
     if started:
         answer["stream_id"] = started
         answer["queue"] = _queue_of(session_id)
@@ -118,10 +129,17 @@ def _queue_of(session_id: str) -> list[dict[str, Any]]:
         return list(models.get_session(session_id).queued_messages)
 
 
-def edit(session_id: str, item_id: Any, message: Any) -> dict[str, Any]:
+def edit(
+    session_id: str,
+    item_id: Any,
+    message: Any,
+    *,
+    work: streaming.Work | None = None,
+    turns: LiveTurns | None = None,
+) -> dict[str, Any]:
     text = _text(message)
     items = _save(session_id, lambda q: queue_items.edited(q, item_id, text))
-    started = drain(session_id)  # an item that could not start may start once changed
+    started = drain(session_id, work=work, turns=turns)  # an item that could not start may start once changed
     return {
         "queue": _queue_of(session_id) if started else items,
         **({"stream_id": started} if started else {}),
@@ -132,9 +150,13 @@ def cancel(session_id: str, item_id: Any) -> dict[str, Any]:
     return {"queue": _save(session_id, lambda q: queue_items.without(q, item_id))}
 
 
-def drain(session_id: str) -> str | None:
-    """Start the head of the queue when no turn is live; the new turn's stream id, else None."""
-    if turn_journal.live_turn_for(session_id) is not None:
+def drain(
+    session_id: str, *, work: streaming.Work | None = None, turns: LiveTurns | None = None
+) -> str | None:
+    """Start the head of the queue when no turn is live among ``turns`` (``work`` and ``turns``: the app's; those
+    in use when None); the new turn's stream id, else None."""
+    turns = turn_journal.TURNS.get(turns)
+    if turns.live_turn_for(session_id) is not None:
         return None
     with session_edit.lock(session_id):
         try:
@@ -146,10 +168,15 @@ def drain(session_id: str) -> str | None:
         return None  # a message that could not start waits for the person (edit, cancel, send again)
     try:
         started = streaming.start_turn(
-            session_id, head["text"], attachment_paths=head.get("attachments") or None, queued_id=head["id"]
+            session_id,
+            head["text"],
+            attachment_paths=head.get("attachments") or None,
+            queued_id=head["id"],
+            work=work,
+            turns=turns,
         )
     except (Conflict, NotFound) as exc:
-        if isinstance(exc, Conflict) and turn_journal.live_turn_for(session_id) is None:
+        if isinstance(exc, Conflict) and turns.live_turn_for(session_id) is None:
             _refuse(session_id, head["id"], exc.message)  # not a race with another start: it cannot start
         return None  # another turn started first, or the item is gone: that turn's end drains again
     except ApiError as exc:
@@ -167,14 +194,22 @@ def _refuse(session_id: str, item_id: str, reason: str) -> None:
         log.exception("recording why %s of %s cannot start failed", item_id, session_id)
 
 
-def resume_waiting(session_dir: Path) -> list[str]:
-    """At startup: start the queue of every session that has one waiting (index rows say which)."""
+def resume_waiting(
+    session_dir: Path,
+    *,
+    store: session_store.Store[models.Session] | None = None,
+    work: streaming.Work | None = None,
+    turns: LiveTurns | None = None,
+) -> list[str]:
+    """At startup: start the queue of every session that has one waiting (the index rows of ``store``, the app's
+    or the one in use, say which)."""
     started = []
-    for row in models.store().index.all_rows(Path(session_dir), Path(session_dir) / "_index.json"):
+    index = (store if store is not None else models.store()).index
+    for row in index.all_rows(Path(session_dir), Path(session_dir) / "_index.json"):
         if not row.get("queued_count"):
             continue
         try:
-            if drain(row["session_id"]):
+            if drain(row["session_id"], work=work, turns=turns):
                 started.append(row["session_id"])
         except ApiError as exc:
             log.warning("the queue of %s did not start: %s", row["session_id"], exc.message)

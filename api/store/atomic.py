@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from api.store.in_use import InUse
 from api.store.safe_read import read_regular_file
 
 # Called as STEP_HOOK(step, path) at each durable step; crash tests set it in a child process.
@@ -238,19 +239,31 @@ def unfinished_write(name: str, stat_of: Callable[[], os.stat_result]) -> bool:
     return is_leftover_temp(name, age_s, _pid_alive)
 
 
-# The folders swept since this process started: a fact about the process and the file system, not an app's state
-# (what killed writes left is swept once whichever app writes there next).
-_SWEPT: set[Path] = set()
-_SWEPT_LOCK = threading.Lock()
+class Swept:
+    """The folders a store's writes swept of what killed writes left, each once; a store owns one
+    (``Store.swept``) and puts it in use with itself."""
+
+    def __init__(self) -> None:
+        self.folders: set[Path] = set()
+        self.lock = threading.Lock()
+
+    def first(self, folder: Path) -> bool:
+        """Whether ``folder`` is swept now for the first time (it counts as swept from here on)."""
+        with self.lock:
+            if folder in self.folders:
+                return False
+            self.folders.add(folder)
+            return True
 
 
-def sweep_once(folder: Path, folder_fd: int | None = None) -> None:
-    """The first write into a folder in this process removes what killed writes left there."""
-    with _SWEPT_LOCK:
-        if folder in _SWEPT:
-            return
-        _SWEPT.add(folder)
-    sweep_leftover_temps(folder, folder_fd)
+SWEPT: InUse[Swept] = InUse(Swept)  # the store in use's (``session_store.use``)
+
+
+def sweep_once(folder: Path, folder_fd: int | None = None, swept: Swept | None = None) -> None:
+    """The first write into a folder removes what killed writes left there (``swept``: the store in use's
+    when None)."""
+    if SWEPT.get(swept).first(folder):
+        sweep_leftover_temps(folder, folder_fd)
 
 
 def sweep_leftover_temps(folder: Path, folder_fd: int | None = None) -> list[str]:

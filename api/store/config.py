@@ -86,12 +86,16 @@ def _static_defaults() -> dict[str, Any]:
     return {s.name: s.default for s in SETTINGS if not callable(s.default)}
 
 
+# The settings are the process's, not an app's: the agent finds its home only through this process's environment
+# (``configure`` sets ``HERMES_HOME``), so every app of a process runs on the same settings; ``App.settings`` is
+# this dict.
 SETTINGS_VALUES: dict[str, Any] = _static_defaults()
 HERMES_HOME: Path = cast(Path, _PathFromEnvironment("HERMES_HOME"))
 STATE_DIR: Path = cast(Path, _PathFromEnvironment("STATE_DIR"))
 STATE_DB_PATH: Path = cast(Path, _PathFromEnvironment("STATE_DB_PATH"))
+# Whether the process's settings are taken (once, by an entry point or first use).
 _CONFIGURED = threading.Event()
-_CONFIGURE_LOCK = threading.RLock()
+_CONFIGURE_LOCK = threading.RLock()  # one change of the process's settings at a time
 
 
 def configure_from_environment() -> None:

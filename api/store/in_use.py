@@ -22,7 +22,10 @@ class InUse(Generic[T]):
         self._held: T | None = None
         self._guard = threading.Lock()
 
-    def get(self) -> T:
+    def get(self, given: T | None = None) -> T:
+        """``given`` (what a caller holding the app passes down), else the instance in use."""
+        if given is not None:
+            return given
         held = self._held
         if held is not None:
             return held

@@ -21,7 +21,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from api.rules.errors import ApiError, NotFound
 from api.rules.session_fields import is_safe_session_id
-from api.store import session_cache, tombstones
+from api.store import atomic, session_cache, state_db, tombstones
 from api.store.session_index import SessionIndex
 
 
@@ -68,6 +68,8 @@ class Store(Generic[S]):
         # How a session's lock is found: hermes-webui's tests replace ``api.config._get_session_agent_lock``.
         self.lock_for: Callable[[str], AbstractContextManager[Any]] = self._session_lock
         self.tombstones = tombstones.Tombstones()  # in use with the store
+        self.agent_db = state_db.Reads()  # what reading the agent's state.db keeps; in use with the store
+        self.swept = atomic.Swept()  # the folders swept of killed writes' temp files; in use with the store
         self.projects_lock = threading.Lock()  # one change of ``projects.json`` beside the folder at a time
 
     def point_at(self, session_dir: Path, index_file: Path | None = None) -> None:
@@ -176,7 +178,7 @@ def current(build: Callable[[], Store[Any]]) -> Store[Any]:
     with _current_guard:
         if not _current:
             _current.append(build())
-            tombstones.TOMBSTONES.use(_current[0].tombstones)
+            _put_in_use(_current[0])
         return _current[0]
 
 
@@ -186,8 +188,15 @@ def use(store: Store[Any] | None) -> Store[Any] | None:
     with _current_guard:
         previous = _current[0] if _current else None
         _current[:] = [store] if store is not None else []
-        tombstones.TOMBSTONES.use(store.tombstones if store is not None else None)
+        _put_in_use(store)
         return previous
+
+
+def _put_in_use(store: Store[Any] | None) -> None:
+    """What the store owns that code holding no store reaches, put in use with it (None: built on next use)."""
+    tombstones.TOMBSTONES.use(store.tombstones if store is not None else None)
+    state_db.READS.use(store.agent_db if store is not None else None)
+    atomic.SWEPT.use(store.swept if store is not None else None)
 
 
 def in_use() -> Store[Any] | None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,6 +27,7 @@ from urllib.parse import quote
 
 import api.store.config
 from api.rules.session_fields import is_safe_session_id  # noqa: F401 - re-exported for callers of this module
+from api.store.in_use import InUse
 
 _MESSAGE_REQUIRED = ("role", "content", "timestamp")
 # Optional message columns copied onto each row when not NULL/"" (id/active/session_id only steer the query).
@@ -55,8 +57,23 @@ _SESSION_COLUMNS = (
 )
 _TIMEOUT_S = 1.0
 _T = TypeVar("_T")
-# (path, schema_version) -> {table: frozenset(columns)}; schema_version changes with any schema change.
-_COLUMNS_CACHE: dict[tuple[str, int], dict[str, frozenset[str]]] = {}
+
+
+class Reads:
+    """What reading the agent's database keeps between reads: its tables' columns and its latest session list.
+
+    A store owns one (``Store.agent_db``) and puts it in use with itself; a reader given none uses that one.
+    """
+
+    def __init__(self) -> None:
+        # (path, schema_version) -> {table: frozenset(columns)}; schema_version changes with any schema change.
+        self.columns: dict[tuple[str, int], dict[str, frozenset[str]]] = {}
+        # (path, limit, stat) -> rows: the sidebar asks on every poll, the rows change only with the files.
+        self.sessions: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        self.lock = threading.Lock()
+
+
+READS: InUse[Reads] = InUse(Reads)  # the store in use's (``session_store.use``)
 
 
 def default_state_db_path() -> Path:
@@ -139,18 +156,19 @@ def _with_connection(path: Path, read: Callable[[sqlite3.Connection, str], _T]) 
         conn.close()
 
 
-def _columns(conn: sqlite3.Connection, key: str, table: str) -> frozenset[str]:
+def _columns(conn: sqlite3.Connection, key: str, table: str, held: Reads | None = None) -> frozenset[str]:
     version = conn.execute("PRAGMA schema_version").fetchone()[0]
-    tables = _COLUMNS_CACHE.get((key, version))
-    if tables is None:
-        if len(_COLUMNS_CACHE) > 64:
-            _COLUMNS_CACHE.clear()
-        tables = _COLUMNS_CACHE[(key, version)] = {}
-    cols = tables.get(table)
+    reads = READS.get(held)
+    with reads.lock:
+        tables = reads.columns.get((key, version))
+        cols = tables.get(table) if tables is not None else None
     if cols is None:
         # PRAGMA arguments cannot be bound; ``table`` is always one of our literals.
         cols = frozenset(row[1] for row in conn.execute(f"PRAGMA table_info({table})"))
-        tables[table] = cols
+        with reads.lock:
+            if len(reads.columns) > 64:
+                reads.columns.clear()
+            reads.columns.setdefault((key, version), {})[table] = cols
     return cols
 
 
@@ -244,8 +262,8 @@ def get_state_db_session_messages(
 # ----------------------------------------------------------------------------------------------
 
 
-def _read_sessions(conn: sqlite3.Connection, key: str, limit: int) -> list[dict[str, Any]]:
-    cols = _columns(conn, key, "sessions")
+def _read_sessions(conn: sqlite3.Connection, key: str, limit: int, reads: Reads) -> list[dict[str, Any]]:
+    cols = _columns(conn, key, "sessions", reads)
     if "id" not in cols:
         raise sqlite3.OperationalError("no sessions table")
     names = [c for c in _SESSION_COLUMNS if c in cols]
@@ -254,25 +272,27 @@ def _read_sessions(conn: sqlite3.Connection, key: str, limit: int) -> list[dict[
     return [dict(zip(names, row, strict=True)) for row in rows]
 
 
-_SESSIONS_CACHE: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-
-
-def list_agent_sessions(db_path: Path | str | None = None, *, limit: int = 500) -> list[dict[str, Any]]:
+def list_agent_sessions(
+    db_path: Path | str | None = None, *, limit: int = 500, reads: Reads | None = None
+) -> list[dict[str, Any]]:
     """Rows of the agent's ``sessions`` table, newest first; ``[]`` when unavailable.
 
-    Kept while the database and its WAL keep the same stat: the sidebar asks on every poll.
+    Kept in ``reads`` (the store in use's when None) while the database and its WAL keep the same stat.
     """
     path = Path(db_path) if db_path is not None else default_state_db_path()
+    held = READS.get(reads)
     key = (str(path), limit, _stat_key(path))
-    cached = _SESSIONS_CACHE.get(key)
+    with held.lock:
+        cached = held.sessions.get(key)
     if cached is not None:
         return list(cached)
     try:
-        rows = _with_connection(path, lambda conn, k: _read_sessions(conn, k, max(0, limit)))
+        rows = _with_connection(path, lambda conn, k: _read_sessions(conn, k, max(0, limit), held))
     except (OSError, sqlite3.Error, ValueError, TypeError):
         return []
-    _SESSIONS_CACHE.clear()  # one database, one current listing
-    _SESSIONS_CACHE[key] = rows
+    with held.lock:
+        held.sessions.clear()  # one database, one current listing
+        held.sessions[key] = rows
     return list(rows)
 
 

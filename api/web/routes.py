@@ -11,9 +11,8 @@ import logging
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from importlib import metadata
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-from api.agent import turn_journal
 from api.rules.errors import ApiError, BadRequest, NotFound, PayloadTooLarge, redact_paths
 from api.services import (
     agent_import,
@@ -23,7 +22,6 @@ from api.services import (
     media,
     session_catalogue,
     session_export,
-    session_feed,
     session_ops,
     session_recovery,
     session_search,
@@ -53,9 +51,9 @@ from api.web.http_io import (
     require_session_id,
     respond_error,
 )
+from api.web.served import app_of
 
 if TYPE_CHECKING:
-    from api.server.app import App
     from api.web.auth import AuthManager
 
 log = logging.getLogger("talaria.routes")
@@ -63,20 +61,13 @@ log = logging.getLogger("talaria.routes")
 MESSAGE_MAX_BYTES = 200 * 1024
 
 
-def _app(handler: BaseHTTPRequestHandler) -> App | None:
-    """The app this request is served by (its server holds it); None for a handler outside a server, which
-    sees login off and no startup summary."""
-    return cast("App | None", getattr(getattr(handler, "server", None), "app", None))
-
-
 def _auth(handler: BaseHTTPRequestHandler) -> AuthManager | None:
-    app = _app(handler)
-    return app.auth if app is not None else None
+    """The login of the app serving this request; None (login off) for a handler outside a server."""
+    return app_of(handler).auth
 
 
 def startup_recovery(handler: BaseHTTPRequestHandler) -> dict[str, Any]:
-    app = _app(handler)
-    summary = app.startup_recovery if app is not None else None
+    summary = app_of(handler).startup_recovery
     if summary is None:
         return {"scanned": 0, "restored": 0, "details": [], "interrupted_turns": [], "ran": False}
     return summary
@@ -140,14 +131,17 @@ def _handle_health(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> No
 
 def _handle_sessions(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
     limit = query_int(query, "limit", minimum=1)
-    page = session_views.sessions_page_json(limit, query.get("cursor") or None, query.get("project_id"))
+    app, cursor, project_id = app_of(handler), query.get("cursor") or None, query.get("project_id")
+    page = session_views.sessions_page_json(
+        limit, cursor, project_id, feed=app.feed, agent_rows=app.agent_rows
+    )
     http_io.j_bytes(handler, page)
 
 
 def _handle_sessions_feed(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
     raw = header(handler, "Last-Event-ID")
     source = {"after": raw} if raw is not None and raw.strip() else query
-    sse.serve_session_changes(handler, session_feed.changes(), query_int(source, "after", max_digits=18))
+    sse.serve_session_changes(handler, app_of(handler).feed, query_int(source, "after", max_digits=18))
 
 
 def _handle_sessions_search(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
@@ -245,7 +239,15 @@ def _handle_session_version(handler: BaseHTTPRequestHandler, body: dict[str, Any
 
 
 def _handle_session_import_cli(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    j(handler, {"session": agent_import.import_agent_session(_sid(body))})
+    app = app_of(handler)
+    j(
+        handler,
+        {
+            "session": agent_import.import_agent_session(
+                _sid(body), lock=app.import_lock, agent_rows=app.agent_rows
+            )
+        },
+    )
 
 
 def _handle_session_attach(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
@@ -282,11 +284,11 @@ def _handle_session_compress(handler: BaseHTTPRequestHandler, body: dict[str, An
 
 
 def _handle_session_compress_start(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    j(handler, compression.start_compress_job(_sid(body), _focus(body)))
+    j(handler, compression.start_compress_job(_sid(body), _focus(body), app_of(handler).jobs))
 
 
 def _handle_session_compress_status(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
-    j(handler, compression.compress_job_status(_sid(query)))
+    j(handler, compression.compress_job_status(_sid(query), app_of(handler).jobs))
 
 
 def _handle_session_uncompress(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
@@ -317,10 +319,13 @@ def _handle_chat_start(handler: BaseHTTPRequestHandler, body: dict[str, Any]) ->
     message = body.get("message")
     if isinstance(message, str) and len(message.encode("utf-8", "surrogatepass")) > MESSAGE_MAX_BYTES:
         raise PayloadTooLarge(f"message is too long (at most {MESSAGE_MAX_BYTES // 1024} KB)")
-    model = optional_str(body, "model", 200)
+    model, app = optional_str(body, "model", 200), app_of(handler)
+    attached = body.get("attachments")
     j(
         handler,
-        streaming.start_turn(sid, message, model=model or None, attachment_paths=body.get("attachments")),
+        streaming.start_turn(
+            sid, message, model=model or None, attachment_paths=attached, work=app.work, turns=app.turns
+        ),
     )
 
 
@@ -334,18 +339,18 @@ def _last_event_id(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> in
 def _handle_chat_stream(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
     stream_id = require_session_id(query.get("stream_id"), "stream_id")
     after = _last_event_id(handler, query)
-    turn = turn_journal.get_turn(stream_id)
+    turn = app_of(handler).turns.get_turn(stream_id)
     if turn is None:
         raise NotFound("Stream not found")
     sse.serve_turn_events(handler, turn, after)
 
 
 def _handle_chat_cancel(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    stream_id = body.get("stream_id")
+    stream_id, turns = body.get("stream_id"), app_of(handler).turns
     if stream_id is not None:
-        j(handler, streaming.cancel_turn(stream_id=require_session_id(stream_id, "stream_id")))
+        j(handler, streaming.cancel_turn(stream_id=require_session_id(stream_id, "stream_id"), turns=turns))
         return
-    j(handler, streaming.cancel_turn(session_id=_sid(body)))
+    j(handler, streaming.cancel_turn(session_id=_sid(body), turns=turns))
 
 
 # ---------------------------------------------------------------------- auth (api.web.auth)

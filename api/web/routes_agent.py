@@ -11,28 +11,36 @@ from typing import Any
 
 from api.agent import agent_setup, model_catalog, toolsets
 from api.web.http_io import j, require_session_id
+from api.web.served import app_of
 
 _TRUE = ("1", "true", "yes", "on")
 
 
 def _handle_models(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
-    j(handler, model_catalog.catalog_for_page(refresh=query.get("refresh", "") in _TRUE))
+    refresh = query.get("refresh", "") in _TRUE
+    j(handler, model_catalog.catalog_for_page(refresh=refresh, answers=app_of(handler).agent_answers))
 
 
 def _handle_session_model(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     sid = require_session_id(body.get("session_id"))
-    row = model_catalog.switch_session_model(sid, body.get("model"), body.get("model_provider"))
+    answers = app_of(handler).agent_answers
+    row = model_catalog.switch_session_model(sid, body.get("model"), body.get("model_provider"), answers)
     j(handler, {"session": row})
 
 
 def _handle_toolsets(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
-    sid = query.get("session_id")
-    j(handler, toolsets.list_for_session(None if sid in (None, "") else require_session_id(sid)))
+    sid, app = query.get("session_id"), app_of(handler)
+    sid = None if sid in (None, "") else require_session_id(sid)
+    j(handler, toolsets.list_for_session(sid, answers=app.agent_answers, discovery=app.discovery))
 
 
 def _handle_session_toolsets(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     sid = require_session_id(body.get("session_id"))
-    j(handler, {"session": toolsets.set_session_toolsets(sid, body.get("enabled_toolsets"))})
+    discovery = app_of(handler).discovery
+    j(
+        handler,
+        {"session": toolsets.set_session_toolsets(sid, body.get("enabled_toolsets"), discovery=discovery)},
+    )
 
 
 def _handle_onboarding_status(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
@@ -44,7 +52,11 @@ def _handle_onboarding_probe(handler: BaseHTTPRequestHandler, body: dict[str, An
 
 
 def _handle_onboarding_setup(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    j(handler, agent_setup.save_setup(body))
+    app = app_of(handler)
+    j(
+        handler,
+        agent_setup.save_setup(body, answers=app.agent_answers, agents=app.agents, workers=app.workers),
+    )
 
 
 ROUTES: dict[tuple[str, str], Callable[[Any, dict[str, Any]], None]] = {

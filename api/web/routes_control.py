@@ -13,6 +13,7 @@ from typing import Any
 from api.agent import approvals, clarify
 from api.services import goal_loop, session_catalogue, turn_queue, workspace
 from api.web.http_io import j, require_session_id
+from api.web.served import app_of
 
 
 def _sid(source: dict[str, Any]) -> str:
@@ -20,34 +21,45 @@ def _sid(source: dict[str, Any]) -> str:
 
 
 def _handle_approval_respond(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    j(handler, approvals.respond(_sid(body), body.get("approval_id"), body.get("choice")))
-
-
-def _handle_approval_pending(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
-    j(handler, approvals.pending(_sid(query)))
-
-
-def _handle_approval_yolo(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    j(handler, approvals.set_yolo(_sid(body), body.get("enabled")))
-
-
-def _handle_clarify_respond(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    j(handler, clarify.respond(_sid(body), body.get("clarify_id"), body.get("response")))
-
-
-def _handle_clarify_pending(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
-    j(handler, clarify.pending(_sid(query)))
-
-
-def _handle_queue_send(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+    questions = app_of(handler).approvals
     j(
         handler,
-        turn_queue.send(_sid(body), body.get("message"), body.get("mode", "queue"), body.get("attachments")),
+        approvals.respond(_sid(body), body.get("approval_id"), body.get("choice"), questions=questions),
     )
 
 
+def _handle_approval_pending(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
+    app = app_of(handler)
+    j(handler, approvals.pending(_sid(query), questions=app.approvals, switches=app.yolo))
+
+
+def _handle_approval_yolo(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+    j(handler, approvals.set_yolo(_sid(body), body.get("enabled"), switches=app_of(handler).yolo))
+
+
+def _handle_clarify_respond(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+    questions = app_of(handler).clarify
+    j(handler, clarify.respond(_sid(body), body.get("clarify_id"), body.get("response"), questions=questions))
+
+
+def _handle_clarify_pending(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
+    j(handler, clarify.pending(_sid(query), questions=app_of(handler).clarify))
+
+
+def _handle_queue_send(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+    app = app_of(handler)
+    message, mode, attached = body.get("message"), body.get("mode", "queue"), body.get("attachments")
+    j(handler, turn_queue.send(_sid(body), message, mode, attached, work=app.work, turns=app.turns))
+
+
 def _handle_queue_edit(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    j(handler, turn_queue.edit(_sid(body), body.get("queue_id"), body.get("message")))
+    app = app_of(handler)
+    j(
+        handler,
+        turn_queue.edit(
+            _sid(body), body.get("queue_id"), body.get("message"), work=app.work, turns=app.turns
+        ),
+    )
 
 
 def _handle_queue_cancel(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
@@ -67,7 +79,13 @@ def _handle_goal(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None
 
 
 def _handle_goal_command(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    j(handler, goal_loop.command(_sid(body), body.get("args", "")))
+    app = app_of(handler)
+    j(
+        handler,
+        goal_loop.command(
+            _sid(body), body.get("args", ""), locks=app.goal_locks, work=app.work, turns=app.turns
+        ),
+    )
 
 
 ROUTES: dict[tuple[str, str], Callable[[Any, dict[str, Any]], None]] = {

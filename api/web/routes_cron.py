@@ -11,14 +11,15 @@ from typing import Any
 
 from api.agent import agent_cron, cron_ticker
 from api.web.http_io import j
+from api.web.served import app_of
 
 
 def _handle_jobs(handler: BaseHTTPRequestHandler, _query: dict[str, Any]) -> None:
-    j(handler, cron_ticker.overview())
+    j(handler, cron_ticker.overview(app_of(handler).cron_ticker))
 
 
 def _handle_status(handler: BaseHTTPRequestHandler, _query: dict[str, Any]) -> None:
-    j(handler, cron_ticker.status())
+    j(handler, cron_ticker.status(app_of(handler).cron_ticker))
 
 
 def _handle_runs(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
@@ -26,7 +27,7 @@ def _handle_runs(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None
 
 
 def _handle_create(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    j(handler, {"job": cron_ticker.create_job(body)})
+    j(handler, {"job": cron_ticker.create_job(body, app_of(handler).cron_ticker)})
 
 
 def _handle_update(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
@@ -43,7 +44,7 @@ def _handle_resume(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> Non
 
 
 def _handle_run(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    j(handler, {"job": cron_ticker.run_now(body.get("job_id"))})
+    j(handler, {"job": cron_ticker.run_now(body.get("job_id"), app_of(handler).cron_ticker)})
 
 
 def _handle_delete(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from api.services import environment_check, environments
 from api.web.http_io import j, require_session_id
+from api.web.served import app_of
 
 
 def _handle_environments(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
@@ -19,7 +20,7 @@ def _handle_environments(handler: BaseHTTPRequestHandler, query: dict[str, Any])
 
 
 def _handle_environments_update(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    j(handler, environments.update(body))
+    j(handler, environments.update(body, app_of(handler).environment_pools))
 
 
 def _handle_environment_copies(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:

@@ -13,18 +13,19 @@ from typing import Any
 from api.agent import agent_commands, agent_memory, agent_skills, mcp_servers, reasoning, settings_edit
 from api.services import session_usage
 from api.web.http_io import j, require_session_id
+from api.web.served import app_of
 
 
 def _handle_mcp_servers(handler: BaseHTTPRequestHandler, _query: dict[str, Any]) -> None:
-    j(handler, mcp_servers.servers())
+    j(handler, mcp_servers.servers(app_of(handler).discovery))
 
 
 def _handle_mcp_tools(handler: BaseHTTPRequestHandler, _query: dict[str, Any]) -> None:
-    j(handler, mcp_servers.tools())
+    j(handler, mcp_servers.tools(app_of(handler).discovery))
 
 
 def _handle_mcp_reload(handler: BaseHTTPRequestHandler, _body: dict[str, Any]) -> None:
-    j(handler, mcp_servers.request_reload())
+    j(handler, mcp_servers.request_reload(app_of(handler).discovery))
 
 
 def _handle_memory(handler: BaseHTTPRequestHandler, _query: dict[str, Any]) -> None:
@@ -70,11 +71,14 @@ def _handle_session_usage(handler: BaseHTTPRequestHandler, query: dict[str, Any]
 
 
 def _handle_reasoning(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
-    sid = query.get("session_id")
+    sid, answers = query.get("session_id"), app_of(handler).agent_answers
     if sid is None:
-        j(handler, reasoning.model_reasoning(query.get("model", ""), query.get("model_provider", "")))
+        j(
+            handler,
+            reasoning.model_reasoning(query.get("model", ""), query.get("model_provider", ""), answers),
+        )
     else:
-        j(handler, reasoning.session_reasoning(require_session_id(sid)))
+        j(handler, reasoning.session_reasoning(require_session_id(sid), answers))
 
 
 def _handle_set_reasoning(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
