@@ -201,7 +201,13 @@ def read_turn(
     port: int, stream_id: str, counts: dict, stop: threading.Event | None = None, who: str = ""
 ) -> str:
     """Follows one turn's SSE stream to its end; counts its tokens (and notes ``who`` got some in
-    ``counts["streaming"]``); returns the last event's name."""
+    ``counts["streaming"]``); returns the last event's name.
+
+    A ``token`` event may carry several of the model's tokens (a worker sends those that arrive within a
+    few milliseconds as one): the fake LLM's tokens are its words, so the words of each event are counted.
+    """
+    from talaria_testing.fake_llm_server import split_tokens
+
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
     name = ""
     try:
@@ -209,12 +215,12 @@ def read_turn(
         for raw in conn.getresponse():
             if raw.startswith(b"event: "):
                 name = raw[7:].strip().decode()
-                if name == "token":
-                    counts["tokens"] += 1
-                    if who:
-                        counts["streaming"].add(who)
-                elif name in ("done", "error") or (stop is not None and stop.is_set()):
+                if name in ("done", "error") or (stop is not None and stop.is_set()):
                     break
+            elif name == "token" and raw.startswith(b"data: "):
+                counts["tokens"] += len(split_tokens(json.loads(raw[6:])["text"]))
+                if who:
+                    counts["streaming"].add(who)
     finally:
         conn.close()
     return name

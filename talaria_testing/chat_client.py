@@ -78,6 +78,14 @@ def text_of(events) -> str:
     return "".join(d["text"] for d in named(events, "token"))
 
 
+def tokens_streamed(events) -> int:
+    """How many of the fake LLM's tokens (its words) the stream carried: a worker sends the tokens that
+    arrive within a few milliseconds as one event, so token events are not counted."""
+    from talaria_testing.fake_llm_server import split_tokens
+
+    return len(split_tokens(text_of(events)))
+
+
 def assert_well_formed(events) -> None:
     """Ids count up from 1 without gaps, and ``done`` comes last, once."""
     assert [i for i, _, _ in events] == list(range(1, len(events) + 1))
