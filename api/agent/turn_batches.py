@@ -10,12 +10,15 @@ batch first, under the turn's send lock, so the server reads the events in the o
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from api.rules import token_batch
+
+log = logging.getLogger("talaria.turn_batches")
 
 Send = Callable[[dict[str, Any]], bool]
 
@@ -143,7 +146,10 @@ class Batches:
                     if tid in self._turns:
                         turns.append(self._turns[tid])
             for turn in turns:
-                turn.flush()
+                try:
+                    turn.flush()
+                except Exception:  # noqa: BLE001 - one turn's bad frame must not stop the other turns' text
+                    log.exception("sending the streamed text of turn %s failed", turn.turn_id)
                 due = turn.due()  # text that came while it was sent waits for the next interval
                 if due is not None:
                     self._queue(turn, due)
