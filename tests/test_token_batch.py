@@ -72,7 +72,7 @@ gaps = st.floats(min_value=0.0, max_value=0.05, allow_nan=False)
     st.lists(st.tuples(st.one_of(streamed, others), gaps), max_size=60),
     st.sampled_from([0.005, 0.02, 0.05]),
 )
-def test_a_batch_sent_when_due_delivers_every_event_in_order_at_most_once_per_interval_and_late_by_at_most_one(
+def test_a_batch_sent_when_due_delivers_every_event_in_order_at_most_once_per_interval_and_late_by_under_two(
     arrivals, interval
 ):
     """The worker's flusher as a model: a batch goes when it is due (before any later arrival); any other
@@ -117,7 +117,7 @@ def test_a_batch_sent_when_due_delivers_every_event_in_order_at_most_once_per_in
 
     assert split(sent) == split([e for e, _ in arrivals])
     assert all(b - a >= interval - 1e-9 for a, b in zip(due_sends, due_sends[1:], strict=False))
-    assert all(w <= interval + 1e-9 for w in waited)
+    assert all(w < 2 * interval + 1e-9 for w in waited)
     assert not batch
 
 
@@ -129,3 +129,15 @@ def test_text_past_the_size_cap_is_due_at_once():
     assert batch.add("token", "abcdef", 2.0) == 1.0  # over the cap: due since its first text came
     assert batch.take(2.0) == [("token", {"text": "abcabcdef"})]
     assert batch.due() is None and batch.take(3.0) == []
+
+
+def test_the_batches_of_turns_streaming_together_fall_due_at_the_same_moments():
+    """Every busy turn's batch is due on the interval's grid, so one wake of the flusher sends them all."""
+    turns = [Batch(0.02) for _ in range(5)]
+    dues = set()
+    for n, batch in enumerate(turns):
+        start = 1.001 + n * 0.003  # each turn's first token after a pause goes at once, at its own time
+        assert batch.add("token", "a", start) == start
+        batch.take(start)
+        dues.add(round(batch.add("token", "b", start + 0.001), 9))
+    assert dues == {1.04}  # 1.0 + the interval, rounded up to the grid, for all of them

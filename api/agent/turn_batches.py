@@ -122,11 +122,12 @@ class Batches:
         known = self._due.get(turn_id)
         if known is not None and known <= due:
             return
+        earliest = min(self._due.values(), default=None)  # what the flusher sleeps until
         self._due[turn_id] = due
         if self._thread is None:
             self._thread = threading.Thread(target=self._flusher, name="token-batches", daemon=True)
             self._thread.start()
-        elif min(self._due.values()) == due:  # earlier than what the flusher sleeps until
+        elif earliest is None or due < earliest:
             self._cond.notify()
 
     def _flusher(self) -> None:

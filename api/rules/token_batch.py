@@ -4,12 +4,15 @@ An agent worker sends each event of a turn over one pipe, and the server journal
 event it reads. Tokens come a word at a time, so the worker gathers them: a ``token`` or ``reasoning`` event
 (``{text}`` only) goes into the turn's ``Batch``; consecutive ones of the same name become one event whose
 text is theirs joined. The batch is due at once when nothing was sent for ``interval`` (the first token after
-a pause shows without delay), else ``interval`` after the previous send, or at once past ``max_chars``. Any
-other event of the turn sends the batch first, so the events keep their order; the clock is passed in.
+a pause shows without delay), else at the first multiple of ``interval`` at least ``interval`` after the
+previous send, so the batches of every turn streaming in a worker fall due together and one wake of its
+flusher sends them all; or at once past ``max_chars``. Any other event of the turn sends the batch first, so
+the events keep their order; the clock is passed in.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -75,9 +78,10 @@ class Batch:
         """When the batch must be sent; None when it is empty."""
         if not self._events:
             return None
-        if self._chars >= self.max_chars:
+        earliest = self._last_sent + self.interval
+        if self._chars >= self.max_chars or self.interval <= 0 or self._first_at >= earliest:
             return self._first_at
-        return max(self._first_at, self._last_sent + self.interval)
+        return math.ceil(earliest / self.interval) * self.interval
 
     def take(self, now: float) -> list[Event]:
         """The batch as the events to send (merged), emptied; a send at ``now`` starts the next interval."""

@@ -94,7 +94,9 @@ def test_a_stop_keeps_the_text_the_worker_still_held(srv, fake):
     assert text_of(chat(srv, sid, "again")) == "after the stop"
 
 
-def test_a_worker_killed_mid_batch_ends_the_turn_interrupted_with_what_reached_the_server(llm, fake, tmp_path):
+def test_a_worker_killed_mid_batch_ends_the_turn_interrupted_with_what_reached_the_server(
+    llm, fake, tmp_path
+):
     with _server(tmp_path, llm.base_url) as server:
         sid = new_session(server)
         fake.script(Reply(text=" ".join(WORDS), token_delay=0.002, hang_after=150))
