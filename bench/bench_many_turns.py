@@ -206,8 +206,6 @@ def read_turn(
     A ``token`` event may carry several of the model's tokens (a worker sends those that arrive within a
     few milliseconds as one): the fake LLM's tokens are its words, so the words of each event are counted.
     """
-    from talaria_testing.fake_llm_server import split_tokens
-
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
     name = ""
     try:
@@ -218,7 +216,7 @@ def read_turn(
                 if name in ("done", "error") or (stop is not None and stop.is_set()):
                     break
             elif name == "token" and raw.startswith(b"data: "):
-                counts["tokens"] += len(split_tokens(json.loads(raw[6:])["text"]))
+                counts["tokens"] += len(json.loads(raw[6:])["text"].split())
                 counts["events"] = counts.get("events", 0) + 1
                 if who:
                     counts["streaming"].add(who)
