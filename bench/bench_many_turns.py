@@ -201,7 +201,11 @@ def read_turn(
     port: int, stream_id: str, counts: dict, stop: threading.Event | None = None, who: str = ""
 ) -> str:
     """Follows one turn's SSE stream to its end; counts its tokens (and notes ``who`` got some in
-    ``counts["streaming"]``); returns the last event's name."""
+    ``counts["streaming"]``); returns the last event's name.
+
+    A ``token`` event may carry several of the model's tokens (a worker sends those that arrive within a
+    few milliseconds as one): the fake LLM's tokens are its words, so the words of each event are counted.
+    """
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
     name = ""
     try:
@@ -209,12 +213,13 @@ def read_turn(
         for raw in conn.getresponse():
             if raw.startswith(b"event: "):
                 name = raw[7:].strip().decode()
-                if name == "token":
-                    counts["tokens"] += 1
-                    if who:
-                        counts["streaming"].add(who)
-                elif name in ("done", "error") or (stop is not None and stop.is_set()):
+                if name in ("done", "error") or (stop is not None and stop.is_set()):
                     break
+            elif name == "token" and raw.startswith(b"data: "):
+                counts["tokens"] += len(json.loads(raw[6:])["text"].split())
+                counts["events"] = counts.get("events", 0) + 1
+                if who:
+                    counts["streaming"].add(who)
     finally:
         conn.close()
     return name
@@ -321,6 +326,7 @@ def load_run(opts, root: Path, llm: LLMProcess) -> dict:
             time.sleep(0.2)  # and once more: by then every session's next turn is under way too
         # CPU first, with nothing but the streams running: the timed requests below cost CPU of their own.
         tokens0, (own0, kids0), t0 = counts["tokens"], tree_cpu_seconds(srv.proc.pid), time.monotonic()
+        events0 = counts.get("events", 0)
         time.sleep(opts.cpu_window)
         tokens1, (own1, kids1), t1 = counts["tokens"], tree_cpu_seconds(srv.proc.pid), time.monotonic()
         streamed = max(tokens1 - tokens0, 1)
@@ -328,6 +334,7 @@ def load_run(opts, root: Path, llm: LLMProcess) -> dict:
             "server_ms_per_1k": (own1 - own0) * 1e6 / streamed,
             "children_ms_per_1k": (kids1 - kids0) * 1e6 / streamed,
             "tokens_per_s": streamed / (t1 - t0),
+            "tokens_per_event": streamed / max(counts.get("events", 0) - events0, 1),
         }
         paths = {
             "sidebar": "/api/sessions?limit=100",
@@ -490,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"  CPU per 1,000 tokens: server {med('cpu', 'server_ms_per_1k'):.0f} ms, "
         f"processes under it {med('cpu', 'children_ms_per_1k'):.0f} ms "
-        f"({med('cpu', 'tokens_per_s'):.0f} tokens/s streamed)"
+        f"({med('cpu', 'tokens_per_s'):.0f} tokens/s streamed, {med('cpu', 'tokens_per_event'):.1f} per event)"
     )
     return 0
 

@@ -154,6 +154,7 @@ def server_run(turns: int, tokens: int, rate: float) -> dict:
         "server_ms": (own1 - own0) * 1e6 / streamed,
         "children_ms": (children1 - children0) * 1e6 / streamed,
         "client_floor_ms": floor,
+        "tokens_per_event": streamed / max(sum(c.get("events", 0) for c in counts), 1),
     }
 
 
@@ -225,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         runs.append(server_run(opts.turns, opts.tokens, opts.rate))
         print(f"server run {n + 1}: " + ", ".join(f"{k} {v:.1f}" for k, v in runs[-1].items()), flush=True)
     print(f"server, {opts.turns} turns at once, CPU ms per 1,000 tokens, median of {opts.runs}:")
-    for key in ("server_ms", "children_ms", "client_floor_ms"):
+    for key in ("server_ms", "children_ms", "client_floor_ms", "tokens_per_event"):
         print(f"  {key:16} {statistics.median(r[key] for r in runs):8.1f}")
     return 0
 

@@ -78,6 +78,13 @@ def text_of(events) -> str:
     return "".join(d["text"] for d in named(events, "token"))
 
 
+def tokens_streamed(events) -> int:
+    """How many of the fake LLM's tokens (each one word) the stream carried: a worker sends the tokens that
+    arrive within a few milliseconds as one event, so token events are not counted; the words are (the
+    agent may put white space before a segment's first token)."""
+    return len(text_of(events).split())
+
+
 def assert_well_formed(events) -> None:
     """Ids count up from 1 without gaps, and ``done`` comes last, once."""
     assert [i for i, _, _ in events] == list(range(1, len(events) + 1))

@@ -13,7 +13,7 @@ import json
 import time
 from dataclasses import dataclass, replace
 
-from talaria_testing.chat_client import SSE, on_disk, start
+from talaria_testing.chat_client import SSE, on_disk, start, tokens_streamed
 from talaria_testing.fake_llm import Reply
 from talaria_testing.fake_llm_server import last_user_text
 from talaria_testing.server_proc import ServerProc
@@ -170,8 +170,7 @@ def drive(srv: ServerProc, fake, sid: str, kind: str, text: str, tag: str) -> li
             events.append(event)
             if not pending_cancel:
                 continue
-            tokens = sum(1 for _, name, _ in events if name == "token")
-            if kind == "cancel_streaming" and tokens == CANCEL_TOKENS:
+            if kind == "cancel_streaming" and tokens_streamed(events) == CANCEL_TOKENS:
                 assert fake.wait_for_hang(30), "the answer never paused"
             elif kind == "denied_approval" and event[1] == "approval":
                 answer = {"session_id": sid, "approval_id": event[2]["approval_id"], "choice": "deny"}

@@ -72,11 +72,15 @@ class _TokenRun:
             self.pieces = None
 
     def events(self, after: int) -> list[Event]:
-        text = self.text if self.pieces is None else "".join(self.pieces)
+        first = max(after + 1 - self.first, 0)
+        if self.pieces is not None:  # open: its pieces as they came, without joining the run per read
+            return [
+                (self.first + i, "token", {"text": self.pieces[i]}) for i in range(first, len(self.pieces))
+            ]
         out = []
-        for index in range(max(after + 1 - self.first, 0), len(self.ends)):
+        for index in range(first, len(self.ends)):
             start = self.ends[index - 1] if index else 0
-            out.append((self.first + index, "token", {"text": text[start : self.ends[index]]}))
+            out.append((self.first + index, "token", {"text": self.text[start : self.ends[index]]}))
         return out
 
 
@@ -111,6 +115,9 @@ class Turn:
         self._next_seq = 1
         self._renders: dict[int, _Renders] = {}
         self.cond = threading.Condition()
+        # Set once the turn ends: a reader gathering a tick of events waits on this, not on ``cond``, so each
+        # event does not wake it.
+        self._ended = threading.Event()
         self.runner: TurnRunner | RemoteRunner | None = None
         self.cancel_requested = False
         self.stopped_by_shutdown = False
@@ -199,12 +206,12 @@ class Turn:
             # Kept with the journal for a while; one string costs less than a token each.
             self.partial_text = ["".join(self.partial_text)] if self.partial_text else []
             self.partial_reasoning = ["".join(self.partial_reasoning)] if self.partial_reasoning else []
+            self._ended.set()
             self.cond.notify_all()
 
     def wait_finished(self, timeout: float) -> bool:
         """Wait up to ``timeout`` for the turn to end (new events do not cut the wait short); whether it has."""
-        with self.cond:
-            return self.cond.wait_for(lambda: self.finished, timeout)
+        return self._ended.wait(timeout)
 
     def events_after(self, seq: int, timeout: float) -> tuple[list[Event], bool]:
         """Events with a sequence number above ``seq`` (waiting up to ``timeout``), and whether the turn ended."""

@@ -34,6 +34,7 @@ from api.agent import (
     agent_turn,
     mcp_servers,
     provider_errors,
+    turn_batches,
     worker_frames,
 )
 from api.rules.errors import ApiError
@@ -61,6 +62,8 @@ class Worker:
         self._waiting: dict[str, _Waiting] = {}
         self._early_steers: dict[str, list[str]] = {}  # turn id → steers that came before its agent was built
         self._ended = threading.Event()
+        # A turn's tokens travel in batches: a frame per token kept the server's reader behind the workers.
+        self.batches = turn_batches.Batches(channel.send, float(_config.setting("token_batch_interval")))
 
     # ------------------------------------------------------------------ the loop
 
@@ -76,6 +79,7 @@ class Worker:
                 break
             self._dispatch(frame)
         self._ended.set()
+        self.batches.stop()
 
     def _dispatch(self, frame: dict[str, Any]) -> None:
         op = frame.get("op")
@@ -138,6 +142,7 @@ class Worker:
         self.channel.send(reply)
 
     def _interrupt(self, turn_id: str, message: str) -> None:
+        self.batches.before_frame(turn_id)  # what streamed before the stop reaches the server now
         with self._lock:
             self._stopped[turn_id] = message
             runner = self._runners.get(turn_id)
@@ -153,17 +158,13 @@ class Worker:
             runner.interrupt("Talaria is shutting down")
         for question in waiting:  # nobody will answer: an approval is denied, a clarify unanswered
             question.answered.set()
+        self.batches.flush_all()
         deadline = time.monotonic() + 5.0
         for runner in runners:
             runner.done.wait(max(0.0, deadline - time.monotonic()))
+        self.batches.flush_all()
 
     # ------------------------------------------------------------------ one turn
-
-    def _emit(self, turn_id: str) -> Callable[[str, dict[str, Any]], None]:
-        def emit(name: str, data: dict[str, Any]) -> None:
-            self.channel.send({"op": "event", "id": turn_id, "name": name, "data": data})
-
-        return emit
 
     def _ask(self, turn_id: str, kind: str, data: dict[str, Any], interrupted: Callable[[], bool]) -> Any:
         """Ask the person through the server and block until it answers (or says nobody did)."""
@@ -172,6 +173,7 @@ class Worker:
         with self._lock:
             self._waiting[qid] = waiting
         try:
+            self.batches.before_frame(turn_id)  # the question comes after the text that led to it
             self.channel.send({"op": "ask", "id": turn_id, "qid": qid, "kind": kind, "data": data})
             setting = "approval_timeout" if kind == "approval" else "clarify_timeout"
             waiting.answered.wait(float(_config.setting(setting)) + _ANSWER_GRACE_S)
@@ -209,14 +211,21 @@ class Worker:
                 self._early_steers.pop(turn_id, None)
 
     def _send_turn_end(self, turn_id: str, frame: dict[str, Any]) -> None:
+        ended: dict[str, Any]
         try:
-            self.channel.send({"op": "result", "id": turn_id, **self._run(turn_id, frame)})
+            ended = self._run(turn_id, frame)
         except agent_runtime.ProviderNotConfigured as exc:
-            self.channel.send({"op": "result", "id": turn_id, "failure": [exc.message, True]})
+            ended = {"failure": [exc.message, True]}
         except ApiError as exc:
-            self.channel.send({"op": "result", "id": turn_id, "failure": [exc.message, False]})
+            ended = {"failure": [exc.message, False]}
         except Exception as exc:  # noqa: BLE001 - any failure becomes the turn's error, never a lost turn
             log.exception("turn %s failed", turn_id)
+            ended = {"failure": [f"The turn failed: {type(exc).__name__}: {exc}", False]}
+        self.batches.close(turn_id)  # every event of the turn goes before its result
+        try:
+            self.channel.send({"op": "result", "id": turn_id, **ended})
+        except Exception as exc:  # noqa: BLE001 - a result that cannot be sent still ends the turn
+            log.exception("sending the result of turn %s failed", turn_id)
             failure = [f"The turn failed: {type(exc).__name__}: {exc}", False]
             self.channel.send({"op": "result", "id": turn_id, "failure": failure})
 
@@ -226,7 +235,7 @@ class Worker:
             agent,
             agent_runtime.user_content(agent, frame["text"], list(frame.get("image_paths") or [])),
             frame["history"],
-            self._emit(turn_id),
+            self.batches.emit(turn_id),
             persist_text=frame["text"],
             persist_timestamp=frame.get("user_ts"),
             scope=self._scope(turn_id, frame),

@@ -28,7 +28,7 @@ from typing import Any
 from api.rules import render_patches
 from api.rules.sanitize import scrub_surrogates
 from api.services.partial_render import PartialDocument
-from api.services.render import too_costly_for_markdown
+from api.services.render import too_costly
 
 Sink = Callable[[str, dict[str, Any]], object]
 
@@ -42,6 +42,7 @@ class _Segment:
     def __init__(self) -> None:
         self.pieces: list[str] = []
         self.text = ""
+        self.brackets = 0  # the text's "[", counted as it grows: the costly-text rule never reads it whole
         self.document = PartialDocument()
         self.shown: list[str] = []  # the blocks the page shows
         self.plain_sent: int | None = None  # characters sent as preformatted text, once too costly
@@ -49,7 +50,9 @@ class _Segment:
 
     def current_text(self) -> str:
         if self.pieces:
-            self.text += "".join(self.pieces)
+            added = "".join(self.pieces)
+            self.text += added
+            self.brackets += added.count("[")
             self.pieces.clear()
         return self.text
 
@@ -59,7 +62,7 @@ class _Segment:
         if (len(text), finished) == self.rendered or not text:
             return None
         self.rendered = (len(text), finished)
-        if self.plain_sent is not None or too_costly_for_markdown(text):
+        if self.plain_sent is not None or too_costly(len(text), self.brackets):
             # Trailing white space waits for what follows it: the saved answer ends without it.
             start, end = self.plain_sent or 0, len(text.rstrip())
             if end <= start:

@@ -310,7 +310,12 @@ _CACHE = _RenderCache(CACHE_MAX_ENTRIES, CACHE_MAX_CHARS)
 
 def too_costly_for_markdown(text: str) -> bool:
     """Whether ``text`` is shown as escaped preformatted text rather than parsed as Markdown."""
-    return len(text) > MARKDOWN_MAX_CHARS or text.count("[") > MARKDOWN_MAX_BRACKETS
+    return too_costly(len(text), text.count("["))
+
+
+def too_costly(chars: int, brackets: int) -> bool:
+    """``too_costly_for_markdown`` from a text's length and its count of ``[`` (a growing text keeps both)."""
+    return chars > MARKDOWN_MAX_CHARS or brackets > MARKDOWN_MAX_BRACKETS
 
 
 def sanitize_html(html: str, *, remote_images: bool = False) -> str:

@@ -302,6 +302,16 @@ SETTINGS: tuple[Setting, ...] = (
         3600,
     ),
     Setting(
+        "token_batch_interval",
+        float,
+        0.02,
+        "TALARIA_TOKEN_BATCH_INTERVAL",
+        "Seconds an agent worker gathers a turn's streamed tokens into one event before it sends them (the "
+        "first token after a pause goes at once); 0 sends every token alone.",
+        0,
+        1,
+    ),
+    Setting(
         "worker_max_turns",
         int,
         200,

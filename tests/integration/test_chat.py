@@ -34,6 +34,7 @@ from talaria_testing.chat_client import (
     session,
     start,
     text_of,
+    tokens_streamed,
 )
 from talaria_testing.fake_llm import Reply, agent_server
 from talaria_testing.faults import fill, small_tmpfs
@@ -180,7 +181,7 @@ def test_cancel_mid_stream_keeps_the_partial_text_and_frees_the_session(srv, fak
     with SSE(srv, stream_id) as sse:
         for event in sse:
             seen.append(event)
-            if len(named(seen, "token")) == 2:
+            if tokens_streamed(seen) == 2:
                 assert fake.wait_for_hang()
                 srv.post_json("/api/chat/cancel", {"stream_id": stream_id})
     assert_well_formed(seen)
@@ -292,13 +293,12 @@ def test_a_server_killed_mid_turn_restarts_with_the_checkpoint_and_an_interrupte
         chat(srv, sid, "first question")
         stream_id = start(srv, sid, "second question")
         with SSE(srv, stream_id) as sse:
-            tokens = []
-            for _, name, data in sse:
-                if name == "token":
-                    tokens.append(data["text"])
-                if len(tokens) == 3:
+            seen = []
+            for event in sse:
+                seen.append(event)
+                if tokens_streamed(seen) == 3:
                     break
-        assert "".join(tokens) == "alpha beta gamma "
+        assert text_of(seen) == "alpha beta gamma "
         deadline = time.monotonic() + 10
         while not any(
             m.get("_partial") and m["content"] == "alpha beta gamma " for m in on_disk(srv, sid)["messages"]
@@ -353,7 +353,7 @@ def test_a_graceful_stop_mid_turn_saves_the_partial_answer_as_interrupted_not_ca
         with SSE(srv, stream_id) as sse:
             for event in sse:
                 seen.append(event)
-                if len(named(seen, "token")) == 2 and not stopper.is_alive():
+                if tokens_streamed(seen) == 2 and not stopper.is_alive():
                     assert fake.wait_for_hang()
                     stopper.start()  # SIGTERM while the answer is still streaming
         stopper.join(30)

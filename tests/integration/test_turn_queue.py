@@ -21,6 +21,7 @@ from talaria_testing.chat_client import (
     roles_and_text,
     session,
     start,
+    tokens_streamed,
 )
 from talaria_testing.fake_llm import Reply, agent_server
 from talaria_testing.server_proc import ServerProc
@@ -208,7 +209,7 @@ def test_interrupt_stops_the_turn_keeping_what_streamed_and_sends_the_message_ne
         seen, answer = [], None
         for event in sse:
             seen.append(event)
-            if len(named(seen, "token")) == 2 and answer is None:
+            if tokens_streamed(seen) == 2 and answer is None:
                 assert fake.wait_for_hang(60)
                 answer = _send(srv, sid, "stop, do this instead", "interrupt")
                 assert answer["mode"] == "interrupt" and [i["text"] for i in answer["queue"]] == [

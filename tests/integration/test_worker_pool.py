@@ -11,7 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from talaria_testing.chat_client import SSE, chat, named, names, new_session, on_disk, session, start, text_of
+from talaria_testing.chat_client import (
+    SSE,
+    chat,
+    named,
+    names,
+    new_session,
+    on_disk,
+    session,
+    start,
+    text_of,
+    tokens_streamed,
+)
 from talaria_testing.fake_llm import Reply, agent_server
 from talaria_testing.many_turns import worker_pids
 from talaria_testing.server_proc import ServerProc
@@ -109,7 +120,7 @@ def test_stop_mid_turn_reaches_the_agent_in_its_worker(srv, fake):
     fake.script(Reply(text="one two three four five six seven", hang_after=3))
     stream_id = start(srv, sid, "talk slowly")
     stream = Stream(srv, stream_id)
-    wait_for(lambda: len(named(stream.events, "token")) >= 3, what="three tokens")
+    wait_for(lambda: tokens_streamed(stream.events) >= 3, what="three tokens")
     assert srv.post_json("/api/chat/cancel", {"stream_id": stream_id})["ok"]
     events = stream.finish()
     fake.release()
@@ -128,7 +139,7 @@ def test_a_worker_killed_mid_turn_leaves_the_turn_interrupted_with_its_text_and_
         sid = new_session(server)
         fake.script(Reply(text="partial words that stream then the worker dies here", hang_after=4))
         stream = Stream(server, start(server, sid, "go"))
-        wait_for(lambda: len(named(stream.events, "token")) >= 4, what="four tokens")
+        wait_for(lambda: tokens_streamed(stream.events) >= 4, what="four tokens")
         (worker,) = worker_pids(server)
         os.kill(worker, signal.SIGKILL)
         events = stream.finish()
@@ -170,7 +181,7 @@ def test_a_hung_worker_is_killed_by_the_deadline_and_its_turn_ends_interrupted(l
         sid = new_session(server)
         fake.script(Reply(text="words before the worker freezes", hang_after=3))
         stream = Stream(server, start(server, sid, "go"))
-        wait_for(lambda: len(named(stream.events, "token")) >= 3, what="three tokens")
+        wait_for(lambda: tokens_streamed(stream.events) >= 3, what="three tokens")
         (worker,) = worker_pids(server)
         os.kill(worker, signal.SIGSTOP)
         started = time.monotonic()
