@@ -95,6 +95,11 @@ def _read_index_file(index_file: Path) -> list[Any]:
     return data if isinstance(data, list) else []
 
 
+def _as_path(value: Path | str) -> Path:
+    """``value`` itself when it is a Path, so the hot path finds it by identity."""
+    return value if isinstance(value, Path) else Path(value)
+
+
 class SessionIndex:
     """The in-memory indexes of one store, one per session folder, and who hears of their changes.
 
@@ -148,12 +153,21 @@ class SessionIndex:
         return rows, stamps, changed, files_read
 
     def _state(self, session_dir: Path, index_file: Path) -> _IndexState:
-        key = Path(index_file)
+        with self._lock:
+            # The store passes its own Path objects: the hot path converts and compares nothing.
+            state = self._states.get(index_file)
+            if state is not None and (
+                state.session_dir is session_dir or state.session_dir == Path(session_dir)
+            ):
+                return state
+        return self._load_state(_as_path(session_dir), _as_path(index_file))
+
+    def _load_state(self, session_dir: Path, key: Path) -> _IndexState:
         with self._lock:
             state = self._states.get(key)
-            if state is not None and state.session_dir == Path(session_dir):
+            if state is not None and state.session_dir == session_dir:
                 return state
-            state = _IndexState(Path(session_dir), key)
+            state = _IndexState(session_dir, key)
             rows, state.stamps, changed, files_read = self._build_rows(
                 state.session_dir, key, trust_index=True
             )
