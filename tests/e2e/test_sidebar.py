@@ -230,11 +230,11 @@ def test_a_row_menu_held_open_stays_open_while_the_feed_brings_changes_and_the_l
     page.keyboard.press("ArrowDown")
     renamed = unique("Renamed elsewhere")
     server.post_json("/api/session/rename", {"session_id": other_sid, "title": renamed})
-    expect(page.locator("#session-list")).to_have_attribute(
-        "data-held", "1"
-    )  # the change came, the list waits
+    # The change came and the list waits: the menu stays open with its focus.
+    expect(page.locator("#session-list")).to_have_attribute("data-held", "1")
     expect(menu).to_be_visible()
     expect(menu.get_by_role("menuitem", name="Pin")).to_be_focused()
+    screenshot(page, "row-menu-held")
     expect(row(page, renamed)).to_have_count(0)
     page.keyboard.press("Escape")
     expect(row(page, renamed)).to_have_count(1)
