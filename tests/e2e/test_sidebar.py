@@ -27,6 +27,8 @@ from .helpers import (
 
 pytestmark = pytest.mark.e2e
 
+SAVE_DELAY_MS = 600  # static/js/drafts.js: a draft is saved this long after the typing stops
+
 CHAT = [
     {"role": "user", "content": "What is the capital of France?"},
     {"role": "assistant", "content": "The capital of France is **Paris**."},
@@ -444,6 +446,9 @@ def test_a_clear_waiting_for_its_undo_is_dropped_when_another_tab_deletes_the_co
         here.locator("dialog.modal").get_by_role("button", name="Clear").click()
         cleared = here.locator(".toast", has_text="Conversation cleared.")
         expect(cleared.get_by_role("button", name="Undo")).to_be_visible()
+        # The box's draft is saved a moment after typing: let it go out before the other tab deletes, as a
+        # draft saved into a conversation deleted a moment earlier is refused (a 404 the page drops).
+        here.wait_for_timeout(SAVE_DELAY_MS + 300)
 
         _choose_delete(there, title)
         there.locator("dialog.modal").get_by_role("button", name="Delete").click()
