@@ -10,6 +10,7 @@ import { chooseRow, feedPosition, mergePage, noteFeedPosition, readPosition } fr
 import { el } from "./dom.js";
 import { DRAG_TYPE, colourDot } from "./projects.js";
 import { closeMenus, rowMenu } from "./row_menu.js";
+import { editTitleInRow } from "./row_rename.js";
 import { toast, toastError } from "./toast.js";
 
 const DAY = 86400;
@@ -534,37 +535,12 @@ export class SessionList {
     const node = this.root.querySelector(`.session-row[data-sid="${CSS.escape(sessionId)}"]`);
     const row = this.rows.find((r) => r.session_id === sessionId);
     if (!node || !row) return;
-    const form = el("form", "rename-form");
-    const input = el("input", "rename-input");
-    input.value = row.title || "";
-    input.maxLength = 200;
-    input.setAttribute("aria-label", "New title");
-    form.append(input);
     this.renaming = sessionId;
-    node.draggable = false; // a drag in the field selects its text
-    node.querySelector(".session-open").replaceWith(form);
-    input.focus();
-    input.select();
-    let finished = false;
-    const finish = async (save) => {
-      if (finished) return;
-      finished = true;
+    editTitleInRow(node, row.title, async (title) => {
       this.renaming = null;
-      const title = input.value.trim();
-      if (save && title && title !== row.title) await this.mutate(() => api.rename(sessionId, title));
+      if (title) await this.mutate(() => api.rename(sessionId, title));
       this.render(); // the row again, also when the rename failed
-    };
-    form.addEventListener("submit", (event) => {
-      event.preventDefault();
-      finish(true);
     });
-    input.addEventListener("keydown", (event) => {
-      if (event.key === "Escape") {
-        event.stopPropagation();
-        finish(false);
-      }
-    });
-    input.addEventListener("blur", () => finish(true));
   }
 
   async delete(row) {
