@@ -19,6 +19,7 @@ left so by a process that is gone or by a final save that failed (docs/turns.md,
 from __future__ import annotations
 
 import bisect
+import shutil
 import threading
 import time
 from array import array
@@ -110,6 +111,8 @@ class Turn:
         self.user_text = user_text
         self.user_ts = user_ts
         self.image_paths: list[str] = []  # attached images (absolute), for a model that can see them
+        # A folder of this machine holding copies of a remote session's attached images; removed at the end.
+        self.image_folder: str | None = None
         self.finished_at: float | None = None
         self._log: list[Entry] = []  # in sequence order; numbers skip folded patches
         self._next_seq = 1
@@ -208,6 +211,9 @@ class Turn:
             self.partial_reasoning = ["".join(self.partial_reasoning)] if self.partial_reasoning else []
             self._ended.set()
             self.cond.notify_all()
+        if self.image_folder is not None:
+            shutil.rmtree(self.image_folder, ignore_errors=True)
+            self.image_folder = None
 
     def wait_finished(self, timeout: float) -> bool:
         """Wait up to ``timeout`` for the turn to end (new events do not cut the wait short); whether it has."""

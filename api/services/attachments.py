@@ -11,7 +11,9 @@ anything another process created (``atomic.write_new_durable``). The first uploa
 the temp files killed uploads left there.
 
 A message names its attachments by their workspace paths; the agent is told each path (images are
-also shown in the transcript through the media route).
+also shown in the transcript through the media route). A session in another execution environment keeps its
+attachments in the ``uploads`` folder of its workspace on that host, under the same name rule
+(``remote_writes``); its attached images are copied here for the turn, for a model that can see them.
 """
 
 from __future__ import annotations
@@ -22,13 +24,15 @@ import errno
 import itertools
 import os
 import re
+import shutil
+import tempfile
 import unicodedata
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from api.rules.errors import BadRequest, Forbidden, PayloadTooLarge, UnsupportedMediaType
-from api.services import media
+from api.services import environment_shell, media, remote_files, remote_writes
 from api.store import atomic, config
 
 UPLOADS = "uploads"
@@ -44,6 +48,7 @@ TEXT_EXTENSIONS = frozenset(
 IMAGE_EXTENSIONS = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp"})
 _UNSAFE = re.compile(r"[^A-Za-z0-9._ -]+")
 _FOLDER_ATTEMPTS = 3
+REMOTE_NAME_TRIES = 100  # free names tried on another host (name, name-1, …) in one command
 
 
 def safe_name(name: Any) -> str:
@@ -139,17 +144,23 @@ def _write_into_uploads(workspace: Path, name: str, raw: bytes) -> str:
 
 
 def store_attachment(session_id: str, name: Any, data: Any) -> dict[str, Any]:
-    """Write one attachment into the session's workspace; answers its path (relative), kind, size."""
-    workspace = media.session_workspace(session_id)
+    """Write one attachment into the session's workspace (a remote session's on its host); answers its path
+    (relative), kind, size."""
+    remote = environment_shell.where(session_id)
     limit = int(config.setting("attachment_max_bytes"))
     clean = safe_name(name)
     raw = decode(data, limit)
     kind, content_type = classify(clean, raw)
-    target = workspace / UPLOADS / _write_into_uploads(workspace, clean, raw)
-    relative = target.relative_to(workspace).as_posix()
+    if remote is not None:
+        names = list(itertools.islice(candidate_names(clean), REMOTE_NAME_TRIES))
+        relative, stored = remote_writes.write_new(remote, UPLOADS, names, raw, make_folder=True)
+    else:
+        workspace = media.session_workspace(session_id)
+        target = workspace / UPLOADS / _write_into_uploads(workspace, clean, raw)
+        relative, stored = target.relative_to(workspace).as_posix(), target.name
     return {
         "path": relative,
-        "name": target.name,
+        "name": stored,
         "kind": kind,
         "content_type": content_type,
         "size": len(raw),
@@ -162,15 +173,22 @@ def message_attachments(session_id: str, paths: Any) -> list[dict[str, Any]]:
         return []
     if not isinstance(paths, list) or len(paths) > ATTACHMENTS_PER_MESSAGE:
         raise BadRequest(f"attachments must be a list of at most {ATTACHMENTS_PER_MESSAGE} paths")
-    workspace = media.session_workspace(session_id)
-    out = []
-    for path in paths:
-        target = media.resolve_in_workspace(workspace, path)
-        if not target.is_file():
-            raise BadRequest(f"attachment {path!r} is not a file in the workspace")
-        kind = "image" if target.suffix.lower() in IMAGE_EXTENSIONS else "file"
-        out.append({"path": target.relative_to(workspace).as_posix(), "name": target.name, "kind": kind})
-    return out
+    remote = environment_shell.where(session_id)
+    if remote is not None:
+        found = [PurePosixPath(path) for path in remote_writes.files(remote, paths)]
+    else:
+        workspace = media.session_workspace(session_id)
+        found = []
+        for path in paths:
+            target = media.resolve_in_workspace(workspace, path)
+            if not target.is_file():
+                raise BadRequest(f"attachment {path!r} is not a file in the workspace")
+            found.append(PurePosixPath(target.relative_to(workspace).as_posix()))
+    return [{"path": path.as_posix(), "name": path.name, "kind": _kind(path.suffix)} for path in found]
+
+
+def _kind(suffix: str) -> str:
+    return "image" if suffix.lower() in IMAGE_EXTENSIONS else "file"
 
 
 def agent_text(text: str, attached: list[dict[str, Any]]) -> str:
@@ -184,10 +202,26 @@ def agent_text(text: str, attached: list[dict[str, Any]]) -> str:
     return text + "\n\n" + "\n".join(lines)
 
 
-def image_files(session_id: str, attached: list[dict[str, Any]]) -> list[str]:
-    """Absolute paths of the attached images (checked again: inside the session's workspace)."""
+def image_files(session_id: str, attached: list[dict[str, Any]]) -> tuple[list[str], str | None]:
+    """Absolute paths of the attached images on this machine (checked again: inside the session's workspace),
+    and the folder of copies made of a remote session's images (read on its host), which the turn removes."""
     images = [item["path"] for item in attached if item.get("kind") == "image"]
     if not images:
-        return []
-    workspace = media.session_workspace(session_id)
-    return [str(media.resolve_in_workspace(workspace, path)) for path in images]
+        return [], None
+    remote = environment_shell.where(session_id)
+    if remote is None:
+        workspace = media.session_workspace(session_id)
+        return [str(media.resolve_in_workspace(workspace, path)) for path in images], None
+    limit = int(config.setting("attachment_max_bytes"))
+    folder = tempfile.mkdtemp(prefix="talaria-images-")
+    try:
+        copies = []
+        for number, path in enumerate(images):
+            data, _content_type = remote_files.read_image(remote, path, limit)
+            copy = Path(folder) / f"{number}-{PurePosixPath(path).name}"
+            copy.write_bytes(data)
+            copies.append(str(copy))
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return copies, folder

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from api.rules import remote_output
-from api.rules.errors import ApiError, BadRequest, Forbidden, NotFound
+from api.rules.errors import ApiError, BadRequest, Conflict, Forbidden, NotFound
 from api.services import environment_check, environment_workers, environments
 from api.store import session_lookup
 
@@ -37,6 +37,9 @@ UNREADABLE = 8
 NOT_REPOSITORY = 9
 CHANGED = 10
 UNWRITABLE = 11
+EXISTS = 12
+WORKSPACE_ITSELF = 13  # asked to move or delete the workspace itself
+INTO_ITSELF = 14  # asked to move a folder into itself
 _SSH_FAILED = 255
 
 
@@ -87,6 +90,9 @@ def _refusal(code: int, place: Where, text: str) -> ApiError:
         UNREADABLE: Forbidden("This file cannot be read"),
         NOT_REPOSITORY: NotFound("This workspace is not a git repository"),
         UNWRITABLE: Forbidden(f"The file cannot be written on {target}"),
+        EXISTS: Conflict("A file or folder of that name already exists"),
+        WORKSPACE_ITSELF: Forbidden("The workspace itself is not renamed or deleted here"),
+        INTO_ITSELF: BadRequest("A folder cannot move into itself"),
     }
     return found.get(code) or BadRequest(
         text.strip()[:300] or f"the command failed on {target} (exit {code})"
@@ -129,6 +135,22 @@ def run_coded(
     if code not in ok_codes:
         raise _refusal(code, place, data.decode("utf-8", "replace"))
     return data, code
+
+
+def taken(variable: str) -> str:
+    """A shell test: the path in ``variable`` holds something (a dangling link included)."""
+    return f'{{ [ -e "${variable}" ] || [ -L "${variable}" ]; }}'
+
+
+def run_claiming(
+    place: Where, script: str, refusal: Conflict, stdin: str | None = None
+) -> tuple[str, str, bytes]:
+    """``located`` of a script that began with ``locate`` and exits ``EXISTS`` when the name it would claim is
+    taken, which is ``refusal``."""
+    found, code = run_coded(place, script, (0, EXISTS), stdin)
+    if code == EXISTS:
+        raise refusal
+    return located(found)
 
 
 def located(data: bytes) -> tuple[str, str, bytes]:

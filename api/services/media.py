@@ -19,6 +19,7 @@ from api.services import workspace
 from api.store import config, safe_read, session_lookup
 
 PATH_MAX_CHARS = 4096
+NAME_MAX = 255  # characters of a file or folder name
 
 # Leading bytes → content type (WebP is RIFF....WEBP).
 _SIGNATURES: tuple[tuple[bytes, str], ...] = (
@@ -44,20 +45,29 @@ def session_workspace(sid: str) -> Path:
 
     Every local read or write of a session's files (files panel, changes view, attachments, images, git)
     comes through here, so a session in another execution environment gets a clear refusal instead of
-    files of this machine that merely share the folder's name (the panel's reads of such a session go to
-    its host first, through ``environment_shell``)."""
+    files of this machine that merely share the folder's name (its files panel, attachments, images and git
+    view go to its host first, through ``environment_shell``)."""
     session = session_lookup.load_session(sid)
     remote = getattr(session, "environment", None)
     if remote:
         raise Conflict(
-            f"This session works in the environment {remote!r}: the files panel reads its files on that "
-            "host and saves an edit there, but creating, uploading, renaming, deleting, attaching and each "
-            "turn's changes work only on this machine's folders. Ask the agent to do it there, or switch "
-            "the session to 'local'.",
+            f"This session works in the environment {remote!r}: its files are read and written on that host, "
+            "but each turn's checkpoints (the agent keeps them only for folders it works in on this machine) "
+            "and a folder downloaded as a zip work only on this machine's folders. The git changes view "
+            "shows what changed there; or switch the session to 'local'.",
             environment=remote,
         )
     folder = getattr(session, "workspace", None) or workspace.default()
     return Path(folder).expanduser().resolve()
+
+
+def clean_name(name: Any) -> str:
+    """A file or folder name from the page: 1 to 255 characters, no ``/``, not ``.`` or ``..``."""
+    if not isinstance(name, str) or not name.strip() or len(name) > NAME_MAX:
+        raise BadRequest("A name must be 1 to 255 characters")
+    if "/" in name or "\\" in name or name in (".", "..") or "\x00" in name:
+        raise BadRequest("A name cannot contain / or be . or ..")
+    return name
 
 
 def resolve_in_workspace(workspace: Path, relative: Any) -> Path:

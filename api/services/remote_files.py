@@ -14,8 +14,8 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from api.rules import remote_output
-from api.rules.errors import PayloadTooLarge
-from api.services import environment_shell, file_preview
+from api.rules.errors import PayloadTooLarge, UnsupportedMediaType
+from api.services import environment_shell, file_preview, media
 from api.services.environment_shell import NOT_FILE, NOT_FOLDER, UNREADABLE, Where
 
 LIST_MAX = 20_000  # entries of one folder; more are cut, and the answer says so
@@ -88,3 +88,15 @@ def raw_file(place: Where, relative: Any) -> tuple[bytes, str, str]:
     if size > RAW_MAX or len(data) > RAW_MAX:
         raise PayloadTooLarge(f"Files over {RAW_MAX // (1024 * 1024)} MB of another host are not served here")
     return data, file_preview.content_type(name, data), name
+
+
+def read_image(place: Where, relative: Any, limit: int) -> tuple[bytes, str]:
+    """``(bytes, content type)`` of an image on that host for the transcript (``media.read_media``'s rule:
+    PNG, JPEG, GIF or WebP by its bytes, at most ``limit`` bytes)."""
+    _path, _name, size, _mtime, data = _read(place, relative, limit + 1)
+    if size > limit or len(data) > limit:
+        raise PayloadTooLarge(f"the image is larger than {limit // (1024 * 1024)} MB")
+    content_type = media.image_type(data[:16])
+    if content_type is None:
+        raise UnsupportedMediaType("only PNG, JPEG, GIF and WebP images are shown")
+    return data, content_type

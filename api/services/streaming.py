@@ -137,7 +137,7 @@ def start_turn(
     message = scrub_surrogates(attachments.agent_text(message.strip() if attached else message, attached))
     stream_id = uuid.uuid4().hex
     turn = Turn(stream_id, session_id, message)
-    turn.image_paths = attachments.image_files(session_id, attached)
+    turn.image_paths, turn.image_folder = attachments.image_files(session_id, attached)
     started = False
     try:
         with session_edit.edit(session_id) as session:
@@ -176,7 +176,7 @@ def start_turn(
     except BaseException:
         if started:
             turns.end(turn)
-            turn.finish()
+        turn.finish()  # also removes the copies of a remote session's images
         raise
     turn.history_tokens = compression.estimate_tokens(history + [user_msg])
     threading.Thread(

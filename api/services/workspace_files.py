@@ -22,14 +22,22 @@ from typing import Any
 
 from api.agent import agent_memory
 from api.rules.errors import ApiError, BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge
-from api.services import environment_shell, file_preview, git_run, media, remote_edit, remote_files
+from api.services import (
+    environment_shell,
+    file_preview,
+    git_run,
+    media,
+    remote_edit,
+    remote_files,
+    remote_trash,
+    remote_writes,
+)
 from api.store import atomic, safe_read
 from api.store import config as _config
 
 LIST_MAX = 20_000  # entries of one folder; more are cut, and the answer says so
 PREVIEW_MAX = file_preview.PREVIEW_MAX  # bytes of a file shown in the panel
 RAW_MAX = 64 * 1024 * 1024  # bytes of a file downloaded or shown raw
-NAME_MAX = 255
 
 
 def relative_path(workspace: Path, path: Path) -> str:
@@ -161,12 +169,13 @@ def raw_file(sid: str, relative: Any) -> tuple[bytes, str, str]:
     return data, file_preview.content_type(path.name, data), path.name
 
 
-def clean_name(name: Any) -> str:
-    if not isinstance(name, str) or not name.strip() or len(name) > NAME_MAX:
-        raise BadRequest("A name must be 1 to 255 characters")
-    if "/" in name or "\\" in name or name in (".", "..") or "\x00" in name:
-        raise BadRequest("A name cannot contain / or be . or ..")
-    return name
+def read_image(sid: str, relative: Any) -> tuple[bytes, str]:
+    """``(bytes, content type)`` of an image for the transcript (``media.read_media``); a remote session's is
+    read on its host."""
+    remote = environment_shell.where(sid)
+    if remote is not None:
+        return remote_files.read_image(remote, relative, int(_config.setting("attachment_max_bytes")))
+    return media.read_media(sid, relative)
 
 
 def save_file(sid: str, relative: Any, content: Any, base_version: Any) -> dict[str, Any]:
@@ -179,10 +188,10 @@ def save_file(sid: str, relative: Any, content: Any, base_version: Any) -> dict[
         raise PayloadTooLarge(f"Files over {PREVIEW_MAX // 1024} KB are not edited here")
     remote = environment_shell.where(sid)
     if remote is not None:
-        clean_name(PurePosixPath(str(relative)).name)
+        media.clean_name(PurePosixPath(str(relative)).name)
         return remote_edit.save_file(remote, relative, content, base_version)
     workspace, path = resolve_target(sid, relative)
-    clean_name(path.name)
+    media.clean_name(path.name)
     current = agent_memory.read_bytes(path)
     if agent_memory.version_of(current) != base_version:
         raise Conflict(
@@ -203,9 +212,12 @@ def save_file(sid: str, relative: Any, content: Any, base_version: Any) -> dict[
 
 
 def create(sid: str, relative: Any, kind: Any) -> dict[str, Any]:
-    """A new empty file or folder; an existing name is refused, never replaced."""
+    """A new empty file or folder; an existing name is refused, never replaced (a remote session's, there)."""
+    remote = environment_shell.where(sid)
+    if remote is not None:
+        return remote_writes.create(remote, relative, kind)
     workspace, path = resolve_target(sid, relative)
-    clean_name(path.name)
+    media.clean_name(path.name)
     if kind not in ("file", "dir"):
         raise BadRequest('kind must be "file" or "dir"')
     try:
@@ -223,9 +235,12 @@ def create(sid: str, relative: Any, kind: Any) -> dict[str, Any]:
 
 def rename(sid: str, relative: Any, new_relative: Any) -> dict[str, Any]:
     """Rename or move a file or folder inside the workspace; an existing target is refused."""
+    remote = environment_shell.where(sid)
+    if remote is not None:
+        return remote_writes.rename(remote, relative, new_relative)
     workspace, source = resolve_target(sid, relative)
     _workspace, target = resolve_target(sid, new_relative)
-    clean_name(target.name)
+    media.clean_name(target.name)
     if source == workspace:
         raise Forbidden("The workspace itself is not renamed here")
     if not os.path.lexists(source):
@@ -259,7 +274,11 @@ def _trash_dir(sid: str) -> Path:
 
 
 def delete(sid: str, relative: Any) -> dict[str, Any]:
-    """Move a file or folder into the session's trash (in the state folder), whence it can be restored."""
+    """Move a file or folder into the session's trash (in the state folder; a remote session's on its host),
+    whence it can be restored."""
+    remote = environment_shell.where(sid)
+    if remote is not None:
+        return remote_trash.delete(remote, sid, relative)
     workspace, path = resolve_target(sid, relative)
     if path == workspace:
         raise Forbidden("The workspace itself is not deleted here")
@@ -277,6 +296,9 @@ def delete(sid: str, relative: Any) -> dict[str, Any]:
 
 def trash(sid: str) -> dict[str, Any]:
     """What the session's trash holds, newest first."""
+    remote = environment_shell.where(sid)
+    if remote is not None:
+        return remote_trash.trash(remote, sid)
     folder = _trash_dir(sid)
     rows = []
     if folder.is_dir():
@@ -290,6 +312,9 @@ def trash(sid: str) -> dict[str, Any]:
 
 def restore(sid: str, item_id: Any) -> dict[str, Any]:
     """Put a deleted file or folder back where it was; refused when something took its place."""
+    remote = environment_shell.where(sid)
+    if remote is not None:
+        return remote_trash.restore(remote, sid, item_id)
     if not isinstance(item_id, str) or not item_id or "/" in item_id or item_id.startswith("."):
         raise BadRequest("trash_id must name an item of the trash")
     holder = _trash_dir(sid) / item_id
@@ -307,6 +332,9 @@ def restore(sid: str, item_id: Any) -> dict[str, Any]:
 
 
 def empty_trash(sid: str) -> dict[str, Any]:
+    remote = environment_shell.where(sid)
+    if remote is not None:
+        return remote_trash.empty_trash(remote, sid)
     folder = _trash_dir(sid)
     count = len(trash(sid)["items"])
     shutil.rmtree(folder, ignore_errors=True)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import itertools
 import os
 import stat
 import time
@@ -30,7 +31,16 @@ from pathlib import Path
 from typing import IO, Any
 
 from api.rules.errors import BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge
-from api.services import attachments, file_preview, workspace_files
+from api.services import (
+    attachments,
+    environment_shell,
+    file_preview,
+    media,
+    remote_files,
+    remote_writes,
+    workspace_files,
+)
+from api.services.environment_shell import Where
 from api.store import atomic, config
 
 ZIP_ENTRIES_MAX = 100_000  # files and folders in one zip
@@ -193,8 +203,11 @@ def upload(sid: str, relative: Any, name: Any, data: Any, keep_both: Any = False
     (then the next free ``name-1.ext``, …)."""
     if not isinstance(keep_both, bool):
         raise BadRequest("keep_both must be true or false")
+    remote = environment_shell.where(sid)
+    if remote is not None:
+        return _upload_there(remote, relative, name, data, keep_both)
     workspace, folder = _folder(sid, relative)
-    clean = workspace_files.clean_name(name)
+    clean = media.clean_name(name)
     raw = attachments.decode(data, int(config.setting("upload_max_bytes")), allow_empty=True)
     names: Callable[[], Iterator[str]] = (
         (lambda: attachments.candidate_names(clean)) if keep_both else (lambda: iter([clean]))
@@ -211,3 +224,15 @@ def upload(sid: str, relative: Any, name: Any, data: Any, keep_both: Any = False
         os.close(folder_fd)
     path = folder / stored
     return {"path": workspace_files.relative_path(workspace, path), "name": stored, "size": len(raw)}
+
+
+def _upload_there(place: Where, relative: Any, name: Any, data: Any, keep_both: bool) -> dict[str, Any]:
+    """An upload into a folder of a session's workspace on another host (``remote_writes``), at most what a
+    remote read serves."""
+    clean = media.clean_name(name)
+    limit = min(int(config.setting("upload_max_bytes")), remote_files.RAW_MAX)
+    raw = attachments.decode(data, limit, allow_empty=True)
+    tries = attachments.REMOTE_NAME_TRIES if keep_both else 1
+    names = list(itertools.islice(attachments.candidate_names(clean), tries))
+    path, stored = remote_writes.write_new(place, relative, names, raw)
+    return {"path": path, "name": stored, "size": len(raw)}

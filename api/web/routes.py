@@ -19,7 +19,6 @@ from api.services import (
     attachments,
     branch,
     compression,
-    media,
     session_catalogue,
     session_export,
     session_ops,
@@ -28,6 +27,7 @@ from api.services import (
     session_versions,
     session_views,
     streaming,
+    workspace_files,
 )
 from api.store import models
 from api.web import (
@@ -255,7 +255,7 @@ def _handle_session_attach(handler: BaseHTTPRequestHandler, body: dict[str, Any]
 
 
 def _handle_media(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
-    data, content_type = media.read_media(_sid(query), query.get("path"))
+    data, content_type = workspace_files.read_image(_sid(query), query.get("path"))
     http_io.send_bytes(handler, data, content_type, cache="private, max-age=300")
 
 

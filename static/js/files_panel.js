@@ -82,8 +82,7 @@ export class FilesPanel {
     this.uploadButton = upload;
     this.setFolder(this.folder);
     const trash = button("Trash", () => this.showTrash());
-    this.writeTools = [button("New file", () => this.create("file")), button("New folder", () => this.create("dir")), upload, trash];
-    actions.append(...this.writeTools.slice(0, 3), picker, again, button("Changes", () => this.showChanges()), trash);
+    actions.append(button("New file", () => this.create("file")), button("New folder", () => this.create("dir")), upload, picker, again, button("Changes", () => this.showChanges()), trash);
     this.remoteNote = el("p", "files-note files-remote-note");
     this.remoteNote.hidden = true;
     this.tree = el("div", "files-tree");
@@ -128,12 +127,12 @@ export class FilesPanel {
     else if (!this.panel.hidden) this.reload();
   }
 
-  // Another host's files: an edit is saved there, the other write tools hide and a note says where they are.
+  // Another host's files: every write goes there, and a note says where they are. A folder's zip and the
+  // agent's checkpoints are this machine's only; its Changes are the repository's there.
   setRemote(remote) {
     this.remote = remote;
-    for (const tool of this.writeTools) tool.hidden = Boolean(remote);
     this.remoteNote.hidden = !remote;
-    this.remoteNote.textContent = remote ? `Files on ${remote}: edits are saved there; ask the agent to create, rename or delete them.` : "";
+    this.remoteNote.textContent = remote ? `Files on ${remote}: what you create, upload, rename, edit or delete here changes them there.` : "";
   }
 
   // After a turn: what the agent wrote shows up (the tree and an open, unedited preview are read again).
@@ -273,10 +272,6 @@ export class FilesPanel {
   async upload(folder, files) {
     const sid = this.sessionId;
     if (!sid) return;
-    if (this.remote) {
-      toast(`Files are not uploaded to ${this.remote} from here: ask the agent to put them there.`);
-      return;
-    }
     const stored = await uploadFiles(sid, folder, files);
     if (!stored.length || sid !== this.sessionId) return;
     if (folder) this.open.add(folder);
@@ -323,7 +318,7 @@ export class FilesPanel {
     download.href = rawUrl(this.sessionId, file.path, true);
     download.setAttribute("download", file.name);
     tools.append(download);
-    if (!this.remote) tools.append(button("Rename", () => this.rename(file.path)), button("Delete", () => this.remove(file.path), "btn-danger"));
+    tools.append(button("Rename", () => this.rename(file.path)), button("Delete", () => this.remove(file.path), "btn-danger"));
     head.append(tools);
     return head;
   }

@@ -1,6 +1,6 @@
 """The files panel of a session in an SSH environment, in a real browser: the tree and previews are those of
-the folder on a real OpenSSH server, an edit is saved there, the other write tools hide (a note says where
-the files are), and "Changes" shows git's status and diff of the work tree there."""
+the folder on a real OpenSSH server; an edit, an upload and a deletion into the trash and back are made there (a
+note says where the files are), and "Changes" shows git's status and diff of the work tree there."""
 
 from __future__ import annotations
 
@@ -60,18 +60,48 @@ def test_a_remote_sessions_files_and_changes_are_read_on_its_host_and_an_edit_is
     goto_app(page, f"/#/s/{sid}")
     panel = open_files_panel(page)
     expect(panel.locator(".files-remote-note")).to_have_text(
-        "Files on buildbox: edits are saved there; ask the agent to create, rename or delete them."
+        "Files on buildbox: what you create, upload, rename, edit or delete here changes them there."
     )
     expect(panel.locator(".files-row", has_text="README.md")).to_be_visible(timeout=30000)
-    for tool in ("New file", "New folder", "Trash"):
-        expect(panel.get_by_role("button", name=tool, exact=True)).to_be_hidden()
+    for tool in ("New file", "New folder", "Upload", "Trash"):
+        expect(panel.get_by_role("button", name=tool, exact=True)).to_be_visible()
     panel.locator(".files-row", has_text="src").click()
     panel.locator(".files-row", has_text="main.py").click()
     expect(panel.locator(".files-preview")).to_contain_text("return 43")
     expect(panel.locator(".files-file-tools").get_by_role("link", name="Download")).to_be_visible()
     for tool in ("Rename", "Delete"):
-        expect(panel.locator(".files-file-tools").get_by_role("button", name=tool)).to_have_count(0)
+        expect(panel.locator(".files-file-tools").get_by_role("button", name=tool)).to_be_visible()
     screenshots(page, "remote-files-preview")
+
+    # An upload lands in the folder last opened there; a taken name asks and never replaces the file.
+    panel.locator(".files-upload-input").set_input_files(
+        {"name": "plan.txt", "mimeType": "text/plain", "buffer": b"the plan\n"}
+    )
+    expect(page.locator(".toast").last).to_contain_text("plan.txt uploaded to src")
+    assert (project / "src" / "plan.txt").read_bytes() == b"the plan\n"
+    page.guard.allowed_statuses.add(409)  # the taken name's answer, which the page asks about
+    panel.locator(".files-upload-input").set_input_files(
+        {"name": "plan.txt", "mimeType": "text/plain", "buffer": b"another plan\n"}
+    )
+    page.locator(".modal").get_by_role("button", name="Keep both").click()
+    expect(page.locator(".toast").last).to_contain_text("src/plan-1.txt uploaded to src")
+    assert (project / "src" / "plan.txt").read_bytes() == b"the plan\n"
+    assert (project / "src" / "plan-1.txt").read_bytes() == b"another plan\n"
+
+    # A deletion goes to the trash kept on that host, and comes back from it.
+    expect(panel.locator(".files-file-name")).to_have_text("src/plan-1.txt")  # the upload shows it
+    panel.locator(".files-file-tools").get_by_role("button", name="Delete").click()
+    page.locator(".modal").get_by_role("button", name="Delete").click()
+    expect(page.locator(".toast").last).to_contain_text("is in the trash")
+    assert not (project / "src" / "plan-1.txt").exists()
+    panel.get_by_role("button", name="Trash", exact=True).click()
+    expect(panel.locator(".files-trash-row")).to_contain_text("src/plan-1.txt")
+    screenshots(page, "remote-files-trash")
+    panel.locator(".files-trash-row").get_by_role("button", name="Restore").click()
+    expect(page.locator(".toast").last).to_contain_text("is back")
+    assert (project / "src" / "plan-1.txt").read_bytes() == b"another plan\n"
+    panel.locator(".files-row", has_text="main.py").click()
+    expect(panel.locator(".files-preview")).to_contain_text("return 43")
 
     panel.get_by_role("button", name="Edit").click()
     panel.locator(".files-editor").fill("def answer():\n    return 44\n")

@@ -1,20 +1,29 @@
-"""The files panel of a session in an SSH environment reads that host (``api.services.remote_files``): a real
-OpenSSH server on 127.0.0.1, the session's folder there, and a local folder holding files of the same
-names that never show. Listing, preview (highlighted, Markdown, binary, too large) and download answer
-as for a local session; an edit is saved there against the version it was opened at; other writes are
-refused with why."""
+"""The files panel of a session in an SSH environment works on that host (``api.services.remote_files``,
+``remote_edit``, ``remote_writes``, ``remote_trash``): a real OpenSSH server on 127.0.0.1, the session's folder
+there, and a local folder holding files of the same names that never show. Listing, preview (highlighted,
+Markdown, binary, too large) and download answer as for a local session; an edit is saved there against the
+version it was opened at; a new file or folder, a rename, an upload and an attachment are made there and never
+replace a name; a deletion goes to a trash kept there; images are shown from there; the agent's checkpoints
+and a folder's zip are refused with why."""
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 import subprocess
+import tempfile
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 
 from talaria_testing import sshd
+from talaria_testing.chat_client import read_all, session
+from talaria_testing.fake_llm import FakeLLM, Reply
 from talaria_testing.server_proc import ServerProc
 from tests.integration import test_environment_workers as environment_tests
+from tests.integration.test_attachments import DATA_URL, IMAGE_LINE, PNG, _image_urls, _user_contents
 
 pytestmark = [
     pytest.mark.integration,
@@ -158,14 +167,167 @@ def test_an_edit_is_saved_on_the_host_against_the_version_it_was_opened_at(srv, 
     (project / "src" / "app.py").write_text("def hello():\n    return 'there'\n")  # as the module made it
 
 
-def test_other_writes_and_each_turns_changes_are_refused_with_why(srv, sid, project):
-    for method, path, body in (
-        ("POST", "/api/file/create", {"path": "new.txt", "kind": "file"}),
-        ("POST", "/api/file/delete", {"path": "README.md"}),
-        ("GET", f"/api/rollback/turns?session_id={sid}", None),
-    ):
-        status, data = srv.json(method, path, None if body is None else {"session_id": sid, **body})
-        assert status == 409, (path, data)
+def _post(srv: ServerProc, route: str, sid: str, **body) -> tuple[int, dict]:
+    return srv.json("POST", route, {"session_id": sid, **body})
+
+
+def test_create_and_rename_act_on_the_host_and_never_replace_a_name(srv, sid, project):
+    assert _post(srv, "/api/file/create", sid, path="notes.txt", kind="file") == (
+        200,
+        {"path": "notes.txt", "type": "file"},
+    )
+    assert (project / "notes.txt").read_bytes() == b""
+    assert _post(srv, "/api/file/create", sid, path="docs", kind="dir")[0] == 200
+    assert (project / "docs").is_dir()
+    for path, kind in (("notes.txt", "file"), ("notes.txt", "dir"), ("src", "file")):
+        status, data = _post(srv, "/api/file/create", sid, path=path, kind=kind)
+        assert status == 409 and "already exists" in data["error"], (path, data)
+    assert _post(srv, "/api/file/create", sid, path="gone/x.txt", kind="file")[0] == 404
+    (project / "fifo").unlink(missing_ok=True)
+    os.mkfifo(project / "fifo")  # a FIFO's name is taken: refused without being opened
+    assert _post(srv, "/api/file/create", sid, path="fifo", kind="file")[0] == 409
+    (project / "fifo").unlink()
+
+    assert _post(srv, "/api/file/rename", sid, path="notes.txt", new_path="docs/notes.md") == (
+        200,
+        {"path": "docs/notes.md"},
+    )
+    assert (project / "docs" / "notes.md").exists() and not (project / "notes.txt").exists()
+    status, data = _post(srv, "/api/file/rename", sid, path="docs/notes.md", new_path="README.md")
+    assert status == 409 and (project / "README.md").read_text().startswith("# Remote")
+    assert _post(srv, "/api/file/rename", sid, path="docs", new_path="docs/inner")[0] == 400
+    assert _post(srv, "/api/file/rename", sid, path=".", new_path="elsewhere")[0] == 403
+    for bad in ("../escaped", "/tmp/escaped", "~/escaped"):
+        assert _post(srv, "/api/file/rename", sid, path="docs", new_path=bad)[0] == 403, bad
+        assert _post(srv, "/api/file/create", sid, path=bad, kind="file")[0] == 403, bad
+    name = "it's $(x) done.md"
+    assert _post(srv, "/api/file/rename", sid, path="docs/notes.md", new_path=name)[1] == {"path": name}
+    assert (project / name).exists()
+    assert not (project.parent / "escaped").exists() and not (srv.root / "notes.txt").exists()
+    (project / name).unlink()
+    (project / "docs").rmdir()
+
+
+def test_a_deletion_goes_to_a_trash_on_the_host_and_comes_back_unless_its_place_was_taken(
+    srv, sid, ssh, project
+):
+    (project / "draft.txt").write_text("first\n")
+    (project / "old").mkdir()
+    (project / "old" / "a.txt").write_text("a\n")
+    first = _post(srv, "/api/file/delete", sid, path="draft.txt")[1]
+    second = _post(srv, "/api/file/delete", sid, path="old")[1]
+    assert first["path"] == "draft.txt" and second["path"] == "old"
+    assert not (project / "draft.txt").exists() and not (project / "old").exists()
+    held = ssh.remote_home / ".local/share/talaria/trash" / sid
+    assert (held / first["trash_id"] / "item").read_text() == "first\n"  # kept on the host, not here
+    assert not (srv.root / "trash").exists() or not any((srv.root / "trash").rglob("*"))
+    status, listed = get(srv, "/api/trash", session_id=sid)
+    assert [item["path"] for item in listed["items"]] == ["old", "draft.txt"]  # newest first
+
+    (project / "draft.txt").write_text("taken\n")
+    status, data = _post(srv, "/api/trash/restore", sid, trash_id=first["trash_id"])
+    assert status == 409 and (project / "draft.txt").read_text() == "taken\n"
+    (project / "draft.txt").unlink()
+    assert _post(srv, "/api/trash/restore", sid, trash_id=first["trash_id"]) == (200, {"path": "draft.txt"})
+    assert (project / "draft.txt").read_text() == "first\n"
+    for bad in ("../x", "nope", 7):
+        assert _post(srv, "/api/trash/restore", sid, trash_id=bad)[0] in (400, 404), bad
+    assert _post(srv, "/api/file/delete", sid, path=".")[0] == 403
+    assert _post(srv, "/api/file/delete", sid, path="../project")[0] == 403
+    assert _post(srv, "/api/trash/empty", sid) == (200, {"emptied": 1})
+    assert get(srv, "/api/trash", session_id=sid)[1] == {"items": []} and not held.exists()
+    (project / "draft.txt").unlink()
+
+
+def test_uploads_attachments_and_images_are_written_and_read_on_the_host(srv, sid, project):
+    body = {"name": "data.csv", "data": base64.b64encode(b"a,b\n1,2\n").decode(), "path": "src"}
+    assert _post(srv, "/api/file/upload", sid, **body)[1] == {
+        "path": "src/data.csv",
+        "name": "data.csv",
+        "size": 8,
+    }
+    assert (project / "src" / "data.csv").read_bytes() == b"a,b\n1,2\n"
+    status, data = _post(
+        srv, "/api/file/upload", sid, **{**body, "data": base64.b64encode(b"other").decode()}
+    )
+    assert status == 409 and data["exists"] is True
+    assert (project / "src" / "data.csv").read_bytes() == b"a,b\n1,2\n"  # never replaced
+    kept = _post(srv, "/api/file/upload", sid, **body, keep_both=True)[1]
+    assert kept["path"] == "src/data-1.csv" and (project / "src" / "data-1.csv").exists()
+    hostile = (
+        "-n 'q' $(touch pwned).txt"  # a name the shell would read, and one ``ln`` would take for an option
+    )
+    assert _post(srv, "/api/file/upload", sid, **{**body, "name": hostile})[1]["path"] == f"src/{hostile}"
+    assert (project / "src" / hostile).read_bytes() == b"a,b\n1,2\n" and not list(project.rglob("pwned"))
+    (project / "src" / hostile).unlink()
+    assert _post(srv, "/api/file/upload", sid, **{**body, "path": "nowhere"})[0] == 404
+    assert _post(srv, "/api/file/upload", sid, **{**body, "path": "../.."})[0] == 403
+    assert not list(project.rglob(".talaria-upload.*"))  # no temp file left behind
+
+    attached = srv.post_json(
+        "/api/session/attach", {"session_id": sid, "name": "dot.png", "data": base64.b64encode(PNG).decode()}
+    )["attachment"]
+    assert attached == {
+        "path": "uploads/dot.png", "name": "dot.png", "kind": "image", "content_type": "image/png", "size": len(PNG)
+    }  # fmt: skip
+    assert (project / "uploads" / "dot.png").read_bytes() == PNG and not (srv.root / "uploads").exists()
+    again = srv.post_json(
+        "/api/session/attach", {"session_id": sid, "name": "dot.png", "data": base64.b64encode(PNG).decode()}
+    )["attachment"]
+    assert again["path"] == "uploads/dot-1.png"
+    status, headers, raw = srv.request("GET", f"/api/media?session_id={sid}&path=uploads/dot.png")
+    assert status == 200 and raw == PNG and headers["content-type"] == "image/png"
+    status, _, raw = srv.request("GET", f"/api/media?session_id={sid}&path=src/app.py")
+    assert status == 415
+    status, _, raw = srv.request("GET", f"/api/media?session_id={sid}&path=../../etc/passwd")
+    assert status == 403
+    for path in ("uploads/dot.png", "uploads/dot-1.png", "src/data.csv", "src/data-1.csv"):
+        (project / path).unlink()
+    (project / "uploads").rmdir()
+
+
+def test_checkpoints_and_a_folder_zip_are_refused_with_why(srv, sid, project):
+    for route in (f"/api/rollback/turns?session_id={sid}", f"/api/folder/download?session_id={sid}&path=src"):
+        status, data = srv.json("GET", route)
+        assert status == 409, (route, data)
         assert "only on this machine's folders" in data["error"] and data["environment"] == "box"
-    assert (project / "README.md").read_text().startswith("# Remote")
-    assert not (project / "new.txt").exists()
+
+
+def test_an_image_attached_in_a_remote_session_reaches_a_model_that_sees_from_the_host(
+    ssh, project, tmp_path
+):
+    """The image is kept on the host; the turn sends a copy read from there and removes the copy when it ends
+    (in the system's temp folder: a longer one would not hold the SSH connection's socket)."""
+    copies = Path(tempfile.gettempdir())
+    before = set(copies.glob("talaria-images-*"))
+    with (
+        FakeLLM(vision_models=("fake-model",)) as seeing,
+        environment_tests._server(tmp_path / "srv", seeing.base_url, ssh) as server,
+    ):
+        server.post_json("/api/environments", ssh.definition("box"))
+        server.post_json("/api/environments/confirm", {"name": "box"})
+        sid = environment_tests._remote_session(server)
+        server.post_json("/api/session/workspace", {"session_id": sid, "workspace": "~/project"})
+        image = server.post_json(
+            "/api/session/attach",
+            {"session_id": sid, "name": "dot.png", "data": base64.b64encode(PNG).decode()},
+        )["attachment"]
+        assert (project / image["path"]).read_bytes() == PNG
+        seeing.script(Reply(text="A single dot."))
+        started = server.post_json(
+            "/api/chat/start", {"session_id": sid, "message": "What is this?", "attachments": [image["path"]]}
+        )
+        read_all(server, started["stream_id"])
+        assert session(server, sid)["messages"][-1]["content"] == "A single dot."
+        final_user = _user_contents(seeing)[-1]
+        assert _image_urls([final_user]) == [DATA_URL]
+        assert IMAGE_LINE in final_user[0]["text"]
+        assert set(copies.glob("talaria-images-*")) <= before  # the copy made for the turn is gone
+        status, data = server.json(
+            "POST",
+            "/api/chat/start",
+            {"session_id": sid, "message": "And this?", "attachments": ["nowhere.png"]},
+        )
+        assert status == 404, data
+    (project / image["path"]).unlink()
+    (project / "uploads").rmdir()
