@@ -267,6 +267,22 @@ class Worker:
             agent_pool.release(key, agent, runner if runner.done.is_set() else None, stopped or interrupted)
 
 
+ENVIRONMENT_TEMP_PREFIX = "talaria-env-"
+# A Unix socket's path holds at most 104 bytes on macOS (108 on Linux). The agent's SSH master socket under
+# the worker's temp folder adds "/hermes-ssh/", a 16-character name, ".sock" and ssh's own 17-character suffix.
+SOCKET_PATH_MAX = 104
+_SOCKET_UNDER_TEMP = len("/hermes-ssh/") + 16 + len(".sock") + 17
+_TEMP_FOLDER_CHARS = len("/" + ENVIRONMENT_TEMP_PREFIX) + 8  # mkdtemp's random part
+
+
+def socket_temp_base(base: str, fallback: str = "/tmp") -> str:
+    """Where the worker's own temp folder goes: ``base``, unless a socket under it would be too long for a
+    Unix socket (a deep ``TMPDIR``, as macOS gives), then ``fallback`` when that is a folder."""
+    if len(os.fsencode(base)) + _TEMP_FOLDER_CHARS + _SOCKET_UNDER_TEMP <= SOCKET_PATH_MAX:
+        return base
+    return fallback if os.path.isdir(fallback) else base
+
+
 def use_environment(terminal: dict[str, Any]) -> None:
     """Put this process's terminal and file tools in one execution environment, the way the agent's own
     launchers do: its ``terminal.*`` keys become the ``TERMINAL_*`` variables its tools read (an explicit
@@ -276,7 +292,9 @@ def use_environment(terminal: dict[str, Any]) -> None:
     config_module.apply_terminal_config_to_env(env=os.environ, config={"terminal": terminal}, override=True)
     # The agent keys its SSH master connection by user@host:port under the temp folder; a folder of this
     # process's own keeps the server's probes ("Test connection", a folder check) from closing it mid-command.
-    tempfile.tempdir = tempfile.mkdtemp(prefix="talaria-env-")
+    tempfile.tempdir = tempfile.mkdtemp(
+        prefix=ENVIRONMENT_TEMP_PREFIX, dir=socket_temp_base(tempfile.gettempdir())
+    )
     log.info("agent worker %d runs its tools in %s", os.getpid(), terminal.get("backend"))
 
 

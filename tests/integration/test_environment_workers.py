@@ -7,6 +7,8 @@ The only fake is the LLM."""
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -329,3 +331,29 @@ def test_dont_ask_again_lets_a_remote_sessions_flagged_command_run_there_and_onl
     assert respond(srv, other, stream.wait_for("approval")["approval_id"], "deny")[0] == 200
     stream.finish()
     assert kept.exists()
+
+
+def test_a_deep_temp_folder_still_holds_the_ssh_connections_socket(llm, fake, ssh, tmp_path):
+    """A deep ``TMPDIR`` (macOS gives one) put the agent's SSH master socket under the worker's own temp folder
+    past a Unix socket's path limit ("path too long for Unix domain socket"), so no command of a turn reached the
+    host. The worker's folder now goes in a short temp folder when the socket would not fit."""
+    # 50 characters: the agent's own socket fits under it (the server's checks make one there), the worker's
+    # under a folder of its own inside it did not.
+    deep = Path(tempfile.mkdtemp(prefix="talaria-deep-temp-folder-", dir="/tmp"))
+    deep = deep.rename(deep.with_name(deep.name.ljust(45, "x")))
+    assert len(str(deep)) == 50
+    try:
+        _with_deep_temp(llm, fake, ssh, tmp_path, deep)
+    finally:
+        shutil.rmtree(deep, ignore_errors=True)
+
+
+def _with_deep_temp(llm, fake, ssh, tmp_path: Path, deep: Path) -> None:
+    with _server(tmp_path / "srv", llm.base_url, ssh, TMPDIR=str(deep)) as server:
+        server.post_json("/api/environments", ssh.definition("box"))
+        server.post_json("/api/environments/confirm", {"name": "box"})
+        sid = _remote_session(server)
+        fake.script(terminal_call(WHERE), Reply(text="Ran there."))
+        assert text_of(chat(server, sid, "where are you?")).endswith("Ran there.")
+        (out,) = [o for o in _tool_outputs(server, sid) if "conn=" in o]
+        assert f"127.0.0.1 {ssh.port}" in out
