@@ -107,8 +107,7 @@ def environment_command(command: str, timeout: int, stdin: str | None = None) ->
     (the agent's own, keyed as its tools key it, so its SSH master connection or container is reused and
     made when there is none yet). Refused in a process whose tools run on this machine: only an
     environment's worker answers for another host."""
-    terminal_tool = agent_runtime.agent_module("tools.terminal_tool")
-    if terminal_tool._get_env_config().get("env_type") in (None, "", "local"):
+    if not agent_runtime.tools_elsewhere():
         raise RuntimeError("this process runs its tools on this machine, not in an execution environment")
     code_execution = agent_runtime.agent_module("tools.code_execution_tool")
     env, _ = code_execution._get_or_create_env("default")

@@ -293,9 +293,20 @@ def open_session_db(path: Path) -> Any:
         return session_db_class(db_path=path)
 
 
+def tools_elsewhere() -> bool:
+    """Whether this process's terminal and file tools run in another execution environment (the agent's own
+    reading of its ``TERMINAL_*`` settings), not on this machine."""
+    env_type = _import("tools.terminal_tool")._get_env_config().get("env_type")
+    return env_type not in (None, "", "local")
+
+
 def checkpoint_kwargs() -> dict[str, Any]:
     """The agent's per-turn checkpoints of the workspace, on for every web session (the changes view and
-    its restore read them), sized by the agent's ``checkpoints:`` settings."""
+    its restore read them), sized by the agent's ``checkpoints:`` settings. Off where the tools run in another
+    execution environment: the agent checkpoints folders of this machine, which there are at most folders of
+    the same name here, never the ones its tools change."""
+    if tools_elsewhere():
+        return {"checkpoints_enabled": False}
     section = _import("hermes_cli.config").load_config().get("checkpoints")
     section = section if isinstance(section, dict) else {}
     kwargs: dict[str, Any] = {"checkpoints_enabled": True}

@@ -242,6 +242,22 @@ def test_a_remote_sessions_workspace_is_a_folder_checked_on_the_host_and_its_fil
     assert status == 409 and b"'box'" in raw, raw
 
 
+def test_a_remote_sessions_file_writes_take_no_checkpoint_of_this_machines_folders(srv, fake, ssh, tmp_path):
+    """The agent checkpoints the folder of a file before it writes it, reading folders of the process's own
+    machine: in an environment's worker that is a folder of the same name here, not the one on the host (a
+    relative path, the worker's own working folder). Such a worker takes none."""
+    shared = tmp_path / "same-path-on-both-sides"  # this folder is the same one for the SSH login and here
+    (shared / ".git").mkdir(parents=True)
+    sid = _remote_session(srv)
+    srv.post_json("/api/session/workspace", {"session_id": sid, "workspace": str(shared)})
+    written = {"id": "w1", "name": "write_file", "arguments": {"path": f"{shared}/plan.txt", "content": "p"}}
+    fake.script(Reply(tool_calls=[written]), Reply(text="Written."))
+    assert text_of(chat(srv, sid, "write the plan")).endswith("Written.")
+    assert (shared / "plan.txt").read_text() == "p"
+    store = srv.hermes_home / "checkpoints" / "store" / "projects"
+    assert not store.exists() or not list(store.iterdir())
+
+
 @pytest.mark.parametrize(
     ("definition", "advice"),
     [
