@@ -41,6 +41,12 @@ function sessionFromHash() {
   return match ? match[1] : null;
 }
 
+// The session whose turns' changes are listed: each turn's changes come from this machine's checkpoints, so
+// none for a session whose files are on another host (or one only read).
+function changesOf(session) {
+  return session && !session.read_only && !remoteEnvironment(session) ? session.session_id || null : null;
+}
+
 class App {
   constructor(authStatus) {
     this.auth = authStatus;
@@ -90,7 +96,7 @@ class App {
         this.composer.setStreaming(streaming);
         if (streaming) return;
         this.files?.turnEnded();
-        this.turnChanges.refresh(this.chat.sessionId);
+        this.turnChanges.refresh(changesOf(this.chat.session));
       },
       onAction: (action, msg) => this.messageAction(action, msg),
       onError: toastError,
@@ -111,7 +117,7 @@ class App {
       messages: () => this.chat.messages,
       onRestored: () => {
         this.files.reload();
-        this.turnChanges.refresh(this.chat.sessionId);
+        this.turnChanges.refresh(changesOf(this.chat.session));
       },
     });
     this.liveFiles = new LiveFiles((path) => this.files.agentWrote(path));
@@ -301,9 +307,8 @@ class App {
     this.modelPicker.update(session);
     this.reasoning.update(session);
     this.files.update(session);
-    // Each turn's changes come from this machine's checkpoints: none for a session whose files are on another host.
-    const changesOf = session && !session.read_only && !remoteEnvironment(session) ? session.session_id || null : null;
-    if (changesOf !== this.turnChanges.sessionId) this.turnChanges.refresh(changesOf);
+    const changes = changesOf(session);
+    if (changes !== this.turnChanges.sessionId) this.turnChanges.refresh(changes);
     this.tools.update(session);
     const sid = session && (session.session_id || session.id);
     const exportable = Boolean(sid && !session.read_only);

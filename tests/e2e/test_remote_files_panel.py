@@ -11,9 +11,10 @@ import pytest
 from playwright.sync_api import expect
 
 from talaria_testing import sshd
-from talaria_testing.fake_llm import agent_server
+from talaria_testing.fake_llm import Reply, agent_server
 
-from .helpers import goto_app, open_files_panel, screenshots
+from .helpers import goto_app, open_files_panel, screenshots, send, wait_turn_done
+from .test_conversation import png
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(bool(sshd.available()), reason=sshd.available() or "ok")]
 
@@ -118,3 +119,32 @@ def test_a_remote_sessions_files_and_changes_are_read_on_its_host_and_an_edit_is
     changes.locator(".files-change", has_text="src/main.py").get_by_role("button", name="Diff").click()
     expect(panel.locator(".files-diff")).to_contain_text("return 44")
     screenshots(page, "remote-files-diff")
+
+
+def test_attachments_of_a_remote_session_are_kept_on_its_host_and_its_images_shown_from_there(
+    page, server, ssh, llm
+):
+    project = ssh.remote_home / "shots"
+    project.mkdir()
+    sid = server.post_json("/api/session/new", {})["session"]["session_id"]
+    server.post_json("/api/session/environment", {"session_id": sid, "environment": "buildbox"})
+    server.post_json("/api/session/workspace", {"session_id": sid, "workspace": "~/shots"})
+    goto_app(page, f"/#/s/{sid}")
+    page.locator(".composer input[type=file]").set_input_files(
+        [
+            {"name": "pixel.png", "mimeType": "image/png", "buffer": png(96, 64)},
+            {"name": "data.csv", "mimeType": "text/csv", "buffer": b"a,b\n1,2\n"},
+        ]
+    )
+    expect(page.locator(".attach-tray .attach-chip:not(.pending)")).to_have_text(["pixel.png×", "data.csv×"])
+    assert (project / "uploads" / "pixel.png").read_bytes() == png(96, 64)
+    assert not (server.root / "uploads").exists()
+    llm.script(Reply(text="A teal pixel and a table."))
+    wait_turn_done(page, send(page, "Look at these"))
+    user = page.locator(".msg-user").last
+    image = user.locator("img.attach-image")
+    expect(image).to_be_visible()
+    page.wait_for_function("img => img.complete && img.naturalWidth === 96", arg=image.element_handle())
+    expect(user.locator(".attach-file")).to_have_text(["data.csv"])
+    expect(page.locator(".msg-assistant .msg-body").last).to_have_text("A teal pixel and a table.")
+    screenshots(page, "remote-attachments-sent")
