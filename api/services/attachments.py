@@ -29,7 +29,7 @@ from typing import Any
 
 from api.rules.errors import BadRequest, Forbidden, PayloadTooLarge, UnsupportedMediaType
 from api.services import media
-from api.store import atomic, config
+from api.store import atomic, config, models
 
 UPLOADS = "uploads"
 NAME_MAX_CHARS = 100
@@ -138,9 +138,11 @@ def _write_into_uploads(workspace: Path, name: str, raw: bytes) -> str:
     raise Forbidden("the workspace's uploads folder keeps changing; nothing was stored")
 
 
-def store_attachment(session_id: str, name: Any, data: Any) -> dict[str, Any]:
+def store_attachment(
+    session_id: str, name: Any, data: Any, *, store: models.Store | None = None
+) -> dict[str, Any]:
     """Write one attachment into the session's workspace; answers its path (relative), kind, size."""
-    workspace = media.session_workspace(session_id)
+    workspace = media.session_workspace(session_id, store=store)
     limit = int(config.setting("attachment_max_bytes"))
     clean = safe_name(name)
     raw = decode(data, limit)
@@ -156,13 +158,15 @@ def store_attachment(session_id: str, name: Any, data: Any) -> dict[str, Any]:
     }
 
 
-def message_attachments(session_id: str, paths: Any) -> list[dict[str, Any]]:
+def message_attachments(
+    session_id: str, paths: Any, *, store: models.Store | None = None
+) -> list[dict[str, Any]]:
     """The attachments a message names, checked: each a file inside the session's workspace."""
     if paths is None:
         return []
     if not isinstance(paths, list) or len(paths) > ATTACHMENTS_PER_MESSAGE:
         raise BadRequest(f"attachments must be a list of at most {ATTACHMENTS_PER_MESSAGE} paths")
-    workspace = media.session_workspace(session_id)
+    workspace = media.session_workspace(session_id, store=store)
     out = []
     for path in paths:
         target = media.resolve_in_workspace(workspace, path)
@@ -184,10 +188,12 @@ def agent_text(text: str, attached: list[dict[str, Any]]) -> str:
     return text + "\n\n" + "\n".join(lines)
 
 
-def image_files(session_id: str, attached: list[dict[str, Any]]) -> list[str]:
+def image_files(
+    session_id: str, attached: list[dict[str, Any]], *, store: models.Store | None = None
+) -> list[str]:
     """Absolute paths of the attached images (checked again: inside the session's workspace)."""
     images = [item["path"] for item in attached if item.get("kind") == "image"]
     if not images:
         return []
-    workspace = media.session_workspace(session_id)
+    workspace = media.session_workspace(session_id, store=store)
     return [str(media.resolve_in_workspace(workspace, path)) for path in images]

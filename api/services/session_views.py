@@ -79,7 +79,7 @@ def full_session(
     session: models.Session, msg_limit: int | None = None, msg_before: int | None = None
 ) -> dict[str, Any]:
     """The sidebar row plus a page of messages and the context fields the page shows."""
-    with session_edit.lock(session.session_id):  # a consistent snapshot
+    with session_edit.lock(session.session_id, store=session.home()):  # a consistent snapshot
         row = session.compact()
         messages = list(session.messages)
         for name in _FULL_FIELDS:
@@ -98,16 +98,22 @@ def full_session(
     return row
 
 
-def full_session_by_id(sid: str, msg_limit: int | None = None) -> dict[str, Any]:
-    return full_session(load_session(sid), msg_limit)
+def full_session_by_id(
+    sid: str, msg_limit: int | None = None, *, store: models.Store | None = None
+) -> dict[str, Any]:
+    return full_session(load_session(sid, store=store), msg_limit)
 
 
 def get_session_payload(
-    sid: str, msg_limit: int | None = None, msg_before: int | None = None
+    sid: str,
+    msg_limit: int | None = None,
+    msg_before: int | None = None,
+    *,
+    store: models.Store | None = None,
 ) -> dict[str, Any]:
     """``{"session": full}`` for a Talaria session, or a read-only agent session from ``state.db``."""
     try:
-        session = load_session(sid)
+        session = load_session(sid, store=store)
     except NotFound:
         agent = agent_session(sid)
         if agent is None:
@@ -121,8 +127,8 @@ def get_session_payload(
 # ---------------------------------------------------------------------- the sidebar
 
 
-def list_sessions() -> dict[str, Any]:
-    rows = models.all_sessions()
+def list_sessions(*, store: models.Store | None = None) -> dict[str, Any]:
+    rows = models.all_sessions(store=store)
     talaria = {row["session_id"] for row in rows}
     return {
         "sessions": rows,
@@ -172,6 +178,7 @@ def sessions_page_json(
     *,
     feed: session_feed.ChangeLog | None = None,
     agent_rows: AgentRows | None = None,
+    store: models.Store | None = None,
 ) -> list[bytes]:
     """A page of sidebar rows (``api.services.session_list``) with ``feed_seq`` of ``feed`` and, on the first
     page, the agent's own sessions (as ``agent_rows`` last listed them; ``feed`` and ``agent_rows`` are the
@@ -182,4 +189,4 @@ def sessions_page_json(
     extra: dict[str, Any] = {"feed_seq": session_feed.CHANGES.get(feed).seq}
     if cursor is None:
         extra["agent_sessions"] = [] if project is not None else AGENT_ROWS.get(agent_rows).recent()
-    return session_list.page_json(limit, cursor, extra, project)
+    return session_list.page_json(limit, cursor, extra, project, store=store)
