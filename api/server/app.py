@@ -85,14 +85,6 @@ class App:
         self._put(agent_import.IMPORT_LOCK, self.import_lock)
         self.goal_locks = goal_loop.GoalLocks()
         self._put(goal_loop.LOCKS, self.goal_locks)
-        self.work = streaming.Work()
-        # Each hears with this app's objects; the goal loop after the queue: a queued message goes first.
-        self.work.on_turn_end(functools.partial(turn_queue.drain, work=self.work, turns=self.turns))
-        after_turn = functools.partial(
-            goal_loop.after_turn, locks=self.goal_locks, work=self.work, turns=self.turns
-        )
-        self.work.on_turn_end(after_turn)
-        self._put(streaming.WORK, self.work)
         self.feed = session_feed.new_log()  # the sidebar's change feed
         self._put(session_feed.CHANGES, self.feed)
         self.agent_answers = (
@@ -107,6 +99,23 @@ class App:
         self._put(environment_workers.POOLS, self.environment_pools)
         self.reached = environment_check.Reached()  # when each environment last answered
         self._put(environment_check.REACHED, self.reached)
+        # A turn's thread is given these when it starts (``streaming.TurnParts``): it reaches no slot in use.
+        parts = streaming.TurnParts(
+            store=self.store,
+            workers=self.workers,
+            agents=self.agents,
+            environment_pools=self.environment_pools,
+            process_watch=self.process_watch,
+            reached=self.reached,
+        )
+        self.work = streaming.Work(parts)
+        # Each hears with this app's objects; the goal loop after the queue: a queued message goes first.
+        self.work.on_turn_end(functools.partial(turn_queue.drain, work=self.work, turns=self.turns))
+        after_turn = functools.partial(
+            goal_loop.after_turn, locks=self.goal_locks, work=self.work, turns=self.turns
+        )
+        self.work.on_turn_end(after_turn)
+        self._put(streaming.WORK, self.work)
         self.discovery = mcp_servers.Discovery()  # the MCP servers' tools
         self._put(mcp_servers.DISCOVERY, self.discovery)
         self.cron_ticker = cron_ticker.CronTicker()  # the scheduler child
@@ -149,7 +158,7 @@ class App:
         self.feed.close()  # the sidebar feeds end; the tabs reconnect to the next server
         self.agent_watch.stop()
         try:
-            streaming.shutdown()
+            streaming.shutdown(work=self.work, turns=self.turns, store=self.store)
         except Exception:  # noqa: BLE001
             streaming.log.exception("stopping live turns failed")
         self.workers.stop()  # after the turns settled: no agent worker outlives the server
