@@ -136,6 +136,15 @@ def test_what_follows_a_turn_is_wired_by_the_app_alone(app):
     assert streaming.Work()._turn_end_listeners == []  # noqa: SLF001 - nothing registered at import
     listeners = app.work._turn_end_listeners  # noqa: SLF001
     assert [(heard.func, heard.keywords) for heard in listeners] == [  # each hears with its app's objects
-        (turn_queue.drain, {"work": app.work, "turns": app.turns}),
-        (goal_loop.after_turn, {"locks": app.goal_locks, "work": app.work, "turns": app.turns}),
+        (turn_queue.drain, {"work": app.work, "turns": app.turns, "store": app.store}),
+        (
+            goal_loop.after_turn,
+            {
+                "locks": app.goal_locks,
+                "work": app.work,
+                "turns": app.turns,
+                "store": app.store,
+                "workers": app.workers,
+            },
+        ),
     ]

@@ -120,7 +120,7 @@ def test_a_handler_outside_a_server_is_served_by_what_is_in_use(app, monkeypatch
 
     answered = []
     monkeypatch.setattr(routes_control, "j", lambda handler, payload: answered.append(payload))
-    monkeypatch.setattr(approvals.session_lookup, "load_session", lambda sid: None)
+    monkeypatch.setattr(approvals.session_lookup, "load_session", lambda sid, store=None: None)
     routes_control._handle_approval_yolo(_Bare(), {"session_id": "s1", "enabled": True})  # noqa: SLF001
     assert answered[-1]["yolo"] is True and "s1" in app.yolo  # the app in use's switches
 

@@ -13,7 +13,7 @@ from api.agent.agent_events import OnEvent
 from api.agent.questions import ANSWERED, CANCELLED, STOPPED, TIMEOUT, Question, Questions
 from api.rules.errors import BadRequest
 from api.store import config as _config
-from api.store import session_lookup
+from api.store import models, session_lookup
 from api.store.in_use import InUse
 
 RESPONSE_MAX_CHARS = 20_000
@@ -58,6 +58,8 @@ def respond(
     return {"ok": True, "clarify_id": clarify_id}
 
 
-def pending(session_id: str, *, questions: Questions | None = None) -> dict[str, Any]:
-    session_lookup.load_session(session_id)
+def pending(
+    session_id: str, *, questions: Questions | None = None, store: models.Store | None = None
+) -> dict[str, Any]:
+    session_lookup.load_session(session_id, store=store)
     return {"pending": QUESTIONS.get(questions).pending(session_id)}

@@ -110,9 +110,16 @@ class App:
         )
         self.work = streaming.Work(parts)
         # Each hears with this app's objects; the goal loop after the queue: a queued message goes first.
-        self.work.on_turn_end(functools.partial(turn_queue.drain, work=self.work, turns=self.turns))
+        self.work.on_turn_end(
+            functools.partial(turn_queue.drain, work=self.work, turns=self.turns, store=self.store)
+        )
         after_turn = functools.partial(
-            goal_loop.after_turn, locks=self.goal_locks, work=self.work, turns=self.turns
+            goal_loop.after_turn,
+            locks=self.goal_locks,
+            work=self.work,
+            turns=self.turns,
+            store=self.store,
+            workers=self.workers,
         )
         self.work.on_turn_end(after_turn)
         self._put(streaming.WORK, self.work)

@@ -23,6 +23,7 @@ from api.rules.errors import ApiError, BadRequest, redact_paths
 from api.services import environments
 from api.services.workspace import PATH_MAX_CHARS
 from api.store import config as _config
+from api.store import models
 from api.store.in_use import InUse
 
 log = logging.getLogger("talaria.environments")
@@ -161,9 +162,10 @@ def _start_folder(name: str, entry: dict[str, Any]) -> str | None:
     return remote_folder(name, "~") if entry.get("backend") == "ssh" else None
 
 
-def set_for_session(sid: str, name: Any) -> dict[str, Any]:
-    """Choose a session's environment; over SSH its start folder is the login's home, checked there now."""
-    return environments.set_for_session(sid, name, _start_folder)
+def set_for_session(sid: str, name: Any, *, store: models.Store | None = None) -> dict[str, Any]:
+    """Choose a session's environment (of ``store``, the caller's app's); over SSH its start folder is the
+    login's home, checked there now."""
+    return environments.set_for_session(sid, name, _start_folder, store=store)
 
 
 def test_connection(name: Any) -> dict[str, Any]:
