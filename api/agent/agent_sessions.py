@@ -117,10 +117,11 @@ def agent_sessions(
     return out
 
 
-def agent_session(sid: str) -> dict[str, Any] | None:
+def agent_session(sid: str, *, store: models.Store | None = None) -> dict[str, Any] | None:
     """A read-only agent conversation with every segment's messages, or None (no state.db, no such
-    session, deleted here)."""
-    if sid in tombstones.read_deleted_ids(session_dir()):
+    session, deleted here: in ``store``'s folder, the caller's app's)."""
+    home = models.store(store)
+    if sid in tombstones.read_deleted_ids(home.session_dir, home.tombstones):
         return None
     try:
         segments, messages = state_db.lineage_messages(sid)

@@ -83,9 +83,15 @@ def decision(question: Question) -> tuple[str, str | None]:
 
 
 def ask(
-    session_id: str, emit: OnEvent, data: dict[str, Any], interrupted: Callable[[], bool]
+    session_id: str,
+    emit: OnEvent,
+    data: dict[str, Any],
+    interrupted: Callable[[], bool],
+    *,
+    questions: Questions | None = None,
 ) -> tuple[str, str | None]:
-    """Show the flagged command to the person and block until it is decided: ``(choice, deny_reason)``.
+    """Show the flagged command to the person and block until it is decided: ``(choice, deny_reason)``;
+    ``questions`` are the turn's app's open approvals (those in use when None).
 
     A command that cannot be shown as it runs is denied at once, and the turn says so."""
     command = shown_command(data)
@@ -101,7 +107,7 @@ def ask(
         "allow_permanent": data.get("allow_permanent") is not False,
     }
     timeout_s = float(_config.setting("approval_timeout"))
-    question = QUESTIONS.get().ask(session_id, payload, timeout_s, emit, interrupted, _resolution)
+    question = QUESTIONS.get(questions).ask(session_id, payload, timeout_s, emit, interrupted, _resolution)
     return decision(question)
 
 

@@ -35,12 +35,15 @@ def ask(
     question_text: str,
     choices: list[Any] | None,
     interrupted: Callable[[], bool],
+    *,
+    questions: Questions | None = None,
 ) -> str:
-    """Put the agent's question to the person and block: their answer, or a plain "no answer" text."""
+    """Put the agent's question to the person (among ``questions``, the turn's app's; those in use when None)
+    and block: their answer, or a plain "no answer" text."""
     offered = [str(c) for c in choices] if choices else None
     payload = {"question": str(question_text or ""), "choices": offered}
     timeout_s = float(_config.setting("clarify_timeout"))
-    question = QUESTIONS.get().ask(session_id, payload, timeout_s, emit, interrupted)
+    question = QUESTIONS.get(questions).ask(session_id, payload, timeout_s, emit, interrupted)
     return str(question.answer) if question.outcome == ANSWERED else no_answer_text(question)
 
 

@@ -107,6 +107,9 @@ class App:
             environment_pools=self.environment_pools,
             process_watch=self.process_watch,
             reached=self.reached,
+            approvals=self.approvals,
+            clarify=self.clarify,
+            yolo=self.yolo,
         )
         self.work = streaming.Work(parts)
         # Each hears with this app's objects; the goal loop after the queue: a queued message goes first.

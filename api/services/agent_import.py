@@ -54,13 +54,15 @@ def import_agent_session(
     lock: threading.Lock | None = None,
     agent_rows: AgentRows | None = None,
     store: models.Store | None = None,
+    watch: agent_watch.AgentWatch | None = None,
 ) -> dict[str, Any]:
     """The Talaria session continuing agent conversation ``sid`` (made now, or the one made before), under
-    ``lock``; ``agent_rows`` lists the agent's sessions again (both the app's; those in use when None)."""
+    ``lock``; ``agent_rows`` lists the agent's sessions again and ``watch`` lists them anew (the app's; those in use
+    when None)."""
     if not is_safe_session_id(sid):
         raise NotFound("Session not found")
     with IMPORT_LOCK.get(lock):
-        agent = agent_session(sid)
+        agent = agent_session(sid, store=store)
         if agent is None:
             raise NotFound("Session not found")
         segments = agent["agent_segments"]
@@ -80,5 +82,6 @@ def import_agent_session(
             store=store,
         )
     forget_agent_rows(agent_rows)
-    agent_watch.poke()  # every tab's sidebar drops the agent's row for the continued one
+    # Every tab's sidebar drops the agent's row for the continued one.
+    agent_watch.WATCH.get(watch).poke()
     return session_payload

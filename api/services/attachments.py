@@ -122,14 +122,14 @@ def candidate_names(name: str) -> Iterator[str]:
         yield f"{stem}-{n}{ext}"
 
 
-def _write_into_uploads(workspace: Path, name: str, raw: bytes) -> str:
+def _write_into_uploads(workspace: Path, name: str, raw: bytes, swept: atomic.Swept) -> str:
     """The name ``raw`` was stored under in the uploads folder. A folder removed while it is written
     (another process renaming a folder over it) takes no file, so the write is tried again in the
     folder that name holds now, a few times, and then refused."""
     for _ in range(_FOLDER_ATTEMPTS):
         folder_fd = _uploads_folder(workspace)
         try:
-            atomic.sweep_once(workspace / UPLOADS, folder_fd)
+            atomic.sweep_once(workspace / UPLOADS, folder_fd, swept)
             return atomic.write_new_durable(folder_fd, candidate_names(name), raw)
         except FileNotFoundError:
             continue
@@ -147,7 +147,7 @@ def store_attachment(
     clean = safe_name(name)
     raw = decode(data, limit)
     kind, content_type = classify(clean, raw)
-    target = workspace / UPLOADS / _write_into_uploads(workspace, clean, raw)
+    target = workspace / UPLOADS / _write_into_uploads(workspace, clean, raw, models.store(store).swept)
     relative = target.relative_to(workspace).as_posix()
     return {
         "path": relative,

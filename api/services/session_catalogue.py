@@ -166,7 +166,7 @@ def delete_session(
             turn_journal.live_turn_for(sid, turns=turns) is not None
         ):  # a turn left pending on disk does not count
             raise Conflict("Session is still streaming; stop the turn before deleting it.")
-        tombstones.add_deleted(folder, sid)
+        tombstones.add_deleted(folder, sid, models.store(store).tombstones)
         dest = _new_trash_folder(sid, store)
         for path in (
             live,
@@ -210,7 +210,7 @@ def restore_deleted(token: Any, *, store: models.Store | None = None) -> dict[st
         _move_durable(src / f"{sid}.json", folder / f"{sid}.json")
         atomic.fsync_dir(folder)
         atomic.fsync_dir(src)
-        tombstones.remove_deleted(folder, sid)
+        tombstones.remove_deleted(folder, sid, models.store(store).tombstones)
         try:
             src.rmdir()
             atomic.fsync_dir(src.parent)

@@ -154,7 +154,7 @@ def _export_source(sid: str, store: models.Store | None) -> dict[str, Any]:
     try:
         return load_session(sid, store=store).to_payload()
     except NotFound:
-        agent = agent_session(sid)
+        agent = agent_session(sid, store=store)
         if agent is None:
             raise
         return agent

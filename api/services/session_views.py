@@ -115,7 +115,7 @@ def get_session_payload(
     try:
         session = load_session(sid, store=store)
     except NotFound:
-        agent = agent_session(sid)
+        agent = agent_session(sid, store=store)
         if agent is None:
             raise
         messages = agent.pop("messages")

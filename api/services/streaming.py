@@ -212,7 +212,7 @@ def _run_turn(
                 live_render,
                 persist_text=message,
                 persist_timestamp=user_ts,
-                scope=turn_scope.for_turn(session, turn.append),
+                scope=turn_scope.for_turn(session, turn.append, asking=parts.asking),
             )
             turn.runner = runner
             if turn.cancel_requested:
@@ -288,7 +288,7 @@ def _start_in_worker(
     pool = parts.workers
     if where is not None:
         pool = environment_workers.pool_for(*where, pools=parts.environment_pools)
-    scope = turn_scope.for_turn(session, turn.append, folder)
+    scope = turn_scope.for_turn(session, turn.append, folder, asking=parts.asking)
     runner = worker_pool.start_turn(
         session, message, turn.image_paths, history, user_ts, live_render, scope, pool
     )
@@ -538,10 +538,14 @@ def _auto_title(session: models.Session) -> str | None:
 
 
 def cancel_turn(
-    stream_id: str | None = None, session_id: str | None = None, *, turns: LiveTurns | None = None
+    stream_id: str | None = None,
+    session_id: str | None = None,
+    *,
+    turns: LiveTurns | None = None,
+    work: Work | None = None,
 ) -> dict[str, Any]:
-    """Stop the turn ``stream_id`` (else the session's live one) among ``turns`` (the app's; those in use when
-    None)."""
+    """Stop the turn ``stream_id`` (else the session's live one) among ``turns``, settling its questions among
+    ``work``'s (both the app's; those in use when None)."""
     held = turn_journal.TURNS.get(turns)
     turn = held.get_turn(stream_id) if stream_id else held.live_turn_for(session_id or "")
     if turn is None:
@@ -553,7 +557,7 @@ def cancel_turn(
     # ahead of the deny, so the agent never goes on to its next model call.
     if turn.runner is not None:
         turn.runner.interrupt("Stopped by the user")
-    turn_scope.cancel(turn.session_id)
+    turn_scope.cancel(turn.session_id, asking=WORK.get(work).parts().asking)
     return {"ok": True}
 
 
@@ -566,8 +570,9 @@ def shutdown(
 ) -> None:
     """Stop the live turns among ``turns`` (with ``work`` and ``store``, the app's; those in use when None):
     interrupt them, give them ``timeout`` to settle, then mark the rest interrupted."""
-    WORK.get(work).shutting_down.set()
-    turn_scope.stop_all()
+    work = WORK.get(work)
+    work.shutting_down.set()
+    turn_scope.stop_all(asking=work.parts().asking)
     live = turn_journal.TURNS.get(turns).live_turns()
     for turn in live:
         turn.stopped_by_shutdown = True

@@ -122,7 +122,9 @@ def send(
     if note:
         answer["note"] = note
     if mode == "interrupt" and live is not None:
-        streaming.cancel_turn(stream_id=live.stream_id, turns=turns)  # the turn's end runs the queue
+        streaming.cancel_turn(
+            stream_id=live.stream_id, turns=turns, work=work
+        )  # the turn's end runs the queue
     started = drain(session_id, work=work, turns=turns, store=store)
     if started:
         answer["stream_id"] = started

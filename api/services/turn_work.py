@@ -9,7 +9,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from api.agent import agent_pool, process_cards, worker_pool
+from api.agent import agent_pool, approvals, clarify, process_cards, worker_pool
+from api.agent.questions import Questions
 from api.agent.turn_journal import Turn
 from api.services import environment_check, environment_workers
 from api.store import models
@@ -21,7 +22,8 @@ log = logging.getLogger("talaria.streaming")
 @dataclass(frozen=True)
 class TurnParts:
     """The app's objects a turn's thread uses: its session store, agent worker processes, idle agents, each
-    environment's workers, the watch of background processes and when each environment last answered."""
+    environment's workers, the watch of background processes, when each environment last answered, and its
+    open approvals and clarify questions and "don't ask again" switches."""
 
     store: models.Store
     workers: worker_pool.WorkerPool
@@ -29,6 +31,14 @@ class TurnParts:
     environment_pools: environment_workers.EnvironmentPools
     process_watch: process_cards.ProcessWatch
     reached: environment_check.Reached
+    approvals: Questions
+    clarify: Questions
+    yolo: set[str]
+
+    @property
+    def asking(self) -> tuple[Questions, Questions, set[str]]:
+        """The questions and switches the agent's approvals and questions go through (``turn_scope``)."""
+        return self.approvals, self.clarify, self.yolo
 
     @classmethod
     def in_use(cls) -> TurnParts:
@@ -40,6 +50,9 @@ class TurnParts:
             environment_pools=environment_workers.POOLS.get(),
             process_watch=process_cards.WATCH.get(),
             reached=environment_check.REACHED.get(),
+            approvals=approvals.QUESTIONS.get(),
+            clarify=clarify.QUESTIONS.get(),
+            yolo=approvals.YOLO.get(),
         )
 
 

@@ -229,7 +229,7 @@ def save_file(
             },
             yours=content,
         )
-    atomic.sweep_once(path.parent)
+    atomic.sweep_once(path.parent, swept=models.store(store).swept)
     atomic.write_bytes_durable(path, data)
     return {
         "path": relative_path(workspace, path),

@@ -211,7 +211,7 @@ def upload(
     )
     folder_fd = _folder_fd(workspace, folder)
     try:
-        atomic.sweep_once(folder, folder_fd)
+        atomic.sweep_once(folder, folder_fd, models.store(store).swept)
         stored = atomic.write_new_durable(folder_fd, names(), raw)
     except FileExistsError:
         raise Conflict(f"{clean} already exists in this folder", exists=True, name=clean) from None

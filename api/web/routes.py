@@ -266,7 +266,11 @@ def _handle_session_import_cli(handler: BaseHTTPRequestHandler, body: dict[str, 
         handler,
         {
             "session": agent_import.import_agent_session(
-                _sid(body), lock=app.import_lock, agent_rows=app.agent_rows, store=app.store
+                _sid(body),
+                lock=app.import_lock,
+                agent_rows=app.agent_rows,
+                store=app.store,
+                watch=app.agent_watch,
             )
         },
     )
@@ -380,11 +384,12 @@ def _handle_chat_stream(handler: BaseHTTPRequestHandler, query: dict[str, Any]) 
 
 
 def _handle_chat_cancel(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    stream_id, turns = body.get("stream_id"), app_of(handler).turns
+    stream_id, app = body.get("stream_id"), app_of(handler)
     if stream_id is not None:
-        j(handler, streaming.cancel_turn(stream_id=require_session_id(stream_id, "stream_id"), turns=turns))
+        stream_id = require_session_id(stream_id, "stream_id")
+        j(handler, streaming.cancel_turn(stream_id=stream_id, turns=app.turns, work=app.work))
         return
-    j(handler, streaming.cancel_turn(session_id=_sid(body), turns=turns))
+    j(handler, streaming.cancel_turn(session_id=_sid(body), turns=app.turns, work=app.work))
 
 
 # ---------------------------------------------------------------------- auth (api.web.auth)
