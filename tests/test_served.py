@@ -242,3 +242,24 @@ def test_a_turn_through_one_app_saves_its_rows_in_that_apps_store_only(two_serve
     assert _on_disk(second, sid) == theirs  # the other app's copy never sees the turn
     payload = json.loads(_get(second_port, f"/api/session?session_id={sid}")[1])["session"]
     assert payload["messages"] == [] and payload["title"] == "app 1"
+
+
+def test_a_turn_live_in_one_app_holds_back_edits_there_only(two_served, tmp_path):
+    (first, first_port), (second, second_port) = two_served
+    rows = [{"role": "user", "content": "one", "timestamp": 1.0}]
+    sid = _same_session_in_both(two_served, tmp_path, messages=rows)
+    turn = Turn("b" * 32, sid, "hello", time.time())
+    first.turns.start(turn)
+    try:
+        for path, body in (
+            ("/api/session/truncate", {"session_id": sid, "keep_count": 0}),
+            ("/api/session/delete", {"session_id": sid}),
+        ):
+            assert _post(first_port, path, body)[0] == 409  # streaming in the first app
+        assert _on_disk(first, sid)["messages"] == rows
+        assert _post(second_port, "/api/session/truncate", {"session_id": sid, "keep_count": 0})[0] == 200
+        assert _post(second_port, "/api/session/delete", {"session_id": sid})[0] == 200
+        assert _on_disk(second, sid) is None and _on_disk(first, sid)["messages"] == rows
+    finally:
+        turn.finish()
+        first.turns.end(turn)
