@@ -115,6 +115,7 @@ def test_a_handler_outside_a_server_is_served_by_what_is_in_use(app, monkeypatch
     assert served.turns is turn_journal.TURNS.get() is app.turns
     assert served.jobs is compression.JOBS.get() is app.jobs and served.feed is session_feed.changes()
     assert served.store is models.store() is app.store and served.approvals is app.approvals
+    assert served.indexing is app.indexing and served.work is app.work
     with pytest.raises(AttributeError):
         _ = served.no_such_part
 
