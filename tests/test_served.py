@@ -264,3 +264,17 @@ def test_a_turn_live_in_one_app_holds_back_edits_there_only(two_served, tmp_path
     finally:
         turn.finish()
         first.turns.end(turn)
+
+
+def test_the_sidebar_says_streaming_for_a_turn_of_the_app_that_serves_it(two_served, tmp_path):
+    (first, first_port), (second, second_port) = two_served
+    turn = Turn("c" * 32, "shared", "hello", time.time())
+    first.turns.start(turn)
+    try:
+        _same_session_in_both(two_served, tmp_path, active_stream_id=turn.stream_id)
+        for port, streaming in ((first_port, True), (second_port, False)):
+            rows = json.loads(_get(port, "/api/sessions")[1])["sessions"]
+            assert [row.get("is_streaming", False) for row in rows] == [streaming]
+    finally:
+        turn.finish()
+        first.turns.end(turn)

@@ -69,6 +69,7 @@ class App:
         self._replaced: list[tuple[InUse[Any], Any]] = []  # what was in use before, for ``release``
         self.turns = turn_journal.LiveTurns()
         self._put(turn_journal.TURNS, self.turns)
+        self.store.turn_is_live = self._turn_is_live  # the sidebar row says "streaming" for this app's turns
         self.jobs = compression.Jobs()
         self._put(compression.JOBS, self.jobs)
         self.approvals = Questions("approval")  # open approval questions
@@ -137,6 +138,9 @@ class App:
         self._put(search_indexer.INDEXING, self.indexing)
         self.store.index.add_listener(self.indexing.note_changed, self.indexing.note_reset)
         _store.use(self.store)
+
+    def _turn_is_live(self, session_id: str) -> bool:
+        return self.turns.live_turn_for(session_id) is not None
 
     def _put(self, slot: InUse[Any], value: Any) -> None:
         self._replaced.append((slot, slot.use(value)))
