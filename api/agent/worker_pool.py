@@ -431,7 +431,7 @@ def start_turn(
         "yolo": scope.yolo,
     }
     runner = RemoteRunner(request, on_event, scope)
-    (pool or POOL.get()).start(runner)
+    POOL.get(pool).start(runner)
     return runner
 
 
