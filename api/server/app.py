@@ -80,7 +80,9 @@ class App:
         self._put(clarify.QUESTIONS, self.clarify)
         self.process_watch = process_cards.ProcessWatch()  # background processes outliving their turn
         self._put(process_cards.WATCH, self.process_watch)
-        self.agent_rows = session_views.AgentRows()  # the agent's sessions the first page showed last
+        self.agent_rows = session_views.AgentRows(
+            self.store
+        )  # the agent's sessions the first page showed last
         self._put(session_views.AGENT_ROWS, self.agent_rows)
         self.import_lock = threading.Lock()  # one continuation of an agent's conversation at a time
         self._put(agent_import.IMPORT_LOCK, self.import_lock)
@@ -164,7 +166,7 @@ class App:
         elif self.settings["warm_up"]:
             self.agents.start_warm_up(agent_pool.latest_spec)
         self.discovery.start()
-        self.agent_watch.start()
+        self.agent_watch.start(store=self.store, feed=self.feed, agent_rows=self.agent_rows)
         self.cron_ticker.start()
 
     def stop_work(self) -> None:

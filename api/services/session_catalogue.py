@@ -313,15 +313,15 @@ def search_sessions(
         if len(out) >= SEARCH_MAX_RESULTS:
             break
     if content and len(out) < SEARCH_MAX_RESULTS:
-        out.extend(_agent_matches(needle, SEARCH_MAX_RESULTS - len(out)))
+        out.extend(_agent_matches(needle, SEARCH_MAX_RESULTS - len(out), store))
     return {"sessions": out}
 
 
-def _agent_matches(needle: str, limit: int) -> list[dict[str, Any]]:
+def _agent_matches(needle: str, limit: int, store: models.Store | None) -> list[dict[str, Any]]:
     """The agent's own conversations whose messages hold ``needle`` (found through its full-text index),
     as read-only match rows."""
     out = []
-    for found in agent_sessions.sessions_matching(needle, limit):
+    for found in agent_sessions.sessions_matching(needle, limit, store=store):
         match = find_in_messages(found.pop("messages"), needle)
         if match is not None:
             out.append({**found, "session_id": found["id"], "match": match})

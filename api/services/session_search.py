@@ -188,7 +188,7 @@ def _from_index(
         out.append({**row, "match": match})
     more = len(page) > limit
     if offset == 0 and len(out) < limit:
-        out.extend(_agent_matches(query, words, filters, limit - len(out)))
+        out.extend(_agent_matches(query, words, filters, limit - len(out), store))
     return out, more
 
 
@@ -203,13 +203,15 @@ def _reader_snippet(hit: Hit, words: list[str]) -> str:
     return hit.snippet
 
 
-def _agent_matches(query: Query, words: list[str], filters: Filters, limit: int) -> list[dict[str, Any]]:
+def _agent_matches(
+    query: Query, words: list[str], filters: Filters, limit: int, store: models.Store | None
+) -> list[dict[str, Any]]:
     """The agent's own conversations holding every wanted word (its full-text index, read-only)."""
     needle = " ".join(words)
     if not needle:
         return []
     out = []
-    for found in agent_sessions.sessions_matching(needle, limit):
+    for found in agent_sessions.sessions_matching(needle, limit, store=store):
         messages = found.pop("messages")
         row = {**found, "session_id": found["id"], "read_only": True}
         if not _passes(row, filters):

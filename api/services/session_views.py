@@ -132,7 +132,7 @@ def list_sessions(*, store: models.Store | None = None) -> dict[str, Any]:
     talaria = {row["session_id"] for row in rows}
     return {
         "sessions": rows,
-        "agent_sessions": agent_sessions(talaria.__contains__, continued_agent_ids(rows)),
+        "agent_sessions": agent_sessions(talaria.__contains__, continued_agent_ids(rows), store=store),
     }
 
 
@@ -142,10 +142,11 @@ AGENT_ROWS_MAX_AGE_S = 2.0
 
 
 class AgentRows:
-    """The agent's rows the first page showed last, and when they were read. The app owns one
-    (``App.agent_rows``), put in use."""
+    """The agent's rows the first page showed last (those not continued in ``store``, the app's; the store in
+    use when None), and when they were read. The app owns one (``App.agent_rows``), put in use."""
 
-    def __init__(self) -> None:
+    def __init__(self, store: models.Store | None = None) -> None:
+        self._store = store
         self._at = -AGENT_ROWS_MAX_AGE_S
         self._rows: list[dict[str, Any]] = []
         self._lock = threading.Lock()
@@ -153,7 +154,7 @@ class AgentRows:
     def recent(self) -> list[dict[str, Any]]:
         with self._lock:
             if time.monotonic() - self._at >= AGENT_ROWS_MAX_AGE_S:
-                self._rows = agent_sessions()
+                self._rows = agent_sessions(store=self._store)
                 self._at = time.monotonic()
             return self._rows
 
