@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from api.agent import approvals, turn_journal
+from api.agent import agent_runtime, approvals, turn_journal
 from api.agent.turn_journal import Turn
 from api.server import app_server
 from api.server.app import App
@@ -221,6 +221,7 @@ def _stream_until_done(port, stream_id):
 
 def test_a_turn_through_one_app_saves_its_rows_in_that_apps_store_only(two_served, tmp_path, monkeypatch):
     scripted_turns.install(monkeypatch)
+    monkeypatch.setattr(agent_runtime, "generate_title", lambda *args, **kwargs: "Titled in one")  # no LLM
     monkeypatch.setitem(config.SETTINGS_VALUES, "workspace_roots", str(tmp_path))
     (first, first_port), (second, second_port) = two_served
     sid = _same_session_in_both(two_served, tmp_path, model="fake")
@@ -240,6 +241,10 @@ def test_a_turn_through_one_app_saves_its_rows_in_that_apps_store_only(two_serve
     assert not mine.get("active_stream_id") and not mine.get("pending_user_message")
     row = json.loads(_get(first_port, "/api/sessions")[1])["sessions"][0]
     assert row["session_id"] == sid and row["message_count"] == 2
+    deadline = time.time() + 10
+    while _on_disk(first, sid)["title"] != "Titled in one" and time.time() < deadline:
+        time.sleep(0.02)  # the title is written by a thread of its own after the turn
+    assert _on_disk(first, sid)["title"] == "Titled in one"
     assert _on_disk(second, sid) == theirs  # the other app's copy never sees the turn
     payload = json.loads(_get(second_port, f"/api/session?session_id={sid}")[1])["session"]
     assert payload["messages"] == [] and payload["title"] == "app 1"
@@ -278,3 +283,21 @@ def test_the_sidebar_says_streaming_for_a_turn_of_the_app_that_serves_it(two_ser
     finally:
         turn.finish()
         first.turns.end(turn)
+
+
+def test_a_compression_job_through_one_app_reads_that_apps_session(two_served):
+    (first, first_port), (second, second_port) = two_served
+    rows = [{"role": "user", "content": "one", "timestamp": 1.0}]
+    first.store.create(models.Session(session_id="only-one", title="one", messages=rows))
+    assert _post(second_port, "/api/session/compress/start", {"session_id": "only-one"})[0] == 404
+    status, started = _post(first_port, "/api/session/compress/start", {"session_id": "only-one"})
+    assert status == 200 and started["status"] == "running"
+    deadline = time.time() + 10
+    job = {}
+    while time.time() < deadline:
+        job = json.loads(_get(first_port, "/api/session/compress/status?session_id=only-one")[1])
+        if job["status"] != "running":
+            break
+        time.sleep(0.02)
+    # The job's thread found the session in the first app's store: too short to compress, not unknown.
+    assert job["status"] == "error" and job["http_status"] == 400 and "Not enough" in job["error"]
