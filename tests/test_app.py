@@ -29,7 +29,7 @@ from api.services import (
     streaming,
     turn_queue,
 )
-from api.store import atomic, models, state_db, tombstones
+from api.store import atomic, models, session_store, state_db, tombstones
 
 
 def test_an_app_puts_its_own_live_state_in_use(app):
@@ -148,3 +148,16 @@ def test_what_follows_a_turn_is_wired_by_the_app_alone(app):
             },
         ),
     ]
+
+
+def test_a_released_app_leaves_its_store_asking_the_turns_in_use(tmp_path):
+    previous = session_store.in_use()
+    kept = session_store.Store(tmp_path, models.Session)
+    app = App(store=kept)
+    try:
+        assert kept.turn_is_live is not None and not kept.turn_is_live("s1")
+    finally:
+        app.close()
+        app.release()
+        session_store.use(previous)
+    assert kept.turn_is_live is None

@@ -152,6 +152,10 @@ class App:
         while self._replaced:
             slot, previous = self._replaced.pop()
             slot.use(previous)
+        if (
+            self.store.turn_is_live == self._turn_is_live
+        ):  # a store that outlives its app asks the turns in use
+            self.store.turn_is_live = None
 
     def start(self) -> None:
         """The background services, after startup recovery: the search index checked against the files, the
