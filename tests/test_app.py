@@ -29,7 +29,7 @@ from api.services import (
     streaming,
     turn_queue,
 )
-from api.store import atomic, models, state_db, tombstones
+from api.store import atomic, models, session_store, state_db, tombstones
 
 
 def test_an_app_puts_its_own_live_state_in_use(app):
@@ -136,6 +136,28 @@ def test_what_follows_a_turn_is_wired_by_the_app_alone(app):
     assert streaming.Work()._turn_end_listeners == []  # noqa: SLF001 - nothing registered at import
     listeners = app.work._turn_end_listeners  # noqa: SLF001
     assert [(heard.func, heard.keywords) for heard in listeners] == [  # each hears with its app's objects
-        (turn_queue.drain, {"work": app.work, "turns": app.turns}),
-        (goal_loop.after_turn, {"locks": app.goal_locks, "work": app.work, "turns": app.turns}),
+        (turn_queue.drain, {"work": app.work, "turns": app.turns, "store": app.store}),
+        (
+            goal_loop.after_turn,
+            {
+                "locks": app.goal_locks,
+                "work": app.work,
+                "turns": app.turns,
+                "store": app.store,
+                "workers": app.workers,
+            },
+        ),
     ]
+
+
+def test_a_released_app_leaves_its_store_asking_the_turns_in_use(tmp_path):
+    previous = session_store.in_use()
+    kept = session_store.Store(tmp_path, models.Session)
+    app = App(store=kept)
+    try:
+        assert kept.turn_is_live is not None and not kept.turn_is_live("s1")
+    finally:
+        app.close()
+        app.release()
+        session_store.use(previous)
+    assert kept.turn_is_live is None

@@ -122,10 +122,10 @@ def test_an_uploads_folder_replaced_while_written_takes_the_upload_in_the_folder
     (other / "kept.txt").write_text("kept")
     sweep = atomic.sweep_once
 
-    def replace_then_sweep(folder, folder_fd):
+    def replace_then_sweep(folder, folder_fd, swept=None):
         if other.exists():
             os.rename(other, workspace / "uploads")
-        sweep(folder, folder_fd)
+        sweep(folder, folder_fd, swept)
 
     monkeypatch.setattr(atomic, "sweep_once", replace_then_sweep)
     stored = attachments.store_attachment("att", "chart.png", b64(PNG))

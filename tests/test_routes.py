@@ -108,7 +108,7 @@ def test_compress_validates_session_id_first(body, message, monkeypatch):
 def test_compress_passes_the_result_and_the_topic_through(monkeypatch):
     calls = []
 
-    def fake(sid, focus):
+    def fake(sid, focus, **parts):  # parts: the app's store, live turns and workers
         calls.append((sid, focus))
         return {"ok": True, "session": {"session_id": sid}, "summary": {}, "focus_topic": focus}
 
@@ -118,7 +118,7 @@ def test_compress_passes_the_result_and_the_topic_through(monkeypatch):
 
 
 def failing(exc: Exception):
-    def manual_compress(sid, focus):
+    def manual_compress(sid, focus, **parts):
         raise exc
 
     return manual_compress

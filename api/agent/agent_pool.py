@@ -89,17 +89,18 @@ def _build(spec: dict[str, Any]) -> Any:
     )
 
 
-def take(session: models.Session) -> tuple[str, Any]:
-    """``(key, agent)`` for a turn of ``session``: the idle one (waiting for one being warmed), else new."""
-    return take_spec(spec_for(session))
+def take(session: models.Session, *, agents: IdleAgents | None = None) -> tuple[str, Any]:
+    """``(key, agent)`` for a turn of ``session``: the idle one among ``agents`` (the caller's app's; those in
+    use when None; waiting for one being warmed), else new."""
+    return take_spec(spec_for(session), agents=agents)
 
 
-def take_spec(spec: dict[str, Any]) -> tuple[str, Any]:
+def take_spec(spec: dict[str, Any], *, agents: IdleAgents | None = None) -> tuple[str, Any]:
     """``(key, agent)`` for a turn of the session ``spec`` describes (``spec_for``)."""
-    return AGENTS.get().take_spec(spec)
+    return AGENTS.get(agents).take_spec(spec)
 
 
-def release(key: str, agent: Any, runner: Any, stopped: bool) -> None:
+def release(key: str, agent: Any, runner: Any, stopped: bool, *, agents: IdleAgents | None = None) -> None:
     """Back to the pool once its turn has ended, unless the turn was stopped: then it is closed.
 
     A stopped agent can still have a model call in flight (the HTTP client retries an abandoned
@@ -108,7 +109,7 @@ def release(key: str, agent: Any, runner: Any, stopped: bool) -> None:
     """
     done = runner is None or runner.done.is_set() or runner.done.wait(STOP_WAIT_S)
     if done and not stopped:
-        give_back(key, agent)
+        give_back(key, agent, agents=agents)
         return
     if not done:
         log.warning("an agent did not stop within %.0f s; closing it", STOP_WAIT_S)
@@ -116,8 +117,8 @@ def release(key: str, agent: Any, runner: Any, stopped: bool) -> None:
     agent_runtime.close_agent(agent)
 
 
-def give_back(key: str, agent: Any) -> None:
-    AGENTS.get().give_back(key, agent)
+def give_back(key: str, agent: Any, *, agents: IdleAgents | None = None) -> None:
+    AGENTS.get(agents).give_back(key, agent)
 
 
 def forget_idle_agents() -> None:

@@ -8,13 +8,13 @@ sidebar then shows that session, not the agent's rows.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from api.rules.session_fields import is_safe_session_id
 from api.store import models, state_db, tombstones
-from api.store.session_lookup import session_dir
 
 log = logging.getLogger("talaria.admin")
 
@@ -86,10 +86,14 @@ def continued_agent_ids(rows: Iterable[dict[str, Any]]) -> set[str]:
 
 
 def agent_sessions(
-    is_talaria: Callable[[str], bool] = models.has_session_row, continued: set[str] | None = None
+    is_talaria: Callable[[str], bool] | None = None,
+    continued: set[str] | None = None,
+    *,
+    store: models.Store | None = None,
 ) -> list[dict[str, Any]]:
     """Conversations only the agent knows (CLI, other platforms), one row per compression lineage, minus
-    Talaria's own, deleted and continued ones.
+    Talaria's own, deleted and continued ones (those of ``store``, the caller's app's; the store in use when
+    None).
 
     Rows with source ``webui`` are left out too: they are web UI sessions (ours, ids the agent rotated
     during a compaction, or deleted ones), which the recovery audit reports when a sidecar is missing.
@@ -97,11 +101,14 @@ def agent_sessions(
     raw = _raw_agent_sessions()
     if not raw:
         return []
+    home = models.store(store)
+    if is_talaria is None:
+        is_talaria = functools.partial(models.has_session_row, store=home)
     if continued is None:
-        continued = continued_agent_ids(models.sessions_newest_first())
+        continued = continued_agent_ids(models.sessions_newest_first(store=home))
     parents = state_db.compression_parents()
     superseded = set(parents.values())  # a segment that a later one continues is not a row of its own
-    deleted = tombstones.read_deleted_ids(session_dir())
+    deleted = tombstones.read_deleted_ids(home.session_dir, home.tombstones)
     raw_by_id = _by_id(raw)
     out = []
     for item in raw:
@@ -117,10 +124,11 @@ def agent_sessions(
     return out
 
 
-def agent_session(sid: str) -> dict[str, Any] | None:
+def agent_session(sid: str, *, store: models.Store | None = None) -> dict[str, Any] | None:
     """A read-only agent conversation with every segment's messages, or None (no state.db, no such
-    session, deleted here)."""
-    if sid in tombstones.read_deleted_ids(session_dir()):
+    session, deleted here: in ``store``'s folder, the caller's app's)."""
+    home = models.store(store)
+    if sid in tombstones.read_deleted_ids(home.session_dir, home.tombstones):
         return None
     try:
         segments, messages = state_db.lineage_messages(sid)
@@ -149,13 +157,14 @@ def agent_session(sid: str) -> dict[str, Any] | None:
     }
 
 
-def sessions_matching(needle: str, limit: int) -> list[dict[str, Any]]:
-    """Agent conversations (their sidebar rows, as ``agent_sessions`` lists them) holding a message that
-    the agent's full-text index matches with ``needle``, each with its ``messages``; at most ``limit``."""
+def sessions_matching(needle: str, limit: int, *, store: models.Store | None = None) -> list[dict[str, Any]]:
+    """Agent conversations (their sidebar rows, as ``agent_sessions`` lists them for ``store``) holding a
+    message that the agent's full-text index matches with ``needle``, each with its ``messages``; at most
+    ``limit``."""
     hits = state_db.search_session_ids(needle, limit=limit * 4)
     if not hits:
         return []
-    rows = {row["id"]: row for row in agent_sessions()}
+    rows = {row["id"]: row for row in agent_sessions(store=store)}
     parents = state_db.compression_parents()
     children = {parent: child for child, parent in parents.items()}
     out: list[dict[str, Any]] = []
@@ -167,7 +176,7 @@ def sessions_matching(needle: str, limit: int) -> list[dict[str, Any]]:
         if tip in seen or tip not in rows:
             continue
         seen.add(tip)
-        agent = agent_session(tip)
+        agent = agent_session(tip, store=store)
         if agent is not None:
             out.append({**rows[tip], "messages": agent["messages"]})
         if len(out) >= limit:

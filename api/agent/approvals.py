@@ -21,7 +21,7 @@ from api.agent import agent_binding
 from api.agent.agent_events import OnEvent
 from api.agent.questions import ANSWERED, CANCELLED, STOPPED, TIMEOUT, Question, Questions
 from api.rules.errors import ApiError, BadRequest
-from api.store import atomic, session_lookup
+from api.store import atomic, models, session_lookup
 from api.store import config as _config
 from api.store.in_use import InUse
 
@@ -83,9 +83,15 @@ def decision(question: Question) -> tuple[str, str | None]:
 
 
 def ask(
-    session_id: str, emit: OnEvent, data: dict[str, Any], interrupted: Callable[[], bool]
+    session_id: str,
+    emit: OnEvent,
+    data: dict[str, Any],
+    interrupted: Callable[[], bool],
+    *,
+    questions: Questions | None = None,
 ) -> tuple[str, str | None]:
-    """Show the flagged command to the person and block until it is decided: ``(choice, deny_reason)``.
+    """Show the flagged command to the person and block until it is decided: ``(choice, deny_reason)``;
+    ``questions`` are the turn's app's open approvals (those in use when None).
 
     A command that cannot be shown as it runs is denied at once, and the turn says so."""
     command = shown_command(data)
@@ -101,7 +107,7 @@ def ask(
         "allow_permanent": data.get("allow_permanent") is not False,
     }
     timeout_s = float(_config.setting("approval_timeout"))
-    question = QUESTIONS.get().ask(session_id, payload, timeout_s, emit, interrupted, _resolution)
+    question = QUESTIONS.get(questions).ask(session_id, payload, timeout_s, emit, interrupted, _resolution)
     return decision(question)
 
 
@@ -139,11 +145,15 @@ def _allow_always(question: Question) -> None:
 
 
 def pending(
-    session_id: str, *, questions: Questions | None = None, switches: set[str] | None = None
+    session_id: str,
+    *,
+    questions: Questions | None = None,
+    switches: set[str] | None = None,
+    store: models.Store | None = None,
 ) -> dict[str, Any]:
-    """The session's open approvals among ``questions`` and its yolo switch among ``switches`` (the app's;
-    those in use when None)."""
-    session_lookup.load_session(session_id)
+    """The session (of ``store``)'s open approvals among ``questions`` and its yolo switch among ``switches``
+    (the app's; those in use when None)."""
+    session_lookup.load_session(session_id, store=store)
     return {"pending": QUESTIONS.get(questions).pending(session_id), "yolo": yolo(session_id, switches)}
 
 
@@ -151,12 +161,14 @@ def yolo(session_id: str, switches: set[str] | None = None) -> bool:
     return session_id in YOLO.get(switches)
 
 
-def set_yolo(session_id: str, enabled: Any, *, switches: set[str] | None = None) -> dict[str, Any]:
+def set_yolo(
+    session_id: str, enabled: Any, *, switches: set[str] | None = None, store: models.Store | None = None
+) -> dict[str, Any]:
     """The session's explicit "don't ask again" switch among ``switches`` (the app's; those in use when None;
     the agent's session yolo, off until turned on)."""
     if not isinstance(enabled, bool):
         raise BadRequest("enabled must be true or false")
-    session_lookup.load_session(session_id)
+    session_lookup.load_session(session_id, store=store)
     switches = YOLO.get(switches)
     (switches.add if enabled else switches.discard)(session_id)
     agent_binding.apply_session_yolo(session_id, enabled)

@@ -13,7 +13,7 @@ from api.agent.agent_events import OnEvent
 from api.agent.questions import ANSWERED, CANCELLED, STOPPED, TIMEOUT, Question, Questions
 from api.rules.errors import BadRequest
 from api.store import config as _config
-from api.store import session_lookup
+from api.store import models, session_lookup
 from api.store.in_use import InUse
 
 RESPONSE_MAX_CHARS = 20_000
@@ -35,12 +35,15 @@ def ask(
     question_text: str,
     choices: list[Any] | None,
     interrupted: Callable[[], bool],
+    *,
+    questions: Questions | None = None,
 ) -> str:
-    """Put the agent's question to the person and block: their answer, or a plain "no answer" text."""
+    """Put the agent's question to the person (among ``questions``, the turn's app's; those in use when None)
+    and block: their answer, or a plain "no answer" text."""
     offered = [str(c) for c in choices] if choices else None
     payload = {"question": str(question_text or ""), "choices": offered}
     timeout_s = float(_config.setting("clarify_timeout"))
-    question = QUESTIONS.get().ask(session_id, payload, timeout_s, emit, interrupted)
+    question = QUESTIONS.get(questions).ask(session_id, payload, timeout_s, emit, interrupted)
     return str(question.answer) if question.outcome == ANSWERED else no_answer_text(question)
 
 
@@ -58,6 +61,8 @@ def respond(
     return {"ok": True, "clarify_id": clarify_id}
 
 
-def pending(session_id: str, *, questions: Questions | None = None) -> dict[str, Any]:
-    session_lookup.load_session(session_id)
+def pending(
+    session_id: str, *, questions: Questions | None = None, store: models.Store | None = None
+) -> dict[str, Any]:
+    session_lookup.load_session(session_id, store=store)
     return {"pending": QUESTIONS.get(questions).pending(session_id)}

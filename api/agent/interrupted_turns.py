@@ -35,20 +35,24 @@ def interrupted_marker() -> dict[str, Any]:
     }
 
 
-def close_unless_live(session: models.Session, refusal: str) -> bool:
-    """409 with ``refusal`` while a turn of this process streams in the session; else close a turn
-    the file still calls pending (True when one was closed; the caller saves)."""
-    live = turn_journal.live_turn_for(session.session_id)
+def close_unless_live(
+    session: models.Session, refusal: str, *, turns: turn_journal.LiveTurns | None = None
+) -> bool:
+    """409 with ``refusal`` while a turn of this process (of ``turns``, the caller's app's) streams in the
+    session; else close a turn the file still calls pending (True when one was closed; the caller saves)."""
+    live = turn_journal.live_turn_for(session.session_id, turns=turns)
     if live is not None:
         raise Conflict(refusal, stream_id=live.stream_id)  # so the page can offer to follow that turn
     return close_pending_turn(session)
 
 
-def settled_session(sid: str) -> models.Session:
+def settled_session(
+    sid: str, *, store: models.Store | None = None, turns: turn_journal.LiveTurns | None = None
+) -> models.Session:
     """The session, once a turn its file still calls pending is closed and saved; 409 while one streams
     here, 404 when missing. For work that reads the session now and changes it later (compression)."""
-    with session_edit.edit(sid, touch_updated_at=False) as session:
-        if not close_unless_live(session, STILL_STREAMING):
+    with session_edit.edit(sid, touch_updated_at=False, store=store) as session:
+        if not close_unless_live(session, STILL_STREAMING, turns=turns):
             raise session_edit.Unchanged
     return session
 

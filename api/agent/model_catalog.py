@@ -27,6 +27,7 @@ from api.agent.agent_answers import ANSWERS, AgentAnswers
 from api.rules.errors import ApiError, BadRequest, ServiceUnavailable
 from api.store import config as _config
 from api.store import session_edit, session_lookup
+from api.store.models import Store
 
 log = logging.getLogger("talaria.models")
 
@@ -244,13 +245,18 @@ def clean_text(value: Any, name: str, max_len: int) -> str:
 
 
 def switch_session_model(
-    sid: str, model: Any, provider: Any, answers: AgentAnswers | None = None
+    sid: str,
+    model: Any,
+    provider: Any,
+    answers: AgentAnswers | None = None,
+    *,
+    store: Store | None = None,
 ) -> dict[str, Any]:
     """Set the session's model for its next turn; ``model=""`` goes back to the configured default; the
     choices it must be one of are those kept in ``answers`` (the app's; those in use when None)."""
     model = clean_text(model, "model", MODEL_MAX)
     provider = clean_text("" if provider is None else provider, "model_provider", PROVIDER_MAX)
-    session_lookup.load_session(sid)  # an unknown session is a 404 before any endpoint is asked
+    session_lookup.load_session(sid, store=store)  # an unknown session is a 404 before any endpoint is asked
     if model and not is_choice(catalog(answers=answers), model, provider):
         choices = catalog(
             refresh=True, answers=answers
@@ -258,7 +264,7 @@ def switch_session_model(
         if not is_choice(choices, model, provider):
             raise BadRequest(f"Unknown model {model!r} for provider {provider!r}")
 
-    with session_edit.edit(sid, touch_updated_at=False) as session:
+    with session_edit.edit(sid, touch_updated_at=False, store=store) as session:
         session.model = model
         session.model_provider = provider.lower() if model and provider else None
     return session.compact()

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from api.agent import agent_calls, worker_pool
 from api.rules import work_cards
 from api.rules.errors import NotFound
-from api.store import session_edit
+from api.store import models, session_edit
 from api.store.in_use import InUse
 
 if TYPE_CHECKING:  # the type only: the journal is handed in
@@ -27,14 +27,19 @@ log = logging.getLogger("talaria.process_cards")
 
 WATCH_INTERVAL_S = 1.0
 
+# The store holding a watched process's session and the workers asked about it (None: those in use).
+_Held = tuple["models.Store | None", "worker_pool.WorkerPool | None"]
 
-def state_of(proc_id: str) -> dict[str, Any] | None:
+
+def state_of(proc_id: str, pool: worker_pool.WorkerPool | None = None) -> dict[str, Any] | None:
     """``{exited, exit_code, output}`` of a background process, or None when no agent's registry has it:
     asked of every worker process (the one whose turn started it holds it), or of the agent here."""
     if not worker_pool.enabled():
         return agent_calls.process_state(proc_id)
     found = [
-        state for state in worker_pool.POOL.get().call_each("process_state", {"proc_id": proc_id}) if state
+        state
+        for state in worker_pool.POOL.get(pool).call_each("process_state", {"proc_id": proc_id})
+        if state
     ]
     return found[0] if found else None
 
@@ -43,11 +48,12 @@ def _running(cards: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [c for c in cards if c.get("kind") == "process" and c.get("status") == "running"]
 
 
-def refresh(turn: Turn) -> None:
-    """The turn's running process cards as the registry says they are now (a ``work`` event per change)."""
+def refresh(turn: Turn, *, pool: worker_pool.WorkerPool | None = None) -> None:
+    """The turn's running process cards as the registry (of ``pool``'s workers, the turn's app's) says they
+    are now (a ``work`` event per change)."""
     for card in _running(list(turn.work_cards.values())):
         now = time.time()
-        updated = work_cards.process_update(card, state_of(card["id"]), now)
+        updated = work_cards.process_update(card, state_of(card["id"], pool), now)
         if {k: v for k, v in updated.items() if k != "ended_at"} != {
             k: v for k, v in card.items() if k != "ended_at"
         }:
@@ -59,19 +65,23 @@ class ProcessWatch:
     last saved), and the one thread that follows them. The app owns one (``App.process_watch``), put in use."""
 
     def __init__(self) -> None:
-        self._watched: dict[str, tuple[str, dict[str, Any]]] = {}
+        # Each process's session and card, with the store holding the session and the workers asked about it.
+        self._watched: dict[str, tuple[str, dict[str, Any], _Held]] = {}
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def watch_after(self, turn: Turn) -> None:
-        """Follow the turn's process cards still running once it ended, until each exits."""
+    def watch_after(
+        self, turn: Turn, *, store: models.Store | None = None, workers: worker_pool.WorkerPool | None = None
+    ) -> None:
+        """Follow the turn's process cards still running once it ended, until each exits (asking ``workers``,
+        saving into ``store``: the turn's app's; those in use when None)."""
         cards = _running(list(turn.work_cards.values()))
         if not cards:
             return
         with self._lock:
             for card in cards:
-                self._watched[card["id"]] = (turn.session_id, card)
+                self._watched[card["id"]] = (turn.session_id, card, (store, workers))
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._watch_loop, name="process-cards", daemon=True)
                 self._thread.start()
@@ -83,12 +93,12 @@ class ProcessWatch:
             self._wake.clear()
             with self._lock:
                 watched = list(self._watched.items())
-            for proc_id, (session_id, card) in watched:
-                updated = work_cards.process_update(card, state_of(proc_id), time.time())
+            for proc_id, (session_id, card, (store, workers)) in watched:
+                updated = work_cards.process_update(card, state_of(proc_id, workers), time.time())
                 if updated["status"] == "running":
                     continue
                 try:
-                    _save_final(session_id, updated)
+                    _save_final(session_id, updated, store)
                 except Exception:  # noqa: BLE001 - the card stays as last saved; the process is not watched again
                     log.exception("saving the card of process %s in %s failed", proc_id, session_id)
                 with self._lock:
@@ -103,9 +113,9 @@ def watch_after(turn: Turn) -> None:
     WATCH.get().watch_after(turn)
 
 
-def _save_final(session_id: str, card: dict[str, Any]) -> None:
+def _save_final(session_id: str, card: dict[str, Any], store: models.Store | None) -> None:
     try:
-        with session_edit.edit(session_id, touch_updated_at=False) as session:
+        with session_edit.edit(session_id, touch_updated_at=False, store=store) as session:
             for index, row in enumerate(session.messages):
                 cards = row.get(work_cards.ROW_KEY) if isinstance(row, dict) else None
                 if isinstance(cards, list) and any(

@@ -10,7 +10,7 @@ from typing import Any
 from api.agent import agent_runtime
 from api.agent.agent_answers import ANSWERS, AgentAnswers
 from api.rules.errors import BadRequest
-from api.store import session_edit, session_lookup
+from api.store import models, session_edit, session_lookup
 
 
 def _supported(model: str, provider: str, answers: AgentAnswers) -> bool:
@@ -51,18 +51,20 @@ def model_reasoning(model: Any, provider: Any = None, answers: AgentAnswers | No
     }
 
 
-def session_reasoning(sid: str, answers: AgentAnswers | None = None) -> dict[str, Any]:
+def session_reasoning(
+    sid: str, answers: AgentAnswers | None = None, *, store: models.Store | None = None
+) -> dict[str, Any]:
     """``{effort, default, levels, supported}`` for the session's next turn."""
-    session = session_lookup.load_session(sid)
+    session = session_lookup.load_session(sid, store=store)
     facts = model_reasoning(session.model or "", session.model_provider or "", answers)
     return {"session_id": sid, "effort": session.reasoning_effort, **facts}
 
 
-def set_session_reasoning(sid: str, effort: Any) -> dict[str, Any]:
+def set_session_reasoning(sid: str, effort: Any, *, store: models.Store | None = None) -> dict[str, Any]:
     """Set (or with None reset to the configured default) the effort of the session's next turns."""
-    session_lookup.load_session(sid)
+    session_lookup.load_session(sid, store=store)
     if effort is not None and (not isinstance(effort, str) or effort not in agent_runtime.reasoning_levels()):
         raise BadRequest(f"effort must be one of {', '.join(agent_runtime.reasoning_levels())}, or null")
-    with session_edit.edit(sid, touch_updated_at=False) as session:
+    with session_edit.edit(sid, touch_updated_at=False, store=store) as session:
         session.reasoning_effort = effort
     return {"session": session.compact(), "effort": effort}

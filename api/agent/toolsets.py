@@ -20,7 +20,7 @@ from api.agent import agent_runtime, mcp_servers, toolset_availability
 from api.agent.agent_answers import AgentAnswers
 from api.rules.errors import BadRequest
 from api.store import config as _config
-from api.store import session_edit, session_lookup
+from api.store import models, session_edit, session_lookup
 
 _NAME_MAX = 100
 _LIST_MAX = 200
@@ -93,14 +93,18 @@ def available_toolsets(discovery: mcp_servers.Discovery | None = None) -> list[d
 
 
 def list_for_session(
-    sid: str | None, *, answers: AgentAnswers | None = None, discovery: mcp_servers.Discovery | None = None
+    sid: str | None,
+    *,
+    answers: AgentAnswers | None = None,
+    discovery: mcp_servers.Discovery | None = None,
+    store: models.Store | None = None,
 ) -> dict[str, Any]:
     """Every toolset with ``enabled`` for the session (or for a new session when ``sid`` is None), and
     ``available``/``unavailable_reason`` by the setting's ceiling; ``answers`` and ``discovery`` are the
     app's (those in use when None)."""
     chosen = None
     if sid is not None:
-        chosen = session_lookup.load_session(sid).enabled_toolsets
+        chosen = session_lookup.load_session(sid, store=store).enabled_toolsets
     ceiling = setting_toolsets()
     enabled = set(chosen) if isinstance(chosen, list) else set(default_toolsets())
     needs = toolset_availability.unavailable_reasons(answers)
@@ -140,16 +144,16 @@ def clean_choice(value: Any, known: set[str]) -> list[str] | None:
 
 
 def set_session_toolsets(
-    sid: str, value: Any, *, discovery: mcp_servers.Discovery | None = None
+    sid: str, value: Any, *, discovery: mcp_servers.Discovery | None = None, store: models.Store | None = None
 ) -> dict[str, Any]:
     """Set (or with ``None`` reset) the toolsets of the session's next turn; the sidebar row after it."""
-    session_lookup.load_session(sid)
+    session_lookup.load_session(sid, store=store)
     known = {row["name"] for row in available_toolsets(discovery)} | set(default_toolsets())
     choice = clean_choice(value, known)
     ceiling = setting_toolsets()
     for name in choice or []:
         if not allowed(name, ceiling):
             raise BadRequest(f"Toolset {name!r}: {_unavailable_reason()}")
-    with session_edit.edit(sid, touch_updated_at=False) as session:
+    with session_edit.edit(sid, touch_updated_at=False, store=store) as session:
         session.enabled_toolsets = choice
     return session.compact()

@@ -307,8 +307,9 @@ def get_turn(stream_id: str) -> Turn | None:
     return TURNS.get().get_turn(stream_id)
 
 
-def live_turn_for(session_id: str) -> Turn | None:
-    return TURNS.get().live_turn_for(session_id)
+def live_turn_for(session_id: str, *, turns: LiveTurns | None = None) -> Turn | None:
+    """The session's live turn among ``turns`` (the caller's app's), else among the live turns in use."""
+    return TURNS.get(turns).live_turn_for(session_id)
 
 
 def latest_for(session_id: str) -> Turn | None:

@@ -431,12 +431,15 @@ def start_turn(
         "yolo": scope.yolo,
     }
     runner = RemoteRunner(request, on_event, scope)
-    (pool or POOL.get()).start(runner)
+    POOL.get(pool).start(runner)
     return runner
 
 
-def side_call(name: str, args: dict[str, Any], timeout: float = SIDE_CALL_S) -> Any:
-    """The agent's side call ``name`` (``api.agent.agent_calls``): in a worker process, or here without workers."""
+def side_call(
+    name: str, args: dict[str, Any], timeout: float = SIDE_CALL_S, *, pool: WorkerPool | None = None
+) -> Any:
+    """The agent's side call ``name`` (``api.agent.agent_calls``): in a worker process of ``pool`` (the caller's
+    app's; the one in use when None), or here without workers."""
     if enabled():
-        return POOL.get().call(name, args, timeout)
+        return POOL.get(pool).call(name, args, timeout)
     return agent_calls.run(name, args)

@@ -69,6 +69,7 @@ class App:
         self._replaced: list[tuple[InUse[Any], Any]] = []  # what was in use before, for ``release``
         self.turns = turn_journal.LiveTurns()
         self._put(turn_journal.TURNS, self.turns)
+        self.store.turn_is_live = self._turn_is_live  # the sidebar row says "streaming" for this app's turns
         self.jobs = compression.Jobs()
         self._put(compression.JOBS, self.jobs)
         self.approvals = Questions("approval")  # open approval questions
@@ -79,20 +80,14 @@ class App:
         self._put(clarify.QUESTIONS, self.clarify)
         self.process_watch = process_cards.ProcessWatch()  # background processes outliving their turn
         self._put(process_cards.WATCH, self.process_watch)
-        self.agent_rows = session_views.AgentRows()  # the agent's sessions the first page showed last
+        self.agent_rows = session_views.AgentRows(
+            self.store
+        )  # the agent's sessions the first page showed last
         self._put(session_views.AGENT_ROWS, self.agent_rows)
         self.import_lock = threading.Lock()  # one continuation of an agent's conversation at a time
         self._put(agent_import.IMPORT_LOCK, self.import_lock)
         self.goal_locks = goal_loop.GoalLocks()
         self._put(goal_loop.LOCKS, self.goal_locks)
-        self.work = streaming.Work()
-        # Each hears with this app's objects; the goal loop after the queue: a queued message goes first.
-        self.work.on_turn_end(functools.partial(turn_queue.drain, work=self.work, turns=self.turns))
-        after_turn = functools.partial(
-            goal_loop.after_turn, locks=self.goal_locks, work=self.work, turns=self.turns
-        )
-        self.work.on_turn_end(after_turn)
-        self._put(streaming.WORK, self.work)
         self.feed = session_feed.new_log()  # the sidebar's change feed
         self._put(session_feed.CHANGES, self.feed)
         self.agent_answers = (
@@ -107,6 +102,33 @@ class App:
         self._put(environment_workers.POOLS, self.environment_pools)
         self.reached = environment_check.Reached()  # when each environment last answered
         self._put(environment_check.REACHED, self.reached)
+        # A turn's thread is given these when it starts (``streaming.TurnParts``): it reaches no slot in use.
+        parts = streaming.TurnParts(
+            store=self.store,
+            workers=self.workers,
+            agents=self.agents,
+            environment_pools=self.environment_pools,
+            process_watch=self.process_watch,
+            reached=self.reached,
+            approvals=self.approvals,
+            clarify=self.clarify,
+            yolo=self.yolo,
+        )
+        self.work = streaming.Work(parts)
+        # Each hears with this app's objects; the goal loop after the queue: a queued message goes first.
+        self.work.on_turn_end(
+            functools.partial(turn_queue.drain, work=self.work, turns=self.turns, store=self.store)
+        )
+        after_turn = functools.partial(
+            goal_loop.after_turn,
+            locks=self.goal_locks,
+            work=self.work,
+            turns=self.turns,
+            store=self.store,
+            workers=self.workers,
+        )
+        self.work.on_turn_end(after_turn)
+        self._put(streaming.WORK, self.work)
         self.discovery = mcp_servers.Discovery()  # the MCP servers' tools
         self._put(mcp_servers.DISCOVERY, self.discovery)
         self.cron_ticker = cron_ticker.CronTicker()  # the scheduler child
@@ -119,6 +141,9 @@ class App:
         self.store.index.add_listener(self.indexing.note_changed, self.indexing.note_reset)
         _store.use(self.store)
 
+    def _turn_is_live(self, session_id: str) -> bool:
+        return self.turns.live_turn_for(session_id) is not None
+
     def _put(self, slot: InUse[Any], value: Any) -> None:
         self._replaced.append((slot, slot.use(value)))
 
@@ -127,6 +152,10 @@ class App:
         while self._replaced:
             slot, previous = self._replaced.pop()
             slot.use(previous)
+        if (
+            self.store.turn_is_live == self._turn_is_live
+        ):  # a store that outlives its app asks the turns in use
+            self.store.turn_is_live = None
 
     def start(self) -> None:
         """The background services, after startup recovery: the search index checked against the files, the
@@ -141,7 +170,7 @@ class App:
         elif self.settings["warm_up"]:
             self.agents.start_warm_up(agent_pool.latest_spec)
         self.discovery.start()
-        self.agent_watch.start()
+        self.agent_watch.start(store=self.store, feed=self.feed, agent_rows=self.agent_rows)
         self.cron_ticker.start()
 
     def stop_work(self) -> None:
@@ -149,7 +178,7 @@ class App:
         self.feed.close()  # the sidebar feeds end; the tabs reconnect to the next server
         self.agent_watch.stop()
         try:
-            streaming.shutdown()
+            streaming.shutdown(work=self.work, turns=self.turns, store=self.store)
         except Exception:  # noqa: BLE001
             streaming.log.exception("stopping live turns failed")
         self.workers.stop()  # after the turns settled: no agent worker outlives the server

@@ -167,7 +167,9 @@ def build_auth(values: dict[str, Any]) -> auth.AuthManager:
 
 
 def _resume_after_restart(application: App, interrupted: list[str], session_dir: Path) -> None:
-    goal_loop.after_restart(interrupted, locks=application.goal_locks, turns=application.turns)
+    goal_loop.after_restart(
+        interrupted, locks=application.goal_locks, turns=application.turns, store=application.store
+    )
     turn_queue.resume_waiting(
         session_dir, store=application.store, work=application.work, turns=application.turns
     )

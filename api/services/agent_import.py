@@ -30,11 +30,11 @@ IMPORT_LOCK: InUse[threading.Lock] = InUse(threading.Lock)
 _AGENT_ROW_KEYS = ("_state_db_row_id",)
 
 
-def _existing_continuation(segments: list[str]) -> models.Session | None:
+def _existing_continuation(segments: list[str], store: models.Store | None) -> models.Session | None:
     wanted = set(segments)
-    for row in models.sessions_newest_first():
+    for row in models.sessions_newest_first(store=store):
         if continued_agent_ids([row]) & wanted:
-            return models.get_session(row["session_id"])
+            return models.get_session(row["session_id"], store=store)
     return None
 
 
@@ -49,18 +49,24 @@ def _history(messages: list[Any]) -> list[dict[str, Any]]:
 
 
 def import_agent_session(
-    sid: str, *, lock: threading.Lock | None = None, agent_rows: AgentRows | None = None
+    sid: str,
+    *,
+    lock: threading.Lock | None = None,
+    agent_rows: AgentRows | None = None,
+    store: models.Store | None = None,
+    watch: agent_watch.AgentWatch | None = None,
 ) -> dict[str, Any]:
     """The Talaria session continuing agent conversation ``sid`` (made now, or the one made before), under
-    ``lock``; ``agent_rows`` lists the agent's sessions again (both the app's; those in use when None)."""
+    ``lock``; ``agent_rows`` lists the agent's sessions again and ``watch`` lists them anew (the app's; those in use
+    when None)."""
     if not is_safe_session_id(sid):
         raise NotFound("Session not found")
     with IMPORT_LOCK.get(lock):
-        agent = agent_session(sid)
+        agent = agent_session(sid, store=store)
         if agent is None:
             raise NotFound("Session not found")
         segments = agent["agent_segments"]
-        existing = _existing_continuation(segments)
+        existing = _existing_continuation(segments, store)
         if existing is not None:
             return full_session(existing)
         now = time.time()
@@ -72,8 +78,10 @@ def import_agent_session(
                 raw_source=agent["source"],
                 created_at=now,
                 updated_at=now,
-            )
+            ),
+            store=store,
         )
     forget_agent_rows(agent_rows)
-    agent_watch.poke()  # every tab's sidebar drops the agent's row for the continued one
+    # Every tab's sidebar drops the agent's row for the continued one.
+    agent_watch.WATCH.get(watch).poke()
     return session_payload

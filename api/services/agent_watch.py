@@ -12,7 +12,7 @@ from typing import Any
 
 from api.agent import agent_sessions
 from api.services import session_feed, session_views
-from api.store import state_db
+from api.store import models, state_db
 from api.store.in_use import InUse
 
 log = logging.getLogger("talaria.admin")
@@ -31,9 +31,21 @@ class AgentWatch:
         self._thread: threading.Thread | None = None
         self._stamp: object = None
         self._rows: list[dict[str, Any]] | None = None
+        self._store: models.Store | None = None
+        self._feed: session_feed.ChangeLog | None = None
+        self._agent_rows: session_views.AgentRows | None = None
 
-    def start(self) -> None:
-        self._rows = agent_sessions.agent_sessions()
+    def start(
+        self,
+        *,
+        store: models.Store | None = None,
+        feed: session_feed.ChangeLog | None = None,
+        agent_rows: session_views.AgentRows | None = None,
+    ) -> None:
+        """Follow the agent's sessions not continued in ``store``, telling ``feed`` and ``agent_rows`` (the app's;
+        those in use when None) when they change."""
+        self._store, self._feed, self._agent_rows = store, feed, agent_rows
+        self._rows = agent_sessions.agent_sessions(store=store)
         self._stamp = state_db.files_stamp()
         self._thread = threading.Thread(target=self._run, name="agent-watch", daemon=True)
         self._thread.start()
@@ -63,11 +75,12 @@ class AgentWatch:
         if stamp == self._stamp:
             return
         self._stamp = stamp
-        rows = agent_sessions.agent_sessions()
+        rows = agent_sessions.agent_sessions(store=self._store)
         if rows != self._rows:
             self._rows = rows
-            session_views.forget_agent_rows()  # a page read after the feed's news holds the news too
-            session_feed.changes().record_agent_sessions(rows)
+            # A page read after the feed's news holds the news too.
+            session_views.forget_agent_rows(self._agent_rows)
+            session_feed.CHANGES.get(self._feed).record_agent_sessions(rows)
 
 
 WATCH: InUse[AgentWatch] = InUse(AgentWatch)  # the app's (``App.agent_watch``), else built on first use

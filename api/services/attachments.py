@@ -32,8 +32,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from api.rules.errors import BadRequest, Forbidden, PayloadTooLarge, UnsupportedMediaType
-from api.services import environment_shell, media, remote_files, remote_writes
-from api.store import atomic, config
+from api.services import environment_shell, environment_workers, media, remote_files, remote_writes
+from api.store import atomic, config, models
 
 UPLOADS = "uploads"
 NAME_MAX_CHARS = 100
@@ -127,14 +127,14 @@ def candidate_names(name: str) -> Iterator[str]:
         yield f"{stem}-{n}{ext}"
 
 
-def _write_into_uploads(workspace: Path, name: str, raw: bytes) -> str:
+def _write_into_uploads(workspace: Path, name: str, raw: bytes, swept: atomic.Swept) -> str:
     """The name ``raw`` was stored under in the uploads folder. A folder removed while it is written
     (another process renaming a folder over it) takes no file, so the write is tried again in the
     folder that name holds now, a few times, and then refused."""
     for _ in range(_FOLDER_ATTEMPTS):
         folder_fd = _uploads_folder(workspace)
         try:
-            atomic.sweep_once(workspace / UPLOADS, folder_fd)
+            atomic.sweep_once(workspace / UPLOADS, folder_fd, swept)
             return atomic.write_new_durable(folder_fd, candidate_names(name), raw)
         except FileNotFoundError:
             continue
@@ -143,10 +143,17 @@ def _write_into_uploads(workspace: Path, name: str, raw: bytes) -> str:
     raise Forbidden("the workspace's uploads folder keeps changing; nothing was stored")
 
 
-def store_attachment(session_id: str, name: Any, data: Any) -> dict[str, Any]:
+def store_attachment(
+    session_id: str,
+    name: Any,
+    data: Any,
+    *,
+    store: models.Store | None = None,
+    environment_pools: environment_workers.EnvironmentPools | None = None,
+) -> dict[str, Any]:
     """Write one attachment into the session's workspace (a remote session's on its host); answers its path
     (relative), kind, size."""
-    remote = environment_shell.where(session_id)
+    remote = environment_shell.where(session_id, store=store, environment_pools=environment_pools)
     limit = int(config.setting("attachment_max_bytes"))
     clean = safe_name(name)
     raw = decode(data, limit)
@@ -155,8 +162,8 @@ def store_attachment(session_id: str, name: Any, data: Any) -> dict[str, Any]:
         names = list(itertools.islice(candidate_names(clean), REMOTE_NAME_TRIES))
         relative, stored = remote_writes.write_new(remote, UPLOADS, names, raw, make_folder=True)
     else:
-        workspace = media.session_workspace(session_id)
-        target = workspace / UPLOADS / _write_into_uploads(workspace, clean, raw)
+        workspace = media.session_workspace(session_id, store=store)
+        target = workspace / UPLOADS / _write_into_uploads(workspace, clean, raw, models.store(store).swept)
         relative, stored = target.relative_to(workspace).as_posix(), target.name
     return {
         "path": relative,
@@ -167,17 +174,24 @@ def store_attachment(session_id: str, name: Any, data: Any) -> dict[str, Any]:
     }
 
 
-def message_attachments(session_id: str, paths: Any) -> list[dict[str, Any]]:
-    """The attachments a message names, checked: each a file inside the session's workspace."""
+def message_attachments(
+    session_id: str,
+    paths: Any,
+    *,
+    store: models.Store | None = None,
+    environment_pools: environment_workers.EnvironmentPools | None = None,
+) -> list[dict[str, Any]]:
+    """The attachments a message names, checked: each a file inside the session's workspace (a remote
+    session's, on its host)."""
     if paths is None:
         return []
     if not isinstance(paths, list) or len(paths) > ATTACHMENTS_PER_MESSAGE:
         raise BadRequest(f"attachments must be a list of at most {ATTACHMENTS_PER_MESSAGE} paths")
-    remote = environment_shell.where(session_id)
+    remote = environment_shell.where(session_id, store=store, environment_pools=environment_pools)
     if remote is not None:
         found = [PurePosixPath(path) for path in remote_writes.files(remote, paths)]
     else:
-        workspace = media.session_workspace(session_id)
+        workspace = media.session_workspace(session_id, store=store)
         found = []
         for path in paths:
             target = media.resolve_in_workspace(workspace, path)
@@ -202,15 +216,21 @@ def agent_text(text: str, attached: list[dict[str, Any]]) -> str:
     return text + "\n\n" + "\n".join(lines)
 
 
-def image_files(session_id: str, attached: list[dict[str, Any]]) -> tuple[list[str], str | None]:
+def image_files(
+    session_id: str,
+    attached: list[dict[str, Any]],
+    *,
+    store: models.Store | None = None,
+    environment_pools: environment_workers.EnvironmentPools | None = None,
+) -> tuple[list[str], str | None]:
     """Absolute paths of the attached images on this machine (checked again: inside the session's workspace),
     and the folder of copies made of a remote session's images (read on its host), which the turn removes."""
     images = [item["path"] for item in attached if item.get("kind") == "image"]
     if not images:
         return [], None
-    remote = environment_shell.where(session_id)
+    remote = environment_shell.where(session_id, store=store, environment_pools=environment_pools)
     if remote is None:
-        workspace = media.session_workspace(session_id)
+        workspace = media.session_workspace(session_id, store=store)
         return [str(media.resolve_in_workspace(workspace, path)) for path in images], None
     limit = int(config.setting("attachment_max_bytes"))
     folder = tempfile.mkdtemp(prefix="talaria-images-")

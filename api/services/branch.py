@@ -14,7 +14,7 @@ import copy
 import time
 from typing import Any
 
-from api.agent import interrupted_turns
+from api.agent import interrupted_turns, turn_journal
 from api.rules.errors import BadRequest, Conflict
 from api.rules.session_fields import new_session_id
 from api.services.session_catalogue import TITLE_MAX, save_new
@@ -75,10 +75,16 @@ def branch_rows(messages: list[Any], keep_count: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def branch_session(sid: str, keep_count: Any) -> dict[str, Any]:
+def branch_session(
+    sid: str,
+    keep_count: Any,
+    *,
+    store: models.Store | None = None,
+    turns: turn_journal.LiveTurns | None = None,
+) -> dict[str, Any]:
     """A new session with the parent's first ``keep_count`` messages; answers its full payload."""
-    with session_edit.lock(sid):
-        parent = interrupted_turns.settled_session(sid)
+    with session_edit.lock(sid, store=store):
+        parent = interrupted_turns.settled_session(sid, store=store, turns=turns)
         if parent.read_only:
             raise Conflict("This session is read-only.")
         rows = branch_rows(parent.messages, keep_count)
@@ -95,4 +101,4 @@ def branch_session(sid: str, keep_count: Any) -> dict[str, Any]:
             created_at=now,
             updated_at=now,
         )
-    return save_new(child)
+    return save_new(child, store=store)

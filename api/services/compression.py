@@ -14,7 +14,7 @@ import time
 import uuid
 from typing import Any
 
-from api.agent import agent_runtime, interrupted_turns, worker_pool
+from api.agent import agent_runtime, interrupted_turns, turn_journal, worker_pool
 from api.rules.anchor import anchor_message_key, visible_messages_for_anchor
 from api.rules.errors import ApiError, BadRequest, Conflict, redact_paths
 from api.rules.message_keys import collapse, is_context_compression_marker
@@ -136,12 +136,20 @@ def _stream_state(session: models.Session) -> tuple[Any, ...]:
 # ---------------------------------------------------------------------- manual compress
 
 
-def manual_compress(session_id: str, focus_topic: str | None = None) -> dict[str, Any]:
-    """Compress one session's model context; returns the route's answer (docs/session-model.md, "Compression")."""
-    session = interrupted_turns.settled_session(session_id)
+def manual_compress(
+    session_id: str,
+    focus_topic: str | None = None,
+    *,
+    store: models.Store | None = None,
+    turns: turn_journal.LiveTurns | None = None,
+    workers: worker_pool.WorkerPool | None = None,
+) -> dict[str, Any]:
+    """Compress one session's model context of ``store``, its summary written by ``workers`` (the caller's
+    app's; those in use when None); returns the route's answer (docs/session-model.md, "Compression")."""
+    session = interrupted_turns.settled_session(session_id, store=store, turns=turns)
     focus_topic = normalise_focus(focus_topic)
     try:
-        return _compress(session, focus_topic)
+        return _compress(session, focus_topic, workers)
     except ApiError:
         raise
     except Exception as exc:  # noqa: BLE001 - the agent's failures become a clear 400
@@ -149,8 +157,10 @@ def manual_compress(session_id: str, focus_topic: str | None = None) -> dict[str
         raise BadRequest(f"Compression failed: {redact_paths(str(exc))}") from None
 
 
-def _compress(session: models.Session, focus_topic: str | None) -> dict[str, Any]:
-    sid = session.session_id
+def _compress(
+    session: models.Session, focus_topic: str | None, workers: worker_pool.WorkerPool | None
+) -> dict[str, Any]:
+    sid, home = session.session_id, session.home()
     rows_before = list(session.messages)
     original = sanitize_messages_for_api(rows_before)
     if len(original) < MIN_MESSAGES:
@@ -169,6 +179,7 @@ def _compress(session: models.Session, focus_topic: str | None) -> dict[str, Any
                 "messages": snapshot,
                 "focus_topic": focus_topic,
             },
+            pool=workers,
         )
     except agent_runtime.ProviderNotConfigured:
         raise BadRequest("No provider configured -- cannot compress.") from None
@@ -179,8 +190,8 @@ def _compress(session: models.Session, focus_topic: str | None) -> dict[str, Any
     before_tokens, after_tokens = int(outcome["before_tokens"]), int(outcome["after_tokens"])
     summary = _summary(original, compressed, before_tokens, after_tokens, focus_topic)
 
-    with lock(sid):  # the older backup is set aside before any later save can write a new one
-        with edit(sid) as current:
+    with lock(sid, store=home):  # the older backup is set aside before any later save can write a new one
+        with edit(sid, store=home) as current:
             if current is not session:
                 raise Conflict("Session was modified during compression; please retry.")
             if _stream_state(session) != stream_before:
@@ -275,10 +286,12 @@ def _response_session(session: models.Session) -> dict[str, Any]:
 # ---------------------------------------------------------------------- uncompress
 
 
-def uncompress(session_id: str) -> dict[str, Any]:
+def uncompress(
+    session_id: str, *, store: models.Store | None = None, turns: turn_journal.LiveTurns | None = None
+) -> dict[str, Any]:
     """Give the model its pre-compression context back (plus every turn since)."""
-    with edit(session_id) as session:
-        interrupted_turns.close_unless_live(session, interrupted_turns.STILL_STREAMING)
+    with edit(session_id, store=store) as session:
+        interrupted_turns.close_unless_live(session, interrupted_turns.STILL_STREAMING, turns=turns)
         undo = session.compression_undo
         if not isinstance(undo, dict) or not isinstance(undo.get("context_messages"), list):
             raise Conflict("Nothing to uncompress: the context is not compressed.")
@@ -322,9 +335,18 @@ class Jobs:
             if job["status"] != "running" and now - job["finished_at"] > _JOB_TTL_S:
                 del self._jobs[sid]
 
-    def start(self, session_id: str, focus_topic: str | None = None) -> dict[str, Any]:
-        """Run ``manual_compress`` in the background; poll ``status``."""
-        interrupted_turns.settled_session(session_id)
+    def start(
+        self,
+        session_id: str,
+        focus_topic: str | None = None,
+        *,
+        store: models.Store | None = None,
+        turns: turn_journal.LiveTurns | None = None,
+        workers: worker_pool.WorkerPool | None = None,
+    ) -> dict[str, Any]:
+        """Run ``manual_compress`` in the background on the objects given (the caller's app's: the thread
+        reaches no slot); poll ``status``."""
+        interrupted_turns.settled_session(session_id, store=store, turns=turns)
         with self._lock:
             self._expire(time.time())
             job = self._jobs.get(session_id)
@@ -336,7 +358,7 @@ class Jobs:
         def run() -> None:
             update: dict[str, Any]
             try:
-                result = manual_compress(session_id, focus_topic)
+                result = manual_compress(session_id, focus_topic, store=store, turns=turns, workers=workers)
                 update = {"status": "done", "result": result}
             except ApiError as exc:
                 update = {"status": "error", "error": exc.message, "http_status": exc.status}
@@ -365,11 +387,17 @@ JOBS: InUse[Jobs] = InUse(Jobs)  # the app's (``App.jobs``), else one built on f
 
 
 def start_compress_job(
-    session_id: str, focus_topic: str | None = None, jobs: Jobs | None = None
+    session_id: str,
+    focus_topic: str | None = None,
+    jobs: Jobs | None = None,
+    *,
+    store: models.Store | None = None,
+    turns: turn_journal.LiveTurns | None = None,
+    workers: worker_pool.WorkerPool | None = None,
 ) -> dict[str, Any]:
-    """Run ``manual_compress`` in the background among ``jobs`` (the app's; those in use when None); poll
-    ``compress_job_status``."""
-    return JOBS.get(jobs).start(session_id, focus_topic)
+    """Run ``manual_compress`` in the background among ``jobs``, on ``store`` with ``turns`` and ``workers``
+    (the app's; those in use when None); poll ``compress_job_status``."""
+    return JOBS.get(jobs).start(session_id, focus_topic, store=store, turns=turns, workers=workers)
 
 
 def compress_job_status(session_id: str, jobs: Jobs | None = None) -> dict[str, Any]:

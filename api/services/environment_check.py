@@ -23,6 +23,7 @@ from api.rules.errors import ApiError, BadRequest, redact_paths
 from api.services import environments
 from api.services.workspace import PATH_MAX_CHARS
 from api.store import config as _config
+from api.store import models
 from api.store.in_use import InUse
 
 log = logging.getLogger("talaria.environments")
@@ -161,9 +162,10 @@ def _start_folder(name: str, entry: dict[str, Any]) -> str | None:
     return remote_folder(name, "~") if entry.get("backend") == "ssh" else None
 
 
-def set_for_session(sid: str, name: Any) -> dict[str, Any]:
-    """Choose a session's environment; over SSH its start folder is the login's home, checked there now."""
-    return environments.set_for_session(sid, name, _start_folder)
+def set_for_session(sid: str, name: Any, *, store: models.Store | None = None) -> dict[str, Any]:
+    """Choose a session's environment (of ``store``, the caller's app's); over SSH its start folder is the
+    login's home, checked there now."""
+    return environments.set_for_session(sid, name, _start_folder, store=store)
 
 
 def test_connection(name: Any) -> dict[str, Any]:
@@ -251,12 +253,14 @@ def _key(entry: dict[str, Any]) -> str:
     return json.dumps(entry, sort_keys=True)
 
 
-def reach(name: str, entry: dict[str, Any]) -> None:
+def reach(name: str, entry: dict[str, Any], *, reached: Reached | None = None) -> None:
     """Before a turn there: a harmless command through the agent's backend, so an unreachable host, a
     refused key or a missing daemon ends the turn at once with what to fix (``ApiError`` 502). A host that
     answered within ``REACHED_FRESH_S`` is not asked again: a drop since then shows in the turn's first
-    command, which ``ConnectionWatch`` turns into the same error."""
-    if REACHED.get().fresh(_key(entry)):
+    command, which ``ConnectionWatch`` turns into the same error. ``reached``: the app's record of answers (the
+    one in use when None)."""
+    reached = REACHED.get(reached)
+    if reached.fresh(_key(entry)):
         return
     try:
         result = _run_there(entry, "true")
@@ -264,14 +268,14 @@ def reach(name: str, entry: dict[str, Any]) -> None:
         failed = failed or ("" if result.get("returncode") == 0 else f"exit {result.get('returncode')}")
     except Exception as exc:  # noqa: BLE001 - every backend failure is the turn's answer
         failed = str(exc).strip() or type(exc).__name__
-    REACHED.get().note(_key(entry), answered=not failed)
+    reached.note(_key(entry), answered=not failed)
     if failed:
         log.info("environment %s: not reachable before a turn: %s", name, failed)
         raise ApiError(_cannot_reach(name, entry, failed), status=502)
 
 
-def _unreached(entry: dict[str, Any]) -> None:
-    REACHED.get().note(_key(entry), answered=False)
+def _unreached(entry: dict[str, Any], reached: Reached | None) -> None:
+    REACHED.get(reached).note(_key(entry), answered=False)
 
 
 _SSH_FAILED = 255  # what ssh itself exits with when the connection fails or drops
@@ -289,8 +293,11 @@ class ConnectionWatch:
     """A turn's event sink that notices a command ending as a dropped SSH connection ends (exit 255), asks
     the host again, and when it does not answer stops the turn with what to fix (``lost``)."""
 
-    def __init__(self, name: str, entry: dict[str, Any], on_event: OnEvent):
+    def __init__(
+        self, name: str, entry: dict[str, Any], on_event: OnEvent, *, reached: Reached | None = None
+    ) -> None:
         self.name = name
+        self.reached = reached  # the app's record of answers (None: the one in use)
         self.entry = entry
         self.on_event = on_event
         self.interrupt: Callable[[str], None] | None = None  # the turn's, once it runs
@@ -311,9 +318,9 @@ class ConnectionWatch:
             check.start()
 
     def _check(self) -> None:
-        _unreached(self.entry)  # ask the host now, whenever it last answered
+        _unreached(self.entry, self.reached)  # ask the host now, whenever it last answered
         try:
-            reach(self.name, self.entry)
+            reach(self.name, self.entry, reached=self.reached)
         except ApiError as exc:
             self.lost = exc.message
             if self.interrupt is not None:

@@ -20,7 +20,7 @@ from typing import Any
 from api.rules import remote_output
 from api.rules.errors import ApiError, BadRequest, Conflict, Forbidden, NotFound
 from api.services import environment_check, environment_workers, environments
-from api.store import session_lookup
+from api.store import models, session_lookup
 
 log = logging.getLogger("talaria.environment_shell")
 
@@ -50,18 +50,25 @@ class Where:
     name: str
     entry: dict[str, Any]
     folder: str
+    pools: environment_workers.EnvironmentPools | None = None  # the app's whose workers run the commands
 
 
-def where(sid: str) -> Where | None:
-    """The environment a session's files are in, or None for a session on this machine; a remote one not
+def where(
+    sid: str,
+    *,
+    store: models.Store | None = None,
+    environment_pools: environment_workers.EnvironmentPools | None = None,
+) -> Where | None:
+    """The environment a session's files are in (the session of ``store``, its commands run by the workers of
+    ``environment_pools``: the caller's app's), or None for a session on this machine; a remote one not
     confirmed (or gone) is refused as its turns are."""
-    session = session_lookup.load_session(sid)
+    session = session_lookup.load_session(sid, store=store)
     found = environments.for_turn(session)
     if found is None:
         return None
     name, entry = found
     folder = environments.turn_workspace(session, entry) or environments.start_folder(entry)
-    return Where(name, entry, environment_check.remote_path(folder))
+    return Where(name, entry, environment_check.remote_path(folder), environment_pools)
 
 
 def locate(relative: str, *, must_exist: bool = True) -> str:
@@ -110,7 +117,7 @@ def run_coded(
 ) -> tuple[bytes, int]:
     """``run``, with the exit code (one of ``ok_codes``)."""
     command = remote_output.framed(f"cd -- {place.folder} || exit {NO_WORKSPACE}\n{script}")
-    pool = environment_workers.pool_for(place.name, place.entry)
+    pool = environment_workers.pool_for(place.name, place.entry, pools=place.pools)
     args = {"command": command, "timeout": COMMAND_S, "stdin": stdin}
     try:
         answer = pool.call("environment_command", args, timeout=CALL_S)

@@ -79,9 +79,11 @@ POOLS: InUse[EnvironmentPools] = InUse(
 )  # the app's (``App.environment_pools``), else built on first use
 
 
-def pool_for(name: str, definition: dict[str, Any]) -> worker_pool.WorkerPool:
+def pool_for(
+    name: str, definition: dict[str, Any], *, pools: EnvironmentPools | None = None
+) -> worker_pool.WorkerPool:
     """The pool of ``name`` as it is defined now; a pool made for an older definition is stopped."""
-    return POOLS.get().pool_for(name, definition)
+    return POOLS.get(pools).pool_for(name, definition)
 
 
 def forget(name: str, pools: EnvironmentPools | None = None) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 from api.agent import agent_runtime
 from api.rules.errors import BadRequest, Conflict, NotFound
 from api.services import environment_workers
-from api.store import atomic
+from api.store import atomic, models
 from api.store import config as _config
 from api.store.session_edit import edit
 
@@ -248,7 +248,11 @@ def of_session(session: Any) -> str:
 
 
 def set_for_session(
-    sid: str, name: Any, start_there: Callable[[str, dict[str, Any]], str | None] | None = None
+    sid: str,
+    name: Any,
+    start_there: Callable[[str, dict[str, Any]], str | None] | None = None,
+    *,
+    store: models.Store | None = None,
 ) -> dict[str, Any]:
     """Point a session's turns at another environment (a remote one once its copies are confirmed).
 
@@ -261,7 +265,7 @@ def set_for_session(
     if name != LOCAL:
         require_confirmed(name)
         folder = start_there(name, entry) if start_there is not None else None
-    with edit(sid, touch_updated_at=False) as session:
+    with edit(sid, touch_updated_at=False, store=store) as session:
         if session.read_only:
             raise Conflict("This session is read-only.")
         if (session.environment or LOCAL) != name:

@@ -56,10 +56,10 @@ class GoalLocks:
 LOCKS: InUse[GoalLocks] = InUse(GoalLocks)  # the app's (``App.goal_locks``), else one built on first use
 
 
-def _messages(session_id: str) -> list[dict[str, Any]]:
-    with session_edit.lock(session_id):
+def _messages(session_id: str, store: models.Store | None) -> list[dict[str, Any]]:
+    with session_edit.lock(session_id, store=store):
         try:
-            return [m for m in models.get_session(session_id).messages if isinstance(m, dict)]
+            return [m for m in models.get_session(session_id, store=store).messages if isinstance(m, dict)]
         except KeyError as exc:
             raise NotFound("No such session") from exc
 
@@ -75,7 +75,11 @@ def last_turn(messages: list[dict[str, Any]]) -> tuple[str, bool]:
 
 
 def _publish(
-    session_id: str, card: dict[str, Any], move: bool = True, turns: LiveTurns | None = None
+    session_id: str,
+    card: dict[str, Any],
+    move: bool = True,
+    turns: LiveTurns | None = None,
+    store: models.Store | None = None,
 ) -> None:
     """The card to the live turn among ``turns`` (every tab following it) and, with ``move``, onto the newest
     answer row on disk (a save that every open tab's session feed sees); without, off the rows that held it: the
@@ -84,7 +88,7 @@ def _publish(
     if live is not None and not live.finished:
         live.append("work", card)
     try:
-        with session_edit.edit(session_id) as session:
+        with session_edit.edit(session_id, store=store) as session:
             changed = (
                 work_cards.moved_to_last_answer(session.messages, card)
                 if move
@@ -113,12 +117,14 @@ def _continue(
     card: dict[str, Any],
     turns: LiveTurns | None = None,
     work: streaming.Work | None = None,
+    store: models.Store | None = None,
 ) -> str | None:
     """Send ``prompt`` as the session's next message (queued behind a live turn); the turn now running."""
     if not prompt:
         return None
-    started = turn_queue.send(session_id, prompt, "queue", work=work, turns=turns).get("stream_id")
-    _publish(session_id, card, move=started is None, turns=turns)
+    sent = turn_queue.send(session_id, prompt, "queue", work=work, turns=turns, store=store)
+    started = sent.get("stream_id")
+    _publish(session_id, card, move=started is None, turns=turns, store=store)
     return started if isinstance(started, str) else None
 
 
@@ -138,9 +144,10 @@ def command(
     locks: GoalLocks | None = None,
     work: streaming.Work | None = None,
     turns: LiveTurns | None = None,
+    store: models.Store | None = None,
 ) -> dict[str, Any]:
     """The agent's ``/goal [text|status|pause|resume|clear]`` in a session: ``{message, goal, stream_id?}``;
-    ``locks``, ``work`` and ``turns`` are the app's (those in use when None)."""
+    ``locks``, ``work``, ``turns`` and ``store`` are the app's (those in use when None)."""
     turns = turn_journal.TURNS.get(turns)
     if not isinstance(args, str):
         raise BadRequest("goal must be a string")
@@ -148,7 +155,7 @@ def command(
         raise BadRequest(f"goal is too long (at most {ARGS_MAX_CHARS} characters)")
     text = args.strip()
     lower = text.lower()
-    _messages(session_id)  # a session that does not exist is a 404 before the agent is asked
+    _messages(session_id, store)  # a session that does not exist is a 404 before the agent is asked
     with LOCKS.get(locks)(session_id):
         sets_a_goal = lower not in {"", "status", "pause", "resume", "clear", "stop", "done"}
         mgr = agent_goals.manager(session_id) if sets_a_goal else agent_goals.recorded_manager(session_id)
@@ -164,35 +171,36 @@ def command(
             raise Conflict(NO_GOAL_TEXT)
         if lower == "pause":
             mgr.pause(reason="paused by the person")
-            _publish(session_id, agent_goals.card(session_id, mgr.state), turns=turns)
+            _publish(session_id, agent_goals.card(session_id, mgr.state), turns=turns, store=store)
             return _answer(mgr, mgr.status_line())
         if lower == "resume":
             mgr.resume()
             card = agent_goals.card(session_id, mgr.state)
-            _publish(session_id, card, turns=turns)
+            _publish(session_id, card, turns=turns, store=store)
             started = None
             if turns.live_turn_for(session_id) is None:  # a live turn is judged when it ends
-                started = _continue(session_id, mgr.next_continuation_prompt(), card, turns, work)
+                started = _continue(session_id, mgr.next_continuation_prompt(), card, turns, work, store)
             return _answer(mgr, mgr.status_line(), started)
         if lower in {"clear", "stop", "done"}:
             card = agent_goals.card(session_id, mgr.state, status="stopped")
             mgr.clear()
-            _publish(session_id, card, turns=turns)
+            _publish(session_id, card, turns=turns, store=store)
             return {"message": "Goal cleared.", "goal": card}
         if mgr.has_goal():  # the goal it replaces ends on its card
-            _publish(session_id, agent_goals.card(session_id, mgr.state, status="stopped"), turns=turns)
+            stopped = agent_goals.card(session_id, mgr.state, status="stopped")
+            _publish(session_id, stopped, turns=turns, store=store)
         try:
             state = agent_goals.set_goal(mgr, text)
         except ValueError as exc:
             raise BadRequest(str(exc)) from exc
         card = agent_goals.card(session_id, state)
-        started = _continue(session_id, state.goal, card, turns, work)
+        started = _continue(session_id, state.goal, card, turns, work, store)
         return _answer(mgr, f"Goal set ({state.max_turns}-turn budget): {state.goal}", started)
 
 
-def current(session_id: str) -> dict[str, Any]:
+def current(session_id: str, *, store: models.Store | None = None) -> dict[str, Any]:
     """``{goal: card | None}``: the session's goal as the agent holds it now."""
-    _messages(session_id)
+    _messages(session_id, store)
     mgr = agent_goals.recorded_manager(session_id)
     state = mgr.state if mgr is not None else None
     return {"goal": agent_goals.card(session_id, state) if state is not None else None}
@@ -204,9 +212,12 @@ def after_turn(
     locks: GoalLocks | None = None,
     work: streaming.Work | None = None,
     turns: LiveTurns | None = None,
+    store: models.Store | None = None,
+    workers: worker_pool.WorkerPool | None = None,
 ) -> None:
-    """Judge the turn that ended and go on toward the goal, or pause it; nothing without an active goal.
-    ``locks``, ``work`` and ``turns`` are the app's (the app adds this to its ``Work`` with them)."""
+    """Judge the turn that ended (in one of ``workers``) and go on toward the goal, or pause it; nothing
+    without an active goal. ``locks``, ``work``, ``turns``, ``store`` and ``workers`` are the app's (the app
+    adds this to its ``Work`` with them)."""
     turns = turn_journal.TURNS.get(turns)
     if turns.live_turn_for(session_id) is not None:
         return  # a message the person queued went first; the goal is judged after it
@@ -217,31 +228,36 @@ def after_turn(
             return  # no agent, no goal: the turn's own error says why
         if mgr is None or mgr.state is None or not mgr.is_active():
             return
-        answer, stopped = last_turn(_messages(session_id))
+        answer, stopped = last_turn(_messages(session_id, store))
         ended = turns.latest_for(session_id)
         stopped = stopped or bool(ended is not None and ended.cancel_requested)
         if stopped or not answer.strip():
             mgr.pause(reason=STOPPED_REASON if stopped else NO_ANSWER_REASON)
-            _publish(session_id, agent_goals.card(session_id, mgr.state), turns=turns)
+            _publish(session_id, agent_goals.card(session_id, mgr.state), turns=turns, store=store)
             return
         try:
-            judged = worker_pool.side_call("judge_goal", {"session_id": session_id, "answer": answer})
+            asked = {"session_id": session_id, "answer": answer}
+            judged = worker_pool.side_call("judge_goal", asked, pool=workers)
         except ApiError as exc:  # no worker answered (shutting down, a worker lost): the goal waits, paused
             log.warning("judging the goal of %s failed: %s", session_id, exc.message)
             mgr = agent_goals.manager(session_id)
             mgr.pause(reason=f"{JUDGE_LOST_REASON} ({exc.message})")
-            _publish(session_id, agent_goals.card(session_id, mgr.state), turns=turns)
+            _publish(session_id, agent_goals.card(session_id, mgr.state), turns=turns, store=store)
             return
         if judged is None:
             return  # paused or cleared meanwhile
         card = judged["card"]
-        _publish(session_id, card, turns=turns)
+        _publish(session_id, card, turns=turns, store=store)
         if judged["decision"]["should_continue"]:
-            _continue(session_id, judged["decision"]["continuation_prompt"], card, turns, work)
+            _continue(session_id, judged["decision"]["continuation_prompt"], card, turns, work, store)
 
 
 def after_restart(
-    session_ids: Iterable[str], *, locks: GoalLocks | None = None, turns: LiveTurns | None = None
+    session_ids: Iterable[str],
+    *,
+    locks: GoalLocks | None = None,
+    turns: LiveTurns | None = None,
+    store: models.Store | None = None,
 ) -> None:
     """Pause the goals whose turn a restart cut short (their answer is incomplete, as after a stop); ``locks``
     and ``turns`` are the app's (those in use when None)."""
@@ -252,6 +268,6 @@ def after_restart(
                 if mgr is None or mgr.state is None or not mgr.is_active():
                     continue
                 mgr.pause(reason=RESTART_REASON)
-                _publish(session_id, agent_goals.card(session_id, mgr.state), turns=turns)
+                _publish(session_id, agent_goals.card(session_id, mgr.state), turns=turns, store=store)
         except Exception:  # noqa: BLE001 - one session's goal must not stop the others'
             log.exception("pausing the goal of %s after the restart failed", session_id)

@@ -16,7 +16,7 @@ from typing import Any
 
 from api.rules.errors import BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge, UnsupportedMediaType
 from api.services import workspace
-from api.store import config, safe_read, session_lookup
+from api.store import config, models, safe_read, session_lookup
 
 PATH_MAX_CHARS = 4096
 NAME_MAX = 255  # characters of a file or folder name
@@ -40,14 +40,14 @@ def image_type(head: bytes) -> str | None:
     return None
 
 
-def session_workspace(sid: str) -> Path:
+def session_workspace(sid: str, *, store: models.Store | None = None) -> Path:
     """The session's workspace folder, resolved (the default workspace when the session names none).
 
     Every local read or write of a session's files (files panel, changes view, attachments, images, git)
     comes through here, so a session in another execution environment gets a clear refusal instead of
     files of this machine that merely share the folder's name (its files panel, attachments, images and git
     view go to its host first, through ``environment_shell``)."""
-    session = session_lookup.load_session(sid)
+    session = session_lookup.load_session(sid, store=store)
     remote = getattr(session, "environment", None)
     if remote:
         raise Conflict(
@@ -87,9 +87,9 @@ def resolve_in_workspace(workspace: Path, relative: Any) -> Path:
     return target
 
 
-def read_media(sid: str, relative: Any) -> tuple[bytes, str]:
+def read_media(sid: str, relative: Any, *, store: models.Store | None = None) -> tuple[bytes, str]:
     """``(bytes, content type)`` of an image in the session's workspace."""
-    folder = session_workspace(sid)
+    folder = session_workspace(sid, store=store)
     target = resolve_in_workspace(folder, relative)
     limit = int(config.setting("attachment_max_bytes"))
     try:

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from api.agent import turn_journal
 from api.rules.errors import ApiError, BadRequest, Conflict, redact_paths
 from api.rules.session_fields import is_safe_session_id
 from api.services import session_catalogue
@@ -26,15 +27,15 @@ MAX_BULK = 1000
 ACTIONS = ("move", "archive", "unarchive", "delete", "restore")
 
 
-def _target_project(project_id: Any) -> str | None:
+def _target_project(project_id: Any, store: models.Store | None) -> str | None:
     """None (out of any project) or the id of a project that exists."""
     if project_id is None or project_id == "":
         return None
-    return str(projects.get_project(project_id)["project_id"])
+    return str(projects.get_project(project_id, store=store)["project_id"])
 
 
-def _set_project(sid: str, project: str | None) -> dict[str, Any]:
-    with edit(sid, touch_updated_at=False) as session:
+def _set_project(sid: str, project: str | None, store: models.Store | None) -> dict[str, Any]:
+    with edit(sid, touch_updated_at=False, store=store) as session:
         previous = session.project_id
         if previous == project:
             raise Unchanged
@@ -42,22 +43,25 @@ def _set_project(sid: str, project: str | None) -> dict[str, Any]:
     return {"session": session.compact(), "previous_project_id": previous}
 
 
-def move_session(sid: Any, project_id: Any) -> dict[str, Any]:
+def move_session(sid: Any, project_id: Any, *, store: models.Store | None = None) -> dict[str, Any]:
     """``POST /api/session/move``: the session's ``project_id`` set (None: out of its project)."""
     if not isinstance(sid, str) or not is_safe_session_id(sid):
         raise BadRequest("Invalid session_id")
-    return _set_project(sid, _target_project(project_id))
+    return _set_project(sid, _target_project(project_id, store), store)
 
 
-def delete_project(project_id: Any) -> dict[str, Any]:
+def delete_project(project_id: Any, *, store: models.Store | None = None) -> dict[str, Any]:
     """Move every session of the project out of it, then take the project off the list. A session that
     cannot be moved keeps the project on the list (409), so deleting again finishes the work."""
-    pid = projects.get_project(project_id)["project_id"]
-    outcomes = [_outcome(sid, lambda sid: _set_project(sid, None)) for sid in models.project_session_ids(pid)]
+    pid = projects.get_project(project_id, store=store)["project_id"]
+    outcomes = [
+        _outcome(sid, lambda sid: _set_project(sid, None, store))
+        for sid in models.project_session_ids(pid, store=store)
+    ]
     failed = [outcome for outcome in outcomes if not outcome["ok"]]
     if failed:
         raise Conflict(f"{len(failed)} sessions could not be moved out; the project is kept", results=failed)
-    removed = projects.remove_project(pid)
+    removed = projects.remove_project(pid, store=store)
     return {"ok": True, "project": removed, "moved": [outcome["session_id"] for outcome in outcomes]}
 
 
@@ -97,30 +101,31 @@ def _session_ids(value: Any) -> list[str]:
     return ids
 
 
-def _restore(token: str) -> dict[str, Any]:
-    return {"session": session_catalogue.restore_deleted(token)}
-
-
-def _change_for(action: str, body: dict[str, Any]) -> tuple[list[str], Callable[[str], dict[str, Any]]]:
+def _change_for(
+    action: str, body: dict[str, Any], store: models.Store | None, turns: turn_journal.LiveTurns | None
+) -> tuple[list[str], Callable[[str], dict[str, Any]]]:
     if action == "restore":
-        return _strings(body.get("undo_tokens"), "undo_tokens"), _restore
+        tokens = _strings(body.get("undo_tokens"), "undo_tokens")
+        return tokens, lambda token: {"session": session_catalogue.restore_deleted(token, store=store)}
     ids = _session_ids(body.get("session_ids"))
     if action == "move":
-        project = _target_project(body.get("project_id"))
-        return ids, lambda sid: _set_project(sid, project)
+        project = _target_project(body.get("project_id"), store)
+        return ids, lambda sid: _set_project(sid, project, store)
     if action in ("archive", "unarchive"):
         flag = action == "archive"
-        return ids, lambda sid: {"session": session_catalogue.set_flag(sid, "archived", flag)}
-    return ids, session_catalogue.delete_session
+        return ids, lambda sid: {"session": session_catalogue.set_flag(sid, "archived", flag, store=store)}
+    return ids, lambda sid: session_catalogue.delete_session(sid, store=store, turns=turns)
 
 
-def bulk(body: dict[str, Any]) -> dict[str, Any]:
+def bulk(
+    body: dict[str, Any], *, store: models.Store | None = None, turns: turn_journal.LiveTurns | None = None
+) -> dict[str, Any]:
     """``POST /api/sessions/bulk``: ``{action, session_ids, project_id?}`` (``restore``: ``undo_tokens``,
     the undo of a bulk delete). Each id's outcome in ``results``, in the order given."""
     action = body.get("action")
     if action not in ACTIONS:
         raise BadRequest("action must be one of " + ", ".join(ACTIONS))
-    keys, change = _change_for(action, body)
+    keys, change = _change_for(action, body, store, turns)
     field = "undo_token" if action == "restore" else "session_id"
     results = [_outcome(key, change, field) for key in keys]
     done = sum(1 for result in results if result["ok"])

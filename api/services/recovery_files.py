@@ -138,9 +138,9 @@ def read_deleted(folder: Path) -> set[str]:
         return set()
 
 
-def rebuild_folder_index(folder: Path) -> bool:
+def rebuild_folder_index(folder: Path, *, store: models.Store | None = None) -> bool:
     try:
-        models.store().index.rebuild_index_file(folder)
+        models.store(store).index.rebuild_index_file(folder)
         return True
     except Exception as exc:  # noqa: BLE001
         log.warning("index rebuild after recovery failed: %s", exc)

@@ -297,9 +297,9 @@ class Indexing:
 INDEXING: InUse[Indexing] = InUse(Indexing)  # the app's (``App.indexing``), else built on first use
 
 
-def indexer() -> Indexer | None:
+def indexer(indexing: Indexing | None = None) -> Indexer | None:
     """The indexer in use (None until it started)."""
-    return INDEXING.get().indexer
+    return INDEXING.get(indexing).indexer
 
 
 def start(session_dir: Path, db_path: Path) -> Indexer:

@@ -31,9 +31,9 @@ SEARCH_QUERY_MAX = 500
 _UNDO_TOKEN = re.compile(r"([A-Za-z0-9-][A-Za-z0-9_-]{0,199})-(\d{10,16})")
 
 
-def trash_dir() -> Path:
+def trash_dir(*, store: models.Store | None = None) -> Path:
     """``<state_dir>/trash``: the session folder's parent."""
-    return session_dir().parent / "trash"
+    return session_dir(store=store).parent / "trash"
 
 
 def clean_title(value: Any, field: str = "title") -> str:
@@ -50,7 +50,9 @@ def clean_title(value: Any, field: str = "title") -> str:
 # ---------------------------------------------------------------------- create and edit
 
 
-def create_session(model: Any = None, workspace: Any = None, title: Any = None) -> dict[str, Any]:
+def create_session(
+    model: Any = None, workspace: Any = None, title: Any = None, *, store: models.Store | None = None
+) -> dict[str, Any]:
     """A new, empty session, saved at once; the full session as the page shows it."""
     if model is not None and (not isinstance(model, str) or len(model) > TITLE_MAX):
         raise BadRequest("model must be a string of at most 200 characters")
@@ -59,20 +61,20 @@ def create_session(model: Any = None, workspace: Any = None, title: Any = None) 
     if title is not None:
         kwargs["title"] = clean_title(title)
         kwargs["manual_title"] = True
-    return save_new(models.Session(**kwargs))
+    return save_new(models.Session(**kwargs), store=store)
 
 
-def save_new(session: models.Session) -> dict[str, Any]:
+def save_new(session: models.Session, *, store: models.Store | None = None) -> dict[str, Any]:
     """Save a session made here (a new id) and cache it; the full session as the page shows it."""
-    create(session)
+    create(session, store=store)
     return full_session(session)
 
 
-def set_workspace(sid: str, value: Any) -> dict[str, Any]:
+def set_workspace(sid: str, value: Any, *, store: models.Store | None = None) -> dict[str, Any]:
     """Point a session's turns at another folder (``api.services.workspace.choose`` decides which are allowed); a
     session in another execution environment names a folder on that side, checked there."""
     try:
-        remote = getattr(load_session(sid), "environment", None)
+        remote = getattr(load_session(sid, store=store), "environment", None)
     except NotFound:  # the folder is judged first; the edit below says the session is unknown
         remote = None
     if remote:
@@ -80,7 +82,7 @@ def set_workspace(sid: str, value: Any) -> dict[str, Any]:
     else:
         folder = _workspace.choose(value)
 
-    with edit(sid, touch_updated_at=False) as session:
+    with edit(sid, touch_updated_at=False, store=store) as session:
         if session.read_only:
             raise Conflict("This session is read-only.")
         if session.environment != remote:
@@ -95,23 +97,23 @@ def set_workspace(sid: str, value: Any) -> dict[str, Any]:
     return row
 
 
-def rename_session(sid: str, title: Any) -> dict[str, Any]:
+def rename_session(sid: str, title: Any, *, store: models.Store | None = None) -> dict[str, Any]:
     title = clean_title(title)
 
     # Metadata edits keep updated_at, so renaming or pinning does not reorder the sidebar.
-    with edit(sid, touch_updated_at=False) as session:
+    with edit(sid, touch_updated_at=False, store=store) as session:
         session.title = title
         session.manual_title = True
     return session.compact()
 
 
-def set_flag(sid: str, name: str, value: Any) -> dict[str, Any]:
+def set_flag(sid: str, name: str, value: Any, *, store: models.Store | None = None) -> dict[str, Any]:
     """Set ``pinned`` or ``archived``."""
     if name not in ("pinned", "archived"):
         raise BadRequest(f"unknown flag {name}")
     if not isinstance(value, bool):
         raise BadRequest(f"{name} must be true or false")
-    with edit(sid, touch_updated_at=False) as session:
+    with edit(sid, touch_updated_at=False, store=store) as session:
         setattr(session, name, value)
     return session.compact()
 
@@ -130,8 +132,8 @@ def _move_durable(src: Path, dst: Path) -> None:
         atomic.unlink_durable(src)
 
 
-def _new_trash_folder(sid: str) -> Path:
-    trash = trash_dir()
+def _new_trash_folder(sid: str, store: models.Store | None) -> Path:
+    trash = trash_dir(store=store)
     if not trash.is_dir():
         trash.mkdir(parents=True, exist_ok=True)
         atomic.fsync_dir(trash.parent)
@@ -144,7 +146,9 @@ def _new_trash_folder(sid: str) -> Path:
     return folder
 
 
-def delete_session(sid: str) -> dict[str, Any]:
+def delete_session(
+    sid: str, *, store: models.Store | None = None, turns: turn_journal.LiveTurns | None = None
+) -> dict[str, Any]:
     """Move ``<sid>.json``, its ``.bak``, set-aside backups and compression undo to ``<state>/trash/<sid>-<ms>/``;
     tombstone the id.
 
@@ -153,15 +157,17 @@ def delete_session(sid: str) -> dict[str, Any]:
     """
     if not is_safe_session_id(sid):
         raise NotFound("Session not found")
-    folder = session_dir()
+    folder = session_dir(store=store)
     live, bak = folder / f"{sid}.json", folder / f"{sid}.json.bak"
-    with lock(sid):
+    with lock(sid, store=store):
         if not live.exists() and not bak.exists():
             raise NotFound("Session not found")
-        if turn_journal.live_turn_for(sid) is not None:  # a turn left pending on disk does not count
+        if (
+            turn_journal.live_turn_for(sid, turns=turns) is not None
+        ):  # a turn left pending on disk does not count
             raise Conflict("Session is still streaming; stop the turn before deleting it.")
-        tombstones.add_deleted(folder, sid)
-        dest = _new_trash_folder(sid)
+        tombstones.add_deleted(folder, sid, models.store(store).tombstones)
+        dest = _new_trash_folder(sid, store)
         for path in (
             live,
             bak,
@@ -173,21 +179,21 @@ def delete_session(sid: str) -> dict[str, Any]:
                 _move_durable(path, dest / path.name)
         atomic.fsync_dir(dest)
         atomic.fsync_dir(folder)
-        home = models.store()
+        home = models.store(store)
         home.index.note_removed(folder, home.index_file, sid)
         home.drop(sid)
     return {"ok": True, "undo_token": dest.name}
 
 
-def restore_deleted(token: Any) -> dict[str, Any]:
+def restore_deleted(token: Any, *, store: models.Store | None = None) -> dict[str, Any]:
     """Undo a delete: move the files back from the trash and lift the tombstone."""
     match = _UNDO_TOKEN.fullmatch(token) if isinstance(token, str) else None
     if match is None:
         raise BadRequest("Invalid undo_token")
     sid = match.group(1)
-    src = trash_dir() / token
-    folder = session_dir()
-    with lock(sid):
+    src = trash_dir(store=store) / token
+    folder = session_dir(store=store)
+    with lock(sid, store=store):
         if not (src / f"{sid}.json").is_file():
             raise NotFound("Nothing to restore: the undo token is unknown or was used already")
         if (folder / f"{sid}.json").exists():
@@ -204,16 +210,16 @@ def restore_deleted(token: Any) -> dict[str, Any]:
         _move_durable(src / f"{sid}.json", folder / f"{sid}.json")
         atomic.fsync_dir(folder)
         atomic.fsync_dir(src)
-        tombstones.remove_deleted(folder, sid)
+        tombstones.remove_deleted(folder, sid, models.store(store).tombstones)
         try:
             src.rmdir()
             atomic.fsync_dir(src.parent)
         except OSError:
             pass  # something else lives there; the folder stays
-        session = load_session(sid)
+        session = load_session(sid, store=store)
         st = os.stat(session.path)
         row = session.compact()
-        home = models.store()
+        home = models.store(store)
         home.index.note_saved(folder, home.index_file, row, (st.st_size, st.st_mtime_ns))
     return row
 
@@ -262,12 +268,12 @@ def find_in_messages(messages: list[Any], needle: str) -> dict[str, Any] | None:
     return None
 
 
-def _content_match(sid: str, needle: str) -> dict[str, Any] | None:
-    cached = models.store().cached(sid)
+def _content_match(sid: str, needle: str, store: models.Store | None) -> dict[str, Any] | None:
+    cached = models.store(store).cached(sid)
     if cached is not None and not cached.metadata_only:
         return find_in_messages(list(cached.messages), needle)
     try:
-        found = session_files.read_session_file(session_dir() / f"{sid}.json")
+        found = session_files.read_session_file(session_dir(store=store) / f"{sid}.json")
     except (OSError, ValueError):
         return None
     if found is None:
@@ -283,7 +289,9 @@ def _content_match(sid: str, needle: str) -> dict[str, Any] | None:
     return find_in_messages(messages, needle) if isinstance(messages, list) else None
 
 
-def search_sessions(query: Any, content: bool = False) -> dict[str, Any]:
+def search_sessions(
+    query: Any, content: bool = False, *, store: models.Store | None = None
+) -> dict[str, Any]:
     """Rows whose title contains ``query`` (case-insensitive), and with ``content`` those whose messages do.
 
     Newest first, at most ``SEARCH_MAX_RESULTS``; files are read one at a time, only when needed.
@@ -294,26 +302,26 @@ def search_sessions(query: Any, content: bool = False) -> dict[str, Any]:
     if not needle:
         return {"sessions": []}
     out: list[dict[str, Any]] = []
-    for row in models.sessions_newest_first():
+    for row in models.sessions_newest_first(store=store):
         title = row.get("title")
         if isinstance(title, str) and needle in title.lower():
             out.append(row)
         elif content:
-            match = _content_match(row["session_id"], needle)
+            match = _content_match(row["session_id"], needle, store)
             if match is not None:
                 out.append({**row, "match": match})
         if len(out) >= SEARCH_MAX_RESULTS:
             break
     if content and len(out) < SEARCH_MAX_RESULTS:
-        out.extend(_agent_matches(needle, SEARCH_MAX_RESULTS - len(out)))
+        out.extend(_agent_matches(needle, SEARCH_MAX_RESULTS - len(out), store))
     return {"sessions": out}
 
 
-def _agent_matches(needle: str, limit: int) -> list[dict[str, Any]]:
+def _agent_matches(needle: str, limit: int, store: models.Store | None) -> list[dict[str, Any]]:
     """The agent's own conversations whose messages hold ``needle`` (found through its full-text index),
     as read-only match rows."""
     out = []
-    for found in agent_sessions.sessions_matching(needle, limit):
+    for found in agent_sessions.sessions_matching(needle, limit, store=store):
         match = find_in_messages(found.pop("messages"), needle)
         if match is not None:
             out.append({**found, "session_id": found["id"], "match": match})

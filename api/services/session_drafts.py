@@ -12,7 +12,7 @@ from typing import Any
 
 from api.rules.errors import BadRequest, Conflict, PayloadTooLarge
 from api.rules.sanitize import scrub_surrogates
-from api.store import session_edit
+from api.store import models, session_edit
 from api.store.session_lookup import load_session
 
 DRAFT_MAX_BYTES = 200 * 1024  # as much as one message may carry
@@ -25,21 +25,21 @@ def _shown(session_id: str, draft: Any) -> dict[str, Any]:
     return {"session_id": session_id, "text": text, "updated_at": updated}
 
 
-def get_draft(session_id: str) -> dict[str, Any]:
+def get_draft(session_id: str, *, store: models.Store | None = None) -> dict[str, Any]:
     """``{session_id, text, updated_at}``; an empty text when there is none."""
-    session = load_session(session_id)
-    with session_edit.lock(session_id):
+    session = load_session(session_id, store=store)
+    with session_edit.lock(session_id, store=store):
         return _shown(session_id, session.composer_draft)
 
 
-def save_draft(session_id: str, text: Any) -> dict[str, Any]:
+def save_draft(session_id: str, text: Any, *, store: models.Store | None = None) -> dict[str, Any]:
     """Keep ``text`` as the session's draft (an empty one removes it); the file is saved only on a change."""
     if not isinstance(text, str):
         raise BadRequest("text must be a string")
     if len(text.encode("utf-8", "surrogatepass")) > DRAFT_MAX_BYTES:
         raise PayloadTooLarge(f"the draft is too long (at most {DRAFT_MAX_BYTES // 1024} KB)")
     text = scrub_surrogates(text)
-    with session_edit.edit(session_id, touch_updated_at=False) as session:
+    with session_edit.edit(session_id, touch_updated_at=False, store=store) as session:
         if session.read_only:
             raise Conflict("This session is read-only.")
         if _shown(session_id, session.composer_draft)["text"] == text:

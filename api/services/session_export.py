@@ -149,12 +149,12 @@ def _role_label(msg: dict[str, Any]) -> str:
     return str(role).capitalize() if isinstance(role, str) and role else "Message"
 
 
-def _export_source(sid: str) -> dict[str, Any]:
+def _export_source(sid: str, store: models.Store | None) -> dict[str, Any]:
     """The session file payload (Talaria session) or the read-only agent session."""
     try:
-        return load_session(sid).to_payload()
+        return load_session(sid, store=store).to_payload()
     except NotFound:
-        agent = agent_session(sid)
+        agent = agent_session(sid, store=store)
         if agent is None:
             raise
         return agent
@@ -227,11 +227,11 @@ def to_html(payload: dict[str, Any]) -> str:
     )
 
 
-def export_session(sid: str, fmt: Any) -> tuple[bytes, str, str]:
+def export_session(sid: str, fmt: Any, *, store: models.Store | None = None) -> tuple[bytes, str, str]:
     """``(body, content_type, filename)`` of a session in ``json``, ``md`` or ``html``."""
     if fmt not in FORMATS:
         raise BadRequest("format must be json, md or html")
-    payload = _export_source(sid)
+    payload = _export_source(sid, store)
     if fmt == "json":
         body = jsonio.dumps_document(payload)
     elif fmt == "md":
@@ -309,7 +309,7 @@ def import_fields(data: dict[str, Any]) -> dict[str, Any]:
     return clean
 
 
-def import_session(data: Any) -> dict[str, Any]:
+def import_session(data: Any, *, store: models.Store | None = None) -> dict[str, Any]:
     """Store an exported session under a NEW safe id in the session folder; returns its row."""
     if not isinstance(data, dict):
         raise BadRequest("Import must be a JSON object")
@@ -320,5 +320,5 @@ def import_session(data: Any) -> dict[str, Any]:
     fields.setdefault("created_at", now)
     fields.setdefault("updated_at", now)
     session = models.Session(session_id=new_session_id(), workspace=_workspace.default(), **fields)
-    session_edit.create(session, touch_updated_at=False)
+    session_edit.create(session, touch_updated_at=False, store=store)
     return session.compact()

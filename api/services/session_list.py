@@ -56,7 +56,7 @@ def _row_json(entry: Entry) -> bytes:
 
 
 def page(
-    limit: int | None, cursor: str | None, project: str | None = None
+    limit: int | None, cursor: str | None, project: str | None = None, *, store: models.Store | None = None
 ) -> tuple[list[bytes], str | None, int]:
     """``(rows as JSON, next cursor or None, total rows)``. The first page (no cursor) starts with every
     pinned row, then ``limit`` others; later pages hold only unpinned rows. No limit: everything. With
@@ -65,7 +65,7 @@ def page(
     if limit is not None and not 1 <= limit <= MAX_LIMIT:
         raise BadRequest(f"limit must be between 1 and {MAX_LIMIT}")
     before = None if cursor is None else decode_cursor(cursor)
-    found = models.sidebar_page(before, limit, project)
+    found = models.sidebar_page(before, limit, project, store=store)
     rows = [_row_json(entry) for entry in found.pinned + found.rows]
     next_cursor = None
     if found.next_key is not None:
@@ -75,9 +75,14 @@ def page(
 
 
 def page_json(
-    limit: int | None, cursor: str | None, extra: dict[str, Any], project: str | None = None
+    limit: int | None,
+    cursor: str | None,
+    extra: dict[str, Any],
+    project: str | None = None,
+    *,
+    store: models.Store | None = None,
 ) -> list[bytes]:
     """``{"sessions": [...], "next_cursor", "total", **extra}`` as chunks to send in order."""
-    rows, next_cursor, total = page(limit, cursor, project)
+    rows, next_cursor, total = page(limit, cursor, project, store=store)
     tail = jsonio.dumps({"next_cursor": next_cursor, "total": total, **extra})
     return [b'{"sessions":[', b",".join(rows), b"],", tail[1:]]

@@ -14,7 +14,7 @@ import time
 import uuid
 from typing import Any
 
-from api.agent import interrupted_turns
+from api.agent import interrupted_turns, turn_journal
 from api.rules import version_rules
 from api.rules.errors import BadRequest
 from api.rules.session_fields import float_or_none, message_text
@@ -161,13 +161,15 @@ def _cut_to_last_user(session: models.Session, empty_message: str) -> tuple[dict
     return last_user, removed
 
 
-def retry_last(sid: str) -> dict[str, Any]:
+def retry_last(
+    sid: str, *, store: models.Store | None = None, turns: turn_journal.LiveTurns | None = None
+) -> dict[str, Any]:
     """Remove the last user turn and what followed, returning its text for the composer to resend.
 
     The removed turn stays reachable as a version of that message.
     """
-    with edit(sid) as session:
-        interrupted_turns.close_unless_live(session, interrupted_turns.STILL_STREAMING)
+    with edit(sid, store=store) as session:
+        interrupted_turns.close_unless_live(session, interrupted_turns.STILL_STREAMING, turns=turns)
         idx = _last_user_index(session.messages)
         if idx is not None:
             keep_tail_as_version(session, idx)
@@ -175,10 +177,12 @@ def retry_last(sid: str) -> dict[str, Any]:
     return {"last_user_text": message_text(last_user), "removed_count": len(removed)}
 
 
-def undo_last(sid: str) -> dict[str, Any]:
+def undo_last(
+    sid: str, *, store: models.Store | None = None, turns: turn_journal.LiveTurns | None = None
+) -> dict[str, Any]:
     """Remove the last user turn and its answer."""
-    with edit(sid) as session:
-        interrupted_turns.close_unless_live(session, interrupted_turns.STILL_STREAMING)
+    with edit(sid, store=store) as session:
+        interrupted_turns.close_unless_live(session, interrupted_turns.STILL_STREAMING, turns=turns)
         last_user, removed = _cut_to_last_user(session, "Nothing to undo.")
         path, gone = session.path, forget_versions_from(session, len(session.messages))
     version_store.remove(path, gone)
@@ -189,12 +193,18 @@ def undo_last(sid: str) -> dict[str, Any]:
     }
 
 
-def truncate_session(sid: str, keep_count: Any) -> dict[str, Any]:
+def truncate_session(
+    sid: str,
+    keep_count: Any,
+    *,
+    store: models.Store | None = None,
+    turns: turn_journal.LiveTurns | None = None,
+) -> dict[str, Any]:
     """Edit: keep the first ``keep_count`` visible messages."""
     if isinstance(keep_count, bool) or not isinstance(keep_count, int) or keep_count < 0:
         raise BadRequest("keep_count must be a non-negative integer")
-    with edit(sid) as session:
-        interrupted_turns.close_unless_live(session, interrupted_turns.STILL_STREAMING)
+    with edit(sid, store=store) as session:
+        interrupted_turns.close_unless_live(session, interrupted_turns.STILL_STREAMING, turns=turns)
         if keep_count > len(session.messages):
             raise BadRequest("keep_count is larger than the conversation")
         keep_tail_as_version(session, keep_count)
@@ -202,15 +212,17 @@ def truncate_session(sid: str, keep_count: Any) -> dict[str, Any]:
     return {"removed_count": old_n - keep_count}
 
 
-def clear_session(sid: str) -> dict[str, Any]:
+def clear_session(
+    sid: str, *, store: models.Store | None = None, turns: turn_journal.LiveTurns | None = None
+) -> dict[str, Any]:
     """Empty the conversation; the 0.0 watermark and a ``clear_generation`` keep it empty."""
-    with edit(sid) as session:
-        interrupted_turns.close_unless_live(session, interrupted_turns.STILL_STREAMING)
+    with edit(sid, store=store) as session:
+        interrupted_turns.close_unless_live(session, interrupted_turns.STILL_STREAMING, turns=turns)
         had_messages = bool(session.messages)
         old_n, _ = truncate_session_at_keep(session, 0)
         session.context_messages = []
         session.tool_calls = []
-        if session.parent_session_id and _is_snapshot_parent(session.parent_session_id):
+        if session.parent_session_id and _is_snapshot_parent(session.parent_session_id, session.home()):
             session.parent_session_id = None
         session.clear_pending_turn()
         forget_compression(session)
@@ -279,9 +291,9 @@ def show_tail(session: models.Session, index: int, rows: list[Any], context_rows
     session.truncation_watermark = session.truncation_boundary = max(time.time(), newest)
 
 
-def _is_snapshot_parent(parent_sid: str) -> bool:
+def _is_snapshot_parent(parent_sid: str, store: models.Store) -> bool:
     try:
-        parent = models.Session.load_metadata_only(parent_sid)
+        parent = models.Session.load_metadata_only(parent_sid, store)
     except (ValueError, OSError):
         return False
     return bool(parent and parent.pre_compression_snapshot)

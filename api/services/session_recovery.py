@@ -105,16 +105,16 @@ def _restore(folder: Path, plans: list[_Plan]) -> None:
         )
 
 
-def _after_restore(folder: Path, sids: list[str]) -> None:
-    """Let the sidebar index and the session cache see the restored files."""
+def _after_restore(folder: Path, sids: list[str], store: models.Store | None) -> None:
+    """Let the sidebar index and the session cache (of ``store``, the caller's app's) see the restored files."""
     if not sids:
         return
     try:
-        models.store().index.forget(folder)
+        models.store(store).index.forget(folder)
     except Exception as exc:  # noqa: BLE001 - the index is a cache; recovery must not fail on it
         log.warning("could not reset the session index after recovery: %s", exc)
     try:
-        home = models.store()
+        home = models.store(store)
         if home.session_dir == folder:
             for sid in sids:
                 home.drop(sid)
@@ -155,12 +155,16 @@ def recover_session(path: Path) -> dict[str, Any]:
         return {**status, "restored": False, "skipped": "not a session file name"}
     plan = _Plan(sid, path, live, bak, status)
     _restore(path.parent, [plan])
-    _after_restore(path.parent, [sid] if plan.result["restored"] else [])
+    _after_restore(path.parent, [sid] if plan.result["restored"] else [], None)
     return plan.result
 
 
 def recover_all_sessions_on_startup(
-    session_dir: Path, rebuild_index: bool = False, state_db_path: Path | None = None
+    session_dir: Path,
+    rebuild_index: bool = False,
+    state_db_path: Path | None = None,
+    *,
+    store: models.Store | None = None,
 ) -> dict[str, Any]:
     """Sweep a session folder, restoring every genuine loss (and every orphan backup of a live session).
 
@@ -216,9 +220,9 @@ def recover_all_sessions_on_startup(
             {"session_id": p.sid, "error": p.result["error"]} for p in plans if "error" in p.result
         )
         result["restored"] = len(restored)
-        _after_restore(folder, restored)
+        _after_restore(folder, restored, store)
         if rebuild_index and (restored or not (folder / "_index.json").exists()):
-            result["index_rebuilt"] = rebuild_folder_index(folder)
+            result["index_rebuilt"] = rebuild_folder_index(folder, store=store)
     except Exception as exc:  # noqa: BLE001 - startup must go on whatever the folder holds
         log.exception("startup recovery of %s stopped early", folder)
         result["errors"].append({"session_id": None, "error": str(exc)})
@@ -230,15 +234,19 @@ def audit_session_recovery(session_dir: Path, state_db_path: Path | None = None)
     return recovery_audit.audit(session_dir, state_db_path)
 
 
-def repair_safe_session_recovery(session_dir: Path, state_db_path: Path | None = None) -> dict[str, Any]:
+def repair_safe_session_recovery(
+    session_dir: Path, state_db_path: Path | None = None, *, store: models.Store | None = None
+) -> dict[str, Any]:
     """Audit, restore what is safe (startup recovery with an index rebuild), rebuild a stale index, audit
     again; ``{"status", "session_dir", "before", "recovery", "after"}``."""
     folder = Path(session_dir)
     before = recovery_audit.audit(folder, state_db_path)
-    recovery = recover_all_sessions_on_startup(folder, rebuild_index=True, state_db_path=state_db_path)
+    recovery = recover_all_sessions_on_startup(
+        folder, rebuild_index=True, state_db_path=state_db_path, store=store
+    )
     stale_index = any(i["kind"].startswith("index_") for i in before["items"])
     if stale_index and not recovery.get("index_rebuilt") and folder.is_dir():
-        recovery["index_rebuilt"] = rebuild_folder_index(folder)
+        recovery["index_rebuilt"] = rebuild_folder_index(folder, store=store)
     after = recovery_audit.audit(folder, state_db_path)
     return {
         "status": after["status"],
@@ -252,21 +260,19 @@ def repair_safe_session_recovery(session_dir: Path, state_db_path: Path | None =
 # The routes' answers name files relative to the state folder: the server's own folders stay on the server.
 
 
-def audit_live_sessions() -> dict[str, Any]:
-    """The audit of the server's own session folder and state.db (the recovery audit route)."""
-    folder = models.store().session_dir
+def audit_live_sessions(*, store: models.Store | None = None) -> dict[str, Any]:
+    """The audit of the server's own session folder (``store``'s) and state.db (the recovery audit route)."""
+    folder = models.store(store).session_dir
     return cast(
         "dict[str, Any]", relative_to(folder.parent, audit_session_recovery(folder, config.STATE_DB_PATH))
     )
 
 
-def repair_safe_live_sessions() -> dict[str, Any]:
-    """The safe repair of the server's own session folder and state.db (the repair-safe route)."""
-    folder = models.store().session_dir
-    return cast(
-        "dict[str, Any]",
-        relative_to(folder.parent, repair_safe_session_recovery(folder, config.STATE_DB_PATH)),
-    )
+def repair_safe_live_sessions(*, store: models.Store | None = None) -> dict[str, Any]:
+    """The safe repair of the server's own session folder (``store``'s) and state.db (the repair-safe route)."""
+    folder = models.store(store).session_dir
+    repaired = repair_safe_session_recovery(folder, config.STATE_DB_PATH, store=store)
+    return cast("dict[str, Any]", relative_to(folder.parent, repaired))
 
 
 def relative_to(folder: Path, report: Any) -> Any:

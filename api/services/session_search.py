@@ -17,7 +17,7 @@ from api.rules.errors import BadRequest
 from api.rules.search_query import Query
 from api.services import render, search_indexer, session_catalogue
 from api.store import models
-from api.store.search_index import Filters, Hit
+from api.store.search_index import Filters, Hit, SearchIndex
 
 DEFAULT_LIMIT = session_catalogue.SEARCH_MAX_RESULTS
 MAX_LIMIT = 200
@@ -103,14 +103,21 @@ def _with_html(row: dict[str, Any], words: list[str]) -> dict[str, Any]:
     return row
 
 
-def status() -> dict[str, Any]:
-    """The index's state (``ready``, ``rebuilding`` with ``progress`` 0..1, ``failed``, ``off``)."""
-    indexer = search_indexer.indexer()
+def status(*, indexing: search_indexer.Indexing | None = None) -> dict[str, Any]:
+    """The index's state (``ready``, ``rebuilding`` with ``progress`` 0..1, ``failed``, ``off``) of
+    ``indexing`` (the caller's app's; the one in use when None)."""
+    indexer = search_indexer.indexer(indexing)
     return indexer.status() if indexer is not None else {"state": "off", "progress": 0.0}
 
 
-def search_sessions(params: dict[str, Any]) -> dict[str, Any]:
-    """``GET /api/sessions/search``: ``q``, ``content``, ``offset``, ``limit`` and the filters."""
+def search_sessions(
+    params: dict[str, Any],
+    *,
+    store: models.Store | None = None,
+    indexing: search_indexer.Indexing | None = None,
+) -> dict[str, Any]:
+    """``GET /api/sessions/search``: ``q``, ``content``, ``offset``, ``limit`` and the filters, over ``store``
+    and the search index of ``indexing`` (the caller's app's; those in use when None)."""
     q = params.get("q", "")
     if not isinstance(q, str):
         raise BadRequest("q must be a string")
@@ -120,25 +127,25 @@ def search_sessions(params: dict[str, Any]) -> dict[str, Any]:
     limit = _count(params, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
     filters = filters_from(params)
     query = search_query.parse(q)
-    indexer = search_indexer.indexer()
+    indexer = search_indexer.indexer(indexing)
     if indexer is not None and indexer.ready and indexer.index is not None:
         # A search just after a save finds it: the few updates queued are written first (briefly).
         indexer.wait_idle(READ_YOUR_SAVES_S)
-        found, more = _from_index(q, query, filters, content, offset, limit)
+        found, more = _from_index(indexer.index, q, query, filters, content, offset, limit, store)
     else:
-        found, more = _from_scan(q, query, filters, content, offset, limit)
+        found, more = _from_scan(q, query, filters, content, offset, limit, store)
     return {
         "sessions": found,
         "offset": offset,
         "next_offset": offset + limit if more else None,
-        "index": status(),
+        "index": status(indexing=indexing),
     }
 
 
 def _from_scan(
-    q: str, query: Query, filters: Filters, content: bool, offset: int, limit: int
+    q: str, query: Query, filters: Filters, content: bool, offset: int, limit: int, store: models.Store | None
 ) -> tuple[list[Any], bool]:
-    rows = session_catalogue.search_sessions(q, content=content)["sessions"]
+    rows = session_catalogue.search_sessions(q, content=content, store=store)["sessions"]
     words = query.words() or [" ".join(q.split()).lower()]
     kept = [_with_html(row, words) for row in rows if _passes(row, filters)]
     page = kept[offset : offset + limit + 1]
@@ -146,17 +153,21 @@ def _from_scan(
 
 
 def _from_index(
-    q: str, query: Query, filters: Filters, content: bool, offset: int, limit: int
+    index: SearchIndex,
+    q: str,
+    query: Query,
+    filters: Filters,
+    content: bool,
+    offset: int,
+    limit: int,
+    store: models.Store | None,
 ) -> tuple[list[Any], bool]:
-    indexer = search_indexer.indexer()
-    assert indexer is not None and indexer.index is not None
-    index = indexer.index
     needle = " ".join(q.split()).lower()
     titled = index.titled(needle, filters, MAX_OFFSET) if needle else []
     out: list[dict[str, Any]] = []
     if offset == 0:
         for sid in titled[:limit]:
-            row = models.session_row(sid)
+            row = models.session_row(sid, store=store)
             if row is not None:
                 out.append(row)
     if not content or not query.wanted:
@@ -165,7 +176,7 @@ def _from_index(
     hits = index.search(query, filters, skip=titled)
     page = list(itertools.islice(hits, offset, offset + limit + 1))
     for hit in page[:limit]:
-        row = models.session_row(hit.sid)
+        row = models.session_row(hit.sid, store=store)
         if row is None:
             continue  # removed since the index heard of it
         marked = _reader_snippet(hit, words)
@@ -177,7 +188,7 @@ def _from_index(
         out.append({**row, "match": match})
     more = len(page) > limit
     if offset == 0 and len(out) < limit:
-        out.extend(_agent_matches(query, words, filters, limit - len(out)))
+        out.extend(_agent_matches(query, words, filters, limit - len(out), store))
     return out, more
 
 
@@ -192,13 +203,15 @@ def _reader_snippet(hit: Hit, words: list[str]) -> str:
     return hit.snippet
 
 
-def _agent_matches(query: Query, words: list[str], filters: Filters, limit: int) -> list[dict[str, Any]]:
+def _agent_matches(
+    query: Query, words: list[str], filters: Filters, limit: int, store: models.Store | None
+) -> list[dict[str, Any]]:
     """The agent's own conversations holding every wanted word (its full-text index, read-only)."""
     needle = " ".join(words)
     if not needle:
         return []
     out = []
-    for found in agent_sessions.sessions_matching(needle, limit):
+    for found in agent_sessions.sessions_matching(needle, limit, store=store):
         messages = found.pop("messages")
         row = {**found, "session_id": found["id"], "read_only": True}
         if not _passes(row, filters):

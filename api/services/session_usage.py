@@ -7,14 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 from api.rules.messages import message_time
-from api.store import session_lookup
+from api.store import models, session_lookup
 
 _TOTALS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "estimated_cost")
 
 
-def session_usage(sid: str) -> dict[str, Any]:
-    """``{totals, turns: [{index, model, timestamp, usage}]}`` for one session."""
-    session = session_lookup.load_session(sid)
+def session_usage(sid: str, *, store: models.Store | None = None) -> dict[str, Any]:
+    """``{totals, turns: [{index, model, timestamp, usage}]}`` for one session (of ``store``, the caller's app's)."""
+    session = session_lookup.load_session(sid, store=store)
     turns = []
     for index, row in enumerate(session.messages):
         if isinstance(row, dict) and row.get("role") == "assistant" and isinstance(row.get("usage"), dict):

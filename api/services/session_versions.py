@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from api.agent import interrupted_turns
+from api.agent import interrupted_turns, turn_journal
 from api.rules import version_rules
 from api.rules.errors import BadRequest, Conflict
 from api.rules.messages import message_text
 from api.services import session_ops
-from api.store import version_store
+from api.store import models, version_store
 from api.store.session_edit import edit, lock
 from api.store.session_lookup import load_session
 
@@ -47,11 +47,11 @@ def _preview(rows: list[Any]) -> dict[str, Any]:
     }
 
 
-def list_versions(sid: str, message_index: Any) -> dict[str, Any]:
+def list_versions(sid: str, message_index: Any, *, store: models.Store | None = None) -> dict[str, Any]:
     """The versions of the message at ``message_index``: which is shown, and a preview of each."""
     index = _index(message_index)
-    with lock(sid):
-        session = load_session(sid)
+    with lock(sid, store=store):
+        session = load_session(sid, store=store)
         at = _group(version_rules.groups_of(session.message_versions), index)
         versions = []
         for number, slot in enumerate(at["versions"]):
@@ -64,11 +64,18 @@ def list_versions(sid: str, message_index: Any) -> dict[str, Any]:
     return {"session_id": sid, "message_index": index, "current": at["current"], "versions": versions}
 
 
-def switch_version(sid: str, message_index: Any, version: Any) -> dict[str, Any]:
+def switch_version(
+    sid: str,
+    message_index: Any,
+    version: Any,
+    *,
+    store: models.Store | None = None,
+    turns: turn_journal.LiveTurns | None = None,
+) -> dict[str, Any]:
     """Show version ``version`` of the message at ``message_index``; the shown one is kept as a version."""
     index = _index(message_index)
-    with edit(sid) as session:
-        interrupted_turns.close_unless_live(session, interrupted_turns.STILL_STREAMING)
+    with edit(sid, store=store) as session:
+        interrupted_turns.close_unless_live(session, interrupted_turns.STILL_STREAMING, turns=turns)
         groups = version_rules.groups_of(session.message_versions)
         at = _group(groups, index)
         if index > len(session.messages):

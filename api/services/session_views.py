@@ -79,7 +79,7 @@ def full_session(
     session: models.Session, msg_limit: int | None = None, msg_before: int | None = None
 ) -> dict[str, Any]:
     """The sidebar row plus a page of messages and the context fields the page shows."""
-    with session_edit.lock(session.session_id):  # a consistent snapshot
+    with session_edit.lock(session.session_id, store=session.home()):  # a consistent snapshot
         row = session.compact()
         messages = list(session.messages)
         for name in _FULL_FIELDS:
@@ -98,18 +98,24 @@ def full_session(
     return row
 
 
-def full_session_by_id(sid: str, msg_limit: int | None = None) -> dict[str, Any]:
-    return full_session(load_session(sid), msg_limit)
+def full_session_by_id(
+    sid: str, msg_limit: int | None = None, *, store: models.Store | None = None
+) -> dict[str, Any]:
+    return full_session(load_session(sid, store=store), msg_limit)
 
 
 def get_session_payload(
-    sid: str, msg_limit: int | None = None, msg_before: int | None = None
+    sid: str,
+    msg_limit: int | None = None,
+    msg_before: int | None = None,
+    *,
+    store: models.Store | None = None,
 ) -> dict[str, Any]:
     """``{"session": full}`` for a Talaria session, or a read-only agent session from ``state.db``."""
     try:
-        session = load_session(sid)
+        session = load_session(sid, store=store)
     except NotFound:
-        agent = agent_session(sid)
+        agent = agent_session(sid, store=store)
         if agent is None:
             raise
         messages = agent.pop("messages")
@@ -121,12 +127,12 @@ def get_session_payload(
 # ---------------------------------------------------------------------- the sidebar
 
 
-def list_sessions() -> dict[str, Any]:
-    rows = models.all_sessions()
+def list_sessions(*, store: models.Store | None = None) -> dict[str, Any]:
+    rows = models.all_sessions(store=store)
     talaria = {row["session_id"] for row in rows}
     return {
         "sessions": rows,
-        "agent_sessions": agent_sessions(talaria.__contains__, continued_agent_ids(rows)),
+        "agent_sessions": agent_sessions(talaria.__contains__, continued_agent_ids(rows), store=store),
     }
 
 
@@ -136,10 +142,11 @@ AGENT_ROWS_MAX_AGE_S = 2.0
 
 
 class AgentRows:
-    """The agent's rows the first page showed last, and when they were read. The app owns one
-    (``App.agent_rows``), put in use."""
+    """The agent's rows the first page showed last (those not continued in ``store``, the app's; the store in
+    use when None), and when they were read. The app owns one (``App.agent_rows``), put in use."""
 
-    def __init__(self) -> None:
+    def __init__(self, store: models.Store | None = None) -> None:
+        self._store = store
         self._at = -AGENT_ROWS_MAX_AGE_S
         self._rows: list[dict[str, Any]] = []
         self._lock = threading.Lock()
@@ -147,7 +154,7 @@ class AgentRows:
     def recent(self) -> list[dict[str, Any]]:
         with self._lock:
             if time.monotonic() - self._at >= AGENT_ROWS_MAX_AGE_S:
-                self._rows = agent_sessions()
+                self._rows = agent_sessions(store=self._store)
                 self._at = time.monotonic()
             return self._rows
 
@@ -172,6 +179,7 @@ def sessions_page_json(
     *,
     feed: session_feed.ChangeLog | None = None,
     agent_rows: AgentRows | None = None,
+    store: models.Store | None = None,
 ) -> list[bytes]:
     """A page of sidebar rows (``api.services.session_list``) with ``feed_seq`` of ``feed`` and, on the first
     page, the agent's own sessions (as ``agent_rows`` last listed them; ``feed`` and ``agent_rows`` are the
@@ -182,4 +190,4 @@ def sessions_page_json(
     extra: dict[str, Any] = {"feed_seq": session_feed.CHANGES.get(feed).seq}
     if cursor is None:
         extra["agent_sessions"] = [] if project is not None else AGENT_ROWS.get(agent_rows).recent()
-    return session_list.page_json(limit, cursor, extra, project)
+    return session_list.page_json(limit, cursor, extra, project, store=store)

@@ -20,7 +20,6 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 from api.agent import (
@@ -54,42 +53,16 @@ from api.services import (
     workspace,
 )
 from api.services.live_render import LiveRender
+from api.services.turn_work import WORK as WORK
+from api.services.turn_work import TurnParts as TurnParts
+from api.services.turn_work import Work as Work
 from api.store import config as _config
 from api.store import models, session_edit
-from api.store.in_use import InUse
 
 log = logging.getLogger("talaria.streaming")
 
 _AGENT_STOP_S = agent_pool.STOP_WAIT_S
 _TITLE_CHARS = 60
-
-
-class Work:
-    """What surrounds the turns of one app: whether it is shutting down (no turn starts, no listener runs) and
-    who hears that a turn ended. The app builds one (``App.work``), adds its listeners (the queue, the goal
-    loop) and puts it in use; importing a module registers nothing."""
-
-    def __init__(self) -> None:
-        self.shutting_down = threading.Event()
-        self._turn_end_listeners: list[Callable[[str], object]] = []
-
-    def on_turn_end(self, listener: Callable[[str], object]) -> None:
-        """Call ``listener(session_id)`` once each turn has ended and been saved (not while shutting down), in
-        the order added: the queue (``api.services.turn_queue``) sends its next message from here, with or
-        without a tab open."""
-        self._turn_end_listeners.append(listener)
-
-    def turn_ended(self, turn: Turn) -> None:
-        if self.shutting_down.is_set():
-            return
-        for listener in list(self._turn_end_listeners):
-            try:
-                listener(turn.session_id)
-            except Exception:  # noqa: BLE001 - the turn is saved; what follows it reports its own failure
-                log.exception("after the turn %s in %s", turn.stream_id, turn.session_id)
-
-
-WORK: InUse[Work] = InUse(Work)  # the app's (``App.work``), else one built on first use
 
 
 # ---------------------------------------------------------------------- start
@@ -117,8 +90,8 @@ def start_turn(
 ) -> dict[str, Any]:
     """Commit the user message durably, then run the agent in the background; answers ``{stream_id}``.
 
-    ``work`` and ``turns`` are the app's (those in use when None): the turn joins ``turns`` and, once ended,
-    is told to ``work``'s listeners.
+    ``work`` and ``turns`` are the app's (those in use when None): the turn joins ``turns``, acts on ``work``'s
+    objects (its store, workers, idle agents...: ``TurnParts``) and, once ended, is told to ``work``'s listeners.
 
     ``message`` comes as the request sent it; anything but a non-empty string is a 400 here.
 
@@ -131,16 +104,25 @@ def start_turn(
     work, turns = WORK.get(work), turn_journal.TURNS.get(turns)
     if work.shutting_down.is_set():
         raise ApiError("Talaria is shutting down", status=503)
-    attached = attachments.message_attachments(session_id, attachment_paths) if attachment_paths else []
+    parts = work.parts()
+    store = parts.store
+    pools = parts.environment_pools
+    attached = (
+        attachments.message_attachments(session_id, attachment_paths, store=store, environment_pools=pools)
+        if attachment_paths
+        else []
+    )
     if not isinstance(message, str) or not (message.strip() or attached):
         raise BadRequest("message must be a non-empty string")
     message = scrub_surrogates(attachments.agent_text(message.strip() if attached else message, attached))
     stream_id = uuid.uuid4().hex
     turn = Turn(stream_id, session_id, message)
-    turn.image_paths, turn.image_folder = attachments.image_files(session_id, attached)
+    turn.image_paths, turn.image_folder = attachments.image_files(
+        session_id, attached, store=store, environment_pools=pools
+    )
     started = False
     try:
-        with session_edit.edit(session_id) as session:
+        with session_edit.edit(session_id, store=store) as session:
             if session.read_only:
                 raise Conflict("This session is read-only.")
             # An environment or workspace no longer valid refuses the turn before anything is saved.
@@ -152,6 +134,7 @@ def start_turn(
                 session,
                 "A reply is still streaming in this session (perhaps started in another tab or window); "
                 "follow it there or here, stop it, or wait for it to finish.",
+                turns=turns,
             )
             if queued_id is not None:
                 session.queued_messages = queue_items.without(session.queued_messages, queued_id)
@@ -181,7 +164,7 @@ def start_turn(
     turn.history_tokens = compression.estimate_tokens(history + [user_msg])
     threading.Thread(
         target=_run_turn,
-        args=(turn, session, message, history, now, where, work, turns),
+        args=(turn, session, message, history, now, where, work, turns, parts),
         name=f"turn-{stream_id[:8]}",
         daemon=True,
     ).start()
@@ -197,12 +180,13 @@ def _run_turn(
     message: str,
     history: list[Any],
     user_ts: float,
-    where: tuple[str, dict[str, Any]] | None = None,
-    work: Work | None = None,
-    turns: LiveTurns | None = None,
+    where: tuple[str, dict[str, Any]] | None,
+    work: Work,
+    turns: LiveTurns,
+    parts: TurnParts,
 ) -> None:
-    """``where``: the session's execution environment ``(name, definition)``, None for local; ``work`` and
-    ``turns``: the app's that started the turn."""
+    """``where``: the session's execution environment ``(name, definition)``, None for local; ``work``,
+    ``turns`` and ``parts``: the app's that started the turn (the thread reaches no slot in use)."""
     result = None
     error: tuple[str, str | None] | None = None
     save_error: tuple[str, str | None] | None = None
@@ -214,17 +198,18 @@ def _run_turn(
     try:
         watch = None
         if where is not None:
-            environment_check.reach(*where)  # an unreachable host ends the turn here, saying what to fix
-            watch = environment_check.ConnectionWatch(*where, live_render)
+            # An unreachable host ends the turn here, saying what to fix.
+            environment_check.reach(*where, reached=parts.reached)
+            watch = environment_check.ConnectionWatch(*where, live_render, reached=parts.reached)
         if where is not None or worker_pool.enabled():
             runner: Any = _start_in_worker(
-                turn, session, message, history, user_ts, watch or live_render, where
+                turn, session, message, history, user_ts, watch or live_render, where, parts
             )
             if watch is not None:
                 watch.interrupt = runner.interrupt
                 watch.reset = lambda: runner.worker and runner.worker.send({"op": "leave_environment"})
         else:
-            key, agent = agent_pool.take(session)
+            key, agent = agent_pool.take(session, agents=parts.agents)
             runner = agent_turn.TurnRunner(
                 agent,
                 agent_runtime.user_content(agent, message, turn.image_paths),
@@ -232,7 +217,7 @@ def _run_turn(
                 live_render,
                 persist_text=message,
                 persist_timestamp=user_ts,
-                scope=turn_scope.for_turn(session, turn.append),
+                scope=turn_scope.for_turn(session, turn.append, asking=parts.asking),
             )
             turn.runner = runner
             if turn.cancel_requested:
@@ -240,7 +225,7 @@ def _run_turn(
             runner.start()
         if turn.cancel_requested:  # a cancel between the check above and start() was cleared by start()
             runner.interrupt("Stopped by the user")
-        _checkpoint_until_done(turn, runner)
+        _checkpoint_until_done(turn, runner, parts)
         result = runner.result
         answered = result is not None
         if isinstance(runner, worker_pool.RemoteRunner):
@@ -268,28 +253,29 @@ def _run_turn(
         if agent is not None and key is not None:
             runtime = agent_runtime.main_runtime(agent)
             stopped = turn.cancel_requested or bool(result and result.interrupted)
-            agent_pool.release(key, agent, turn.runner, stopped=stopped)
+            agent_pool.release(key, agent, turn.runner, stopped=stopped, agents=parts.agents)
     try:
-        _finalize(turn, result, error, needs_setup)
+        _finalize(turn, result, error, needs_setup, parts.store)
     except Exception as exc:  # noqa: BLE001 - the stream still ends, with the reason
         log.exception("finalizing turn %s failed", turn.stream_id)
         message = save_error[0] if save_error else _save_failed_text(exc, "the answer")
         turn.append("error", {"message": message})
         turn.append("done", {"session": None})
     finally:
-        turn_journal.TURNS.get(turns).end(turn)
+        turns.end(turn)
         try:
-            models.reindex_after_turn(turn.session_id)
+            models.reindex_after_turn(turn.session_id, store=parts.store)
         except Exception:  # noqa: BLE001 - the sidebar row is derived; the stream still ends
             log.exception("re-indexing %s after its turn failed", turn.session_id)
         turn.finish()
-    process_cards.watch_after(turn)  # the background processes it started outlive it
+    # The background processes it started outlive it.
+    parts.process_watch.watch_after(turn, store=parts.store, workers=parts.workers)
     if answered and error is None:
         try:
-            titles.after_turn(turn.session_id, runtime)
+            titles.after_turn(turn.session_id, runtime, store=parts.store, workers=parts.workers)
         except Exception:  # noqa: BLE001 - a title is a nicety; the turn is saved
             log.exception("starting the title of %s failed", turn.session_id)
-    WORK.get(work).turn_ended(turn)
+    work.turn_ended(turn)
 
 
 def _start_in_worker(
@@ -300,11 +286,14 @@ def _start_in_worker(
     user_ts: float,
     live_render: OnEvent,
     where: tuple[str, dict[str, Any]] | None,
+    parts: TurnParts,
 ) -> worker_pool.RemoteRunner:
-    """A local turn goes to the main pool; a turn in another environment to that environment's own pool."""
+    """A local turn goes to the app's main pool; a turn in another environment to that environment's own pool."""
     folder = None if where is None else environments.turn_workspace(session, where[1])
-    pool = None if where is None else environment_workers.pool_for(*where)
-    scope = turn_scope.for_turn(session, turn.append, folder)
+    pool = parts.workers
+    if where is not None:
+        pool = environment_workers.pool_for(*where, pools=parts.environment_pools)
+    scope = turn_scope.for_turn(session, turn.append, folder, asking=parts.asking)
     runner = worker_pool.start_turn(
         session, message, turn.image_paths, history, user_ts, live_render, scope, pool
     )
@@ -338,21 +327,21 @@ def _save_failed_text(exc: BaseException, what: str) -> str:
     return f"Saving {what} failed ({reason}); the turn was stopped. The conversation is kept as last saved."
 
 
-def _checkpoint_until_done(turn: Turn, runner: agent_turn.TurnRunner) -> None:
+def _checkpoint_until_done(turn: Turn, runner: agent_turn.TurnRunner, parts: TurnParts) -> None:
     """Checkpoint the partial answer every interval; a checkpoint that cannot be saved stops the turn."""
     interval = float(_config.setting("checkpoint_interval"))
     checkpointed = (0, 0)
     due = time.monotonic() + interval
     # Background processes' cards refresh each second; the checkpoint keeps its own interval.
     while not runner.done.wait(min(interval, process_cards.WATCH_INTERVAL_S)):
-        process_cards.refresh(turn)
+        process_cards.refresh(turn, pool=parts.workers)
         seen = (len(turn.partial_text), turn.work_changes)
         if seen == checkpointed or time.monotonic() < due:
             continue
         due = time.monotonic() + interval
         checkpointed = seen
         try:
-            _checkpoint(turn)
+            _checkpoint(turn, parts.store)
         except Exception as exc:  # noqa: BLE001 - the disk refused: stop the agent rather than lose more
             log.exception("checkpoint of turn %s failed", turn.stream_id)
             runner.interrupt("Saving the conversation failed")
@@ -386,9 +375,9 @@ def _require_owner(session: models.Session, turn: Turn) -> None:
         raise session_edit.Unchanged
 
 
-def _checkpoint(turn: Turn) -> None:
+def _checkpoint(turn: Turn, store: models.Store) -> None:
     try:
-        with session_edit.edit(turn.session_id, touch_updated_at=False) as session:
+        with session_edit.edit(turn.session_id, touch_updated_at=False, store=store) as session:
             _require_owner(session, turn)
             _put_checkpoint(session, turn)
     except NotFound:
@@ -431,11 +420,15 @@ def _stamp_usage(rows: list[dict[str, Any]], result: TurnResult | None) -> None:
 
 
 def _finalize(
-    turn: Turn, result: TurnResult | None, error: tuple[str, str | None] | None, needs_setup: bool = False
+    turn: Turn,
+    result: TurnResult | None,
+    error: tuple[str, str | None] | None,
+    needs_setup: bool,
+    store: models.Store,
 ) -> None:
     merged = None
     try:
-        with session_edit.edit(turn.session_id) as session:
+        with session_edit.edit(turn.session_id, store=store) as session:
             _require_owner(session, turn)
             merged = _merge_turn(session, turn, result, error, needs_setup)
     except NotFound:
@@ -550,10 +543,14 @@ def _auto_title(session: models.Session) -> str | None:
 
 
 def cancel_turn(
-    stream_id: str | None = None, session_id: str | None = None, *, turns: LiveTurns | None = None
+    stream_id: str | None = None,
+    session_id: str | None = None,
+    *,
+    turns: LiveTurns | None = None,
+    work: Work | None = None,
 ) -> dict[str, Any]:
-    """Stop the turn ``stream_id`` (else the session's live one) among ``turns`` (the app's; those in use when
-    None)."""
+    """Stop the turn ``stream_id`` (else the session's live one) among ``turns``, settling its questions among
+    ``work``'s (both the app's; those in use when None)."""
     held = turn_journal.TURNS.get(turns)
     turn = held.get_turn(stream_id) if stream_id else held.live_turn_for(session_id or "")
     if turn is None:
@@ -565,15 +562,23 @@ def cancel_turn(
     # ahead of the deny, so the agent never goes on to its next model call.
     if turn.runner is not None:
         turn.runner.interrupt("Stopped by the user")
-    turn_scope.cancel(turn.session_id)
+    turn_scope.cancel(turn.session_id, asking=WORK.get(work).parts().asking)
     return {"ok": True}
 
 
-def shutdown(timeout: float = 5.0) -> None:
-    """Stop live turns: interrupt them, give them ``timeout`` to settle, then mark the rest interrupted."""
-    WORK.get().shutting_down.set()
-    turn_scope.stop_all()
-    live = turn_journal.live_turns()
+def shutdown(
+    timeout: float = 5.0,
+    *,
+    work: Work | None = None,
+    turns: LiveTurns | None = None,
+    store: models.Store | None = None,
+) -> None:
+    """Stop the live turns among ``turns`` (with ``work`` and ``store``, the app's; those in use when None):
+    interrupt them, give them ``timeout`` to settle, then mark the rest interrupted."""
+    work = WORK.get(work)
+    work.shutting_down.set()
+    turn_scope.stop_all(asking=work.parts().asking)
+    live = turn_journal.TURNS.get(turns).live_turns()
     for turn in live:
         turn.stopped_by_shutdown = True
         turn.cancel_requested = True
@@ -586,7 +591,7 @@ def shutdown(timeout: float = 5.0) -> None:
                 turn.cond.wait(max(0.0, deadline - time.time()))
         if not turn.finished:
             try:
-                with session_edit.edit(turn.session_id, touch_updated_at=False) as session:
+                with session_edit.edit(turn.session_id, touch_updated_at=False, store=store) as session:
                     if session.active_stream_id == turn.stream_id and turn.partial_text:
                         _put_checkpoint(session, turn)
                     if not interrupted_turns.close_pending_turn(session):

@@ -57,7 +57,7 @@ def wants_title(session: models.Session) -> tuple[str, str] | None:
     return first_exchange(session.messages)
 
 
-def apply_title(session_id: str, title: str | None) -> bool:
+def apply_title(session_id: str, title: str | None, *, store: models.Store | None = None) -> bool:
     """Store a generated title unless the person named the session meanwhile; True when stored."""
     if not isinstance(title, str) or not title.strip():
         return False
@@ -67,7 +67,7 @@ def apply_title(session_id: str, title: str | None) -> bool:
         return False
     stored = False
     try:
-        with session_edit.edit(session_id, touch_updated_at=False) as session:
+        with session_edit.edit(session_id, touch_updated_at=False, store=store) as session:
             if session.manual_title or session.llm_title_generated:
                 raise session_edit.Unchanged
             session.title = title
@@ -78,30 +78,44 @@ def apply_title(session_id: str, title: str | None) -> bool:
     return stored
 
 
-def _generate(session_id: str, user_text: str, answer_text: str, runtime: dict[str, Any] | None) -> None:
+def _generate(
+    session_id: str,
+    user_text: str,
+    answer_text: str,
+    runtime: dict[str, Any] | None,
+    store: models.Store | None,
+    workers: worker_pool.WorkerPool | None,
+) -> None:
     try:
         # In a worker process: the title's LLM call leaves the server.
         args = {"user_text": user_text, "answer_text": answer_text, "runtime": runtime}
-        title = worker_pool.side_call("title", args)
+        title = worker_pool.side_call("title", args, pool=workers)
     except Exception:  # noqa: BLE001 - a title is a nicety; the turn is already saved
         log.warning("title generation for %s failed", session_id, exc_info=True)
         return
-    apply_title(session_id, title)
+    apply_title(session_id, title, store=store)
 
 
-def after_turn(session_id: str, runtime: dict[str, Any] | None) -> threading.Thread | None:
+def after_turn(
+    session_id: str,
+    runtime: dict[str, Any] | None,
+    *,
+    store: models.Store | None = None,
+    workers: worker_pool.WorkerPool | None = None,
+) -> threading.Thread | None:
     """After a turn: start the title call in the background when this was the first exchange, on the
-    runtime (model, provider, endpoint) the turn's agent used (``agent_runtime.main_runtime``)."""
-    with session_edit.lock(session_id):
+    runtime (model, provider, endpoint) the turn's agent used (``agent_runtime.main_runtime``), asking
+    ``workers`` and saving into ``store`` (the turn's app's; those in use when None)."""
+    with session_edit.lock(session_id, store=store):
         try:
-            exchange = wants_title(models.get_session(session_id))
+            exchange = wants_title(models.get_session(session_id, store=store))
         except KeyError:
             return None
     if exchange is None:
         return None
     thread = threading.Thread(
         target=_generate,
-        args=(session_id, *exchange, runtime),
+        args=(session_id, *exchange, runtime, store, workers),
         name=f"title-{session_id[:8]}",
         daemon=True,
     )

@@ -19,7 +19,7 @@ from api.agent import checkpoint_store, turn_journal
 from api.agent.checkpoint_store import FileChange, Point, Project
 from api.rules.errors import BadRequest, Conflict, NotFound
 from api.services import media
-from api.store import session_lookup
+from api.store import models, session_lookup
 
 DIFF_MAX_LINES = 3_000  # a longer diff is cut at this many lines, and the answer says so
 DIFF_MAX_CHARS = 400_000
@@ -88,12 +88,14 @@ def _turn_number(value: Any) -> int:
     raise BadRequest("turn must be the index of the turn's user message")
 
 
-def _session_spans(sid: str) -> tuple[Any, list[TurnSpan]]:
-    session = session_lookup.load_session(sid)
-    workspace = media.session_workspace(sid)
+def _session_spans(
+    sid: str, store: models.Store | None, turns: turn_journal.LiveTurns | None
+) -> tuple[Any, list[TurnSpan]]:
+    session = session_lookup.load_session(sid, store=store)
+    workspace = media.session_workspace(sid, store=store)
     if not workspace.is_dir():
         raise NotFound("This session's workspace folder does not exist")
-    running = turn_journal.live_turn_for(sid) is not None
+    running = turn_journal.live_turn_for(sid, turns=turns) is not None
     return workspace, spans(list(getattr(session, "messages", None) or []), running)
 
 
@@ -122,9 +124,11 @@ def _ranges(histories: dict[Project, list[Point]], span: TurnSpan) -> list[Range
     return found
 
 
-def _turn_ranges(sid: str, turn: Any) -> tuple[Any, list[Range]]:
+def _turn_ranges(
+    sid: str, turn: Any, store: models.Store | None, turns: turn_journal.LiveTurns | None
+) -> tuple[Any, list[Range]]:
     number = _turn_number(turn)
-    workspace, all_spans = _session_spans(sid)
+    workspace, all_spans = _session_spans(sid, store, turns)
     span = next((s for s in all_spans if s.turn == number), None)
     if span is None:
         raise NotFound("No such turn in this session")
@@ -151,22 +155,26 @@ def _totals(rows: list[tuple[Range, FileChange]]) -> dict[str, int]:
     }
 
 
-def session_turns(sid: str) -> dict[str, Any]:
+def session_turns(
+    sid: str, *, store: models.Store | None = None, turns: turn_journal.LiveTurns | None = None
+) -> dict[str, Any]:
     """``{turns: [{turn, files_changed, insertions, deletions}]}``: every turn that changed files."""
-    workspace, all_spans = _session_spans(sid)
+    workspace, all_spans = _session_spans(sid, store, turns)
     histories = _histories(workspace)
-    turns = []
+    changed = []
     for span in all_spans:
         rows = _files(_ranges(histories, span))
         if rows:
-            turns.append({"turn": span.turn, **_totals(rows)})
-    return {"turns": turns}
+            changed.append({"turn": span.turn, **_totals(rows)})
+    return {"turns": changed}
 
 
-def turn_files(sid: str, turn: Any) -> dict[str, Any]:
+def turn_files(
+    sid: str, turn: Any, *, store: models.Store | None = None, turns: turn_journal.LiveTurns | None = None
+) -> dict[str, Any]:
     """``{turn, files: [{path, status, insertions, deletions, binary}], files_changed, insertions,
     deletions, truncated}``: the files one turn changed (the list cut at ``FILES_MAX``, the counts whole)."""
-    _workspace, ranges = _turn_ranges(sid, turn)
+    _workspace, ranges = _turn_ranges(sid, turn, store, turns)
     rows = _files(ranges)
     files = [
         {
@@ -182,9 +190,16 @@ def turn_files(sid: str, turn: Any) -> dict[str, Any]:
     return {"turn": _turn_number(turn), "files": files, **_totals(rows), "truncated": truncated}
 
 
-def turn_diff(sid: str, turn: Any, path: Any) -> dict[str, Any]:
+def turn_diff(
+    sid: str,
+    turn: Any,
+    path: Any,
+    *,
+    store: models.Store | None = None,
+    turns: turn_journal.LiveTurns | None = None,
+) -> dict[str, Any]:
     """``{turn, path, diff, lines, truncated}``: one file's diff in the turn, cut at ``DIFF_MAX_LINES``."""
-    workspace, ranges = _turn_ranges(sid, turn)
+    workspace, ranges = _turn_ranges(sid, turn, store, turns)
     media.resolve_in_workspace(workspace, path)
     for part, change in _files(ranges):
         if _full(part.project, change.path) == path:
@@ -203,8 +218,8 @@ def turn_diff(sid: str, turn: Any, path: Any) -> dict[str, Any]:
     raise NotFound("This turn did not change that file")
 
 
-def _refuse_while_running(sid: str) -> None:
-    if turn_journal.live_turn_for(sid) is not None:
+def _refuse_while_running(sid: str, turns: turn_journal.LiveTurns | None) -> None:
+    if turn_journal.live_turn_for(sid, turns=turns) is not None:
         raise Conflict("A turn is running in this session: restore when it has ended")
 
 
@@ -222,11 +237,13 @@ def _put_back(
     return {"restored": restored, "undo": undo}
 
 
-def restore_turn(sid: str, turn: Any) -> dict[str, Any]:
+def restore_turn(
+    sid: str, turn: Any, *, store: models.Store | None = None, turns: turn_journal.LiveTurns | None = None
+) -> dict[str, Any]:
     """Puts every file the turn changed back as it was before the turn (files it added are removed). The
     agent first checkpoints the state now; ``undo`` names those checkpoints, one per folder."""
-    _refuse_while_running(sid)
-    _workspace, ranges = _turn_ranges(sid, turn)
+    _refuse_while_running(sid, turns)
+    _workspace, ranges = _turn_ranges(sid, turn, store, turns)
     rows = _files(ranges)
     if not rows:
         raise NotFound("This turn changed no files")
@@ -234,13 +251,20 @@ def restore_turn(sid: str, turn: Any) -> dict[str, Any]:
     return {"turn": _turn_number(turn), **_put_back(plan, rows, "restoring a turn to")}
 
 
-def undo_restore(sid: str, turn: Any, undo: Any) -> dict[str, Any]:
+def undo_restore(
+    sid: str,
+    turn: Any,
+    undo: Any,
+    *,
+    store: models.Store | None = None,
+    turns: turn_journal.LiveTurns | None = None,
+) -> dict[str, Any]:
     """Puts the turn's files back as the snapshots ``undo`` names hold them (the state before the restore);
     itself undoable the same way."""
-    _refuse_while_running(sid)
+    _refuse_while_running(sid, turns)
     if not isinstance(undo, list) or not undo or len(undo) > 100:
         raise BadRequest("undo must be the list a turn's restore answered")
-    _workspace, ranges = _turn_ranges(sid, turn)
+    _workspace, ranges = _turn_ranges(sid, turn, store, turns)
     rows = _files(ranges)
     plan = []  # every item checked before any file is touched
     for item in undo:

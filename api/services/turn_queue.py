@@ -32,7 +32,7 @@ from api.rules import queue_items
 from api.rules.errors import ApiError, BadRequest, Conflict, NotFound
 from api.rules.sanitize import scrub_surrogates
 from api.services import attachments, streaming
-from api.store import models, session_edit, session_store
+from api.store import models, session_edit
 
 log = logging.getLogger("talaria.turn_queue")
 
@@ -50,23 +50,26 @@ def _text(message: Any, allow_empty: bool = False) -> str:
     return cast("str", scrub_surrogates(message))
 
 
-def _announce(session_id: str, items: list[dict[str, Any]]) -> None:
-    """Tell every tab following the live turn what the queue holds now."""
-    live = turn_journal.live_turn_for(session_id)
+def _announce(session_id: str, items: list[dict[str, Any]], turns: LiveTurns | None) -> None:
+    """Tell every tab following the live turn (among ``turns``) what the queue holds now."""
+    live = turn_journal.live_turn_for(session_id, turns=turns)
     if live is not None and not live.finished:
         live.append("queue", {"queue": [dict(item) for item in items]})
 
 
 def _save(
-    session_id: str, change: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
+    session_id: str,
+    change: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
+    store: models.Store | None,
+    turns: LiveTurns | None,
 ) -> list[dict[str, Any]]:
     """Apply ``change(items) -> items`` to the session's queue in one save; the queue after it."""
-    with session_edit.edit(session_id) as session:
+    with session_edit.edit(session_id, store=store) as session:
         if session.read_only:
             raise Conflict("This session is read-only.")
         session.queued_messages = change(session.queued_messages)
         items = list(session.queued_messages)
-    _announce(session_id, items)
+    _announce(session_id, items, turns)
     return items
 
 
@@ -78,9 +81,10 @@ def send(
     *,
     work: streaming.Work | None = None,
     turns: LiveTurns | None = None,
+    store: models.Store | None = None,
 ) -> dict[str, Any]:
-    """Queue, steer or interrupt with ``message``; with no turn live the queue starts at once. ``work`` and
-    ``turns`` are the app's (those in use when None).
+    """Queue, steer or interrupt with ``message``; with no turn live the queue starts at once. ``work``,
+    ``turns`` and ``store`` are the app's (those in use when None).
 
     Answers ``{"mode", "queue", "queued"?, "steered"?, "stream_id"?, "note"?}``: ``mode`` is what was done
     (a refused steer says ``"queue"`` with the ``note`` why), ``stream_id`` the turn now running.
@@ -88,8 +92,9 @@ def send(
     if mode not in MODES:
         raise BadRequest(f"mode must be one of {', '.join(MODES)}")
     paths = attachment_paths or None
-    if paths is not None:
-        attachments.message_attachments(session_id, paths)  # refused here, not when its turn comes
+    if paths is not None:  # refused here, not when its turn comes
+        pools = streaming.WORK.get(work).parts().environment_pools
+        attachments.message_attachments(session_id, paths, store=store, environment_pools=pools)
     text = _text(message, allow_empty=bool(paths))
     turns = turn_journal.TURNS.get(turns)
     live = turns.live_turn_for(session_id)
@@ -104,29 +109,31 @@ def send(
                 "mode": "steer",
                 "steered": True,
                 "stream_id": live.stream_id,
-                "queue": _queue_of(session_id),
+                "queue": _queue_of(session_id, store),
             }
         else:
             note = STEER_REFUSED_TEXT
         live.append("status", {"kind": "info", "message": note})
     source = "interrupt" if mode == "interrupt" else None
     item = queue_items.new_item(text, time.time(), paths, source)
-    items = _save(session_id, lambda q: queue_items.added(q, item, first=mode == "interrupt"))
+    items = _save(session_id, lambda q: queue_items.added(q, item, first=mode == "interrupt"), store, turns)
     answer: dict[str, Any] = {"mode": "queue" if mode == "steer" else mode, "queued": item, "queue": items}
     if note:
         answer["note"] = note
     if mode == "interrupt" and live is not None:
-        streaming.cancel_turn(stream_id=live.stream_id, turns=turns)  # the turn's end runs the queue
-    started = drain(session_id, work=work, turns=turns)
+        streaming.cancel_turn(
+            stream_id=live.stream_id, turns=turns, work=work
+        )  # the turn's end runs the queue
+    started = drain(session_id, work=work, turns=turns, store=store)
     if started:
         answer["stream_id"] = started
-        answer["queue"] = _queue_of(session_id)
+        answer["queue"] = _queue_of(session_id, store)
     return answer
 
 
-def _queue_of(session_id: str) -> list[dict[str, Any]]:
-    with session_edit.lock(session_id):
-        return list(models.get_session(session_id).queued_messages)
+def _queue_of(session_id: str, store: models.Store | None) -> list[dict[str, Any]]:
+    with session_edit.lock(session_id, store=store):
+        return list(models.get_session(session_id, store=store).queued_messages)
 
 
 def edit(
@@ -136,31 +143,39 @@ def edit(
     *,
     work: streaming.Work | None = None,
     turns: LiveTurns | None = None,
+    store: models.Store | None = None,
 ) -> dict[str, Any]:
     text = _text(message)
-    items = _save(session_id, lambda q: queue_items.edited(q, item_id, text))
-    started = drain(session_id, work=work, turns=turns)  # an item that could not start may start once changed
+    items = _save(session_id, lambda q: queue_items.edited(q, item_id, text), store, turns)
+    # An item that could not start may start once changed.
+    started = drain(session_id, work=work, turns=turns, store=store)
     return {
-        "queue": _queue_of(session_id) if started else items,
+        "queue": _queue_of(session_id, store) if started else items,
         **({"stream_id": started} if started else {}),
     }
 
 
-def cancel(session_id: str, item_id: Any) -> dict[str, Any]:
-    return {"queue": _save(session_id, lambda q: queue_items.without(q, item_id))}
+def cancel(
+    session_id: str, item_id: Any, *, store: models.Store | None = None, turns: LiveTurns | None = None
+) -> dict[str, Any]:
+    return {"queue": _save(session_id, lambda q: queue_items.without(q, item_id), store, turns)}
 
 
 def drain(
-    session_id: str, *, work: streaming.Work | None = None, turns: LiveTurns | None = None
+    session_id: str,
+    *,
+    work: streaming.Work | None = None,
+    turns: LiveTurns | None = None,
+    store: models.Store | None = None,
 ) -> str | None:
-    """Start the head of the queue when no turn is live among ``turns`` (``work`` and ``turns``: the app's; those
-    in use when None); the new turn's stream id, else None."""
+    """Start the head of the queue when no turn is live among ``turns`` (``work``, ``turns`` and ``store``: the
+    app's; those in use when None); the new turn's stream id, else None."""
     turns = turn_journal.TURNS.get(turns)
     if turns.live_turn_for(session_id) is not None:
         return None
-    with session_edit.lock(session_id):
+    with session_edit.lock(session_id, store=store):
         try:
-            items = models.get_session(session_id).queued_messages
+            items = models.get_session(session_id, store=store).queued_messages
         except KeyError:
             return None
         head = dict(items[0]) if items else None
@@ -177,19 +192,21 @@ def drain(
         )
     except (Conflict, NotFound) as exc:
         if isinstance(exc, Conflict) and turns.live_turn_for(session_id) is None:
-            _refuse(session_id, head["id"], exc.message)  # not a race with another start: it cannot start
+            _refuse(session_id, head["id"], exc.message, store, turns)  # not a race: it cannot start
         return None  # another turn started first, or the item is gone: that turn's end drains again
     except ApiError as exc:
         if exc.status < 500:  # a refusal of this message; a server stopping or a full disk passes
-            _refuse(session_id, head["id"], exc.message)
+            _refuse(session_id, head["id"], exc.message, store, turns)
         return None
     return cast("str | None", started["stream_id"])
 
 
-def _refuse(session_id: str, item_id: str, reason: str) -> None:
+def _refuse(
+    session_id: str, item_id: str, reason: str, store: models.Store | None, turns: LiveTurns | None
+) -> None:
     log.warning("the queued message %s of %s cannot start: %s", item_id, session_id, reason)
     try:
-        _save(session_id, lambda q: queue_items.with_error(q, item_id, reason))
+        _save(session_id, lambda q: queue_items.with_error(q, item_id, reason), store, turns)
     except ApiError:
         log.exception("recording why %s of %s cannot start failed", item_id, session_id)
 
@@ -197,19 +214,19 @@ def _refuse(session_id: str, item_id: str, reason: str) -> None:
 def resume_waiting(
     session_dir: Path,
     *,
-    store: session_store.Store[models.Session] | None = None,
+    store: models.Store | None = None,
     work: streaming.Work | None = None,
     turns: LiveTurns | None = None,
 ) -> list[str]:
     """At startup: start the queue of every session that has one waiting (the index rows of ``store``, the app's
     or the one in use, say which)."""
     started = []
-    index = (store if store is not None else models.store()).index
+    index = models.store(store).index
     for row in index.all_rows(Path(session_dir), Path(session_dir) / "_index.json"):
         if not row.get("queued_count"):
             continue
         try:
-            if drain(row["session_id"], work=work, turns=turns):
+            if drain(row["session_id"], work=work, turns=turns, store=store):
                 started.append(row["session_id"])
         except ApiError as exc:
             log.warning("the queue of %s did not start: %s", row["session_id"], exc.message)

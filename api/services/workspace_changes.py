@@ -5,18 +5,20 @@ takes a checkpoint of the current state before it restores, so every restore can
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from api.agent import agent_runtime
 from api.rules.errors import BadRequest, NotFound
 from api.services import media
+from api.store import models
 
 DIFF_MAX_CHARS = 400_000  # a larger diff is cut, and the answer says so
 _HASH_CHARS = set("0123456789abcdef")
 
 
-def _workspace(sid: str) -> str:
-    folder = media.session_workspace(sid)
+def _workspace(sid: str, store: models.Store | None) -> str:
+    folder = media.session_workspace(sid, store=store)
     if not folder.is_dir():
         raise NotFound("This session's workspace folder does not exist")
     return str(folder)
@@ -28,17 +30,17 @@ def _clean_hash(value: Any) -> str:
     return value
 
 
-def list_checkpoints(sid: str) -> dict[str, Any]:
+def list_checkpoints(sid: str, *, store: models.Store | None = None) -> dict[str, Any]:
     """``{workspace, checkpoints: [{hash, short_hash, timestamp, reason, files_changed, insertions,
     deletions}]}``, newest first (the counts are of the change from the checkpoint before it)."""
-    workspace = _workspace(sid)
+    workspace = _workspace(sid, store)
     rows = agent_runtime.checkpoint_manager().list_checkpoints(workspace)
     return {"workspace": workspace, "checkpoints": rows}
 
 
-def diff(sid: str, commit: Any) -> dict[str, Any]:
+def diff(sid: str, commit: Any, *, store: models.Store | None = None) -> dict[str, Any]:
     """What changed from the checkpoint to the workspace now: a summary and a unified diff (bounded)."""
-    found = agent_runtime.checkpoint_manager().diff(_workspace(sid), _clean_hash(commit))
+    found = agent_runtime.checkpoint_manager().diff(_workspace(sid, store), _clean_hash(commit))
     if not found.get("success"):
         raise NotFound(str(found.get("error") or "No such checkpoint"))
     text = str(found.get("diff") or "")
@@ -50,13 +52,13 @@ def diff(sid: str, commit: Any) -> dict[str, Any]:
     }
 
 
-def restore(sid: str, commit: Any, path: Any = None) -> dict[str, Any]:
+def restore(sid: str, commit: Any, path: Any = None, *, store: models.Store | None = None) -> dict[str, Any]:
     """Put the workspace (or one file of it) back as the checkpoint holds it; the state just before is kept
     as a new checkpoint, the one to restore to undo this."""
-    workspace = _workspace(sid)
+    workspace = _workspace(sid, store)
     relative = None
     if path not in (None, ""):
-        relative = str(media.resolve_in_workspace(media.session_workspace(sid), path).relative_to(workspace))
+        relative = str(media.resolve_in_workspace(Path(workspace), path).relative_to(workspace))
     manager = agent_runtime.checkpoint_manager()
     result = manager.restore(workspace, _clean_hash(commit), relative)
     if not result.get("success"):

@@ -24,6 +24,7 @@ from api.agent import agent_memory
 from api.rules.errors import ApiError, BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge
 from api.services import (
     environment_shell,
+    environment_workers,
     file_preview,
     git_run,
     media,
@@ -32,8 +33,7 @@ from api.services import (
     remote_trash,
     remote_writes,
 )
-from api.store import atomic, safe_read
-from api.store import config as _config
+from api.store import atomic, config, models, safe_read
 
 LIST_MAX = 20_000  # entries of one folder; more are cut, and the answer says so
 PREVIEW_MAX = file_preview.PREVIEW_MAX  # bytes of a file shown in the panel
@@ -44,9 +44,11 @@ def relative_path(workspace: Path, path: Path) -> str:
     return path.relative_to(workspace).as_posix() if path != workspace else ""
 
 
-def resolve_target(sid: str, relative: Any, *, allow_root: bool = False) -> tuple[Path, Path]:
+def resolve_target(
+    sid: str, relative: Any, *, allow_root: bool = False, store: models.Store | None = None
+) -> tuple[Path, Path]:
     """``(workspace, path)`` for a path from the page; the root itself only where ``allow_root``."""
-    workspace = media.session_workspace(sid)
+    workspace = media.session_workspace(sid, store=store)
     if not workspace.is_dir():
         raise NotFound("This session's workspace folder does not exist")
     if allow_root and (relative in (None, "", ".", "/")):
@@ -93,13 +95,20 @@ def _git_ignored(folder: Path, names: list[str]) -> set[str]:
     return {name.rstrip("/") for name in out.split("\0") if name}
 
 
-def list_folder(sid: str, relative: Any = "", show_hidden: bool = False) -> dict[str, Any]:
+def list_folder(
+    sid: str,
+    relative: Any = "",
+    show_hidden: bool = False,
+    *,
+    store: models.Store | None = None,
+    environment_pools: environment_workers.EnvironmentPools | None = None,
+) -> dict[str, Any]:
     """One folder's entries, folders first, each with its type (a link says whether it points inside); a
     remote session's folder is listed on its host."""
-    remote = environment_shell.where(sid)
+    remote = environment_shell.where(sid, store=store, environment_pools=environment_pools)
     if remote is not None:
         return remote_files.list_folder(remote, relative, show_hidden)
-    workspace, folder = resolve_target(sid, relative, allow_root=True)
+    workspace, folder = resolve_target(sid, relative, allow_root=True, store=store)
     if not folder.is_dir():
         raise BadRequest("path is not a folder")
     entries: list[dict[str, Any]] = []
@@ -147,38 +156,64 @@ def _open_regular(path: Path, limit: int, workspace: Path) -> tuple[os.stat_resu
     return found
 
 
-def read_file(sid: str, relative: Any) -> dict[str, Any]:
+def read_file(
+    sid: str,
+    relative: Any,
+    *,
+    store: models.Store | None = None,
+    environment_pools: environment_workers.EnvironmentPools | None = None,
+) -> dict[str, Any]:
     """A file for the panel (``file_preview.preview``); a remote session's is read on its host."""
-    remote = environment_shell.where(sid)
+    remote = environment_shell.where(sid, store=store, environment_pools=environment_pools)
     if remote is not None:
         return remote_files.read_file(remote, relative)
-    workspace, path = resolve_target(sid, relative)
+    workspace, path = resolve_target(sid, relative, store=store)
     info, data = _open_regular(path, PREVIEW_MAX + 1, workspace)
     return file_preview.preview(relative_path(workspace, path), path.name, info.st_size, info.st_mtime, data)
 
 
-def raw_file(sid: str, relative: Any) -> tuple[bytes, str, str]:
+def raw_file(
+    sid: str,
+    relative: Any,
+    *,
+    store: models.Store | None = None,
+    environment_pools: environment_workers.EnvironmentPools | None = None,
+) -> tuple[bytes, str, str]:
     """``(bytes, content type, file name)`` of a file to download or show raw (images and PDFs inline)."""
-    remote = environment_shell.where(sid)
+    remote = environment_shell.where(sid, store=store, environment_pools=environment_pools)
     if remote is not None:
         return remote_files.raw_file(remote, relative)
-    workspace, path = resolve_target(sid, relative)
+    workspace, path = resolve_target(sid, relative, store=store)
     info, data = _open_regular(path, RAW_MAX + 1, workspace)
     if info.st_size > RAW_MAX or len(data) > RAW_MAX:
         raise PayloadTooLarge(f"Files over {RAW_MAX // (1024 * 1024)} MB are not served here")
     return data, file_preview.content_type(path.name, data), path.name
 
 
-def read_image(sid: str, relative: Any) -> tuple[bytes, str]:
+def read_image(
+    sid: str,
+    relative: Any,
+    *,
+    store: models.Store | None = None,
+    environment_pools: environment_workers.EnvironmentPools | None = None,
+) -> tuple[bytes, str]:
     """``(bytes, content type)`` of an image for the transcript (``media.read_media``); a remote session's is
     read on its host."""
-    remote = environment_shell.where(sid)
+    remote = environment_shell.where(sid, store=store, environment_pools=environment_pools)
     if remote is not None:
-        return remote_files.read_image(remote, relative, int(_config.setting("attachment_max_bytes")))
-    return media.read_media(sid, relative)
+        return remote_files.read_image(remote, relative, int(config.setting("attachment_max_bytes")))
+    return media.read_media(sid, relative, store=store)
 
 
-def save_file(sid: str, relative: Any, content: Any, base_version: Any) -> dict[str, Any]:
+def save_file(
+    sid: str,
+    relative: Any,
+    content: Any,
+    base_version: Any,
+    *,
+    store: models.Store | None = None,
+    environment_pools: environment_workers.EnvironmentPools | None = None,
+) -> dict[str, Any]:
     """Replace a text file with ``content`` if it is still at ``base_version`` (``""``: it must not exist);
     a remote session's is written on its host (``remote_edit``)."""
     if not isinstance(content, str) or not isinstance(base_version, str):
@@ -186,11 +221,11 @@ def save_file(sid: str, relative: Any, content: Any, base_version: Any) -> dict[
     data = content.encode("utf-8")
     if len(data) > PREVIEW_MAX:
         raise PayloadTooLarge(f"Files over {PREVIEW_MAX // 1024} KB are not edited here")
-    remote = environment_shell.where(sid)
+    remote = environment_shell.where(sid, store=store, environment_pools=environment_pools)
     if remote is not None:
         media.clean_name(PurePosixPath(str(relative)).name)
         return remote_edit.save_file(remote, relative, content, base_version)
-    workspace, path = resolve_target(sid, relative)
+    workspace, path = resolve_target(sid, relative, store=store)
     media.clean_name(path.name)
     current = agent_memory.read_bytes(path)
     if agent_memory.version_of(current) != base_version:
@@ -202,7 +237,7 @@ def save_file(sid: str, relative: Any, content: Any, base_version: Any) -> dict[
             },
             yours=content,
         )
-    atomic.sweep_once(path.parent)
+    atomic.sweep_once(path.parent, swept=models.store(store).swept)
     atomic.write_bytes_durable(path, data)
     return {
         "path": relative_path(workspace, path),
@@ -211,12 +246,19 @@ def save_file(sid: str, relative: Any, content: Any, base_version: Any) -> dict[
     }
 
 
-def create(sid: str, relative: Any, kind: Any) -> dict[str, Any]:
+def create(
+    sid: str,
+    relative: Any,
+    kind: Any,
+    *,
+    store: models.Store | None = None,
+    environment_pools: environment_workers.EnvironmentPools | None = None,
+) -> dict[str, Any]:
     """A new empty file or folder; an existing name is refused, never replaced (a remote session's, there)."""
-    remote = environment_shell.where(sid)
+    remote = environment_shell.where(sid, store=store, environment_pools=environment_pools)
     if remote is not None:
         return remote_writes.create(remote, relative, kind)
-    workspace, path = resolve_target(sid, relative)
+    workspace, path = resolve_target(sid, relative, store=store)
     media.clean_name(path.name)
     if kind not in ("file", "dir"):
         raise BadRequest('kind must be "file" or "dir"')
@@ -233,13 +275,20 @@ def create(sid: str, relative: Any, kind: Any) -> dict[str, Any]:
     return {"path": relative_path(workspace, path), "type": kind}
 
 
-def rename(sid: str, relative: Any, new_relative: Any) -> dict[str, Any]:
+def rename(
+    sid: str,
+    relative: Any,
+    new_relative: Any,
+    *,
+    store: models.Store | None = None,
+    environment_pools: environment_workers.EnvironmentPools | None = None,
+) -> dict[str, Any]:
     """Rename or move a file or folder inside the workspace; an existing target is refused."""
-    remote = environment_shell.where(sid)
+    remote = environment_shell.where(sid, store=store, environment_pools=environment_pools)
     if remote is not None:
         return remote_writes.rename(remote, relative, new_relative)
-    workspace, source = resolve_target(sid, relative)
-    _workspace, target = resolve_target(sid, new_relative)
+    workspace, source = resolve_target(sid, relative, store=store)
+    _workspace, target = resolve_target(sid, new_relative, store=store)
     media.clean_name(target.name)
     if source == workspace:
         raise Forbidden("The workspace itself is not renamed here")
@@ -268,24 +317,32 @@ def rename(sid: str, relative: Any, new_relative: Any) -> dict[str, Any]:
 # ---------------------------------------------------------------------- the trash
 
 
-def _trash_dir(sid: str) -> Path:
-    media.session_workspace(sid)  # a known session (its id is safe as a folder name), or NotFound
-    return Path(_config.STATE_DIR) / "trash" / sid
+def _trash_dir(sid: str, store: models.Store | None) -> Path:
+    media.session_workspace(
+        sid, store=store
+    )  # a known session (its id is safe as a folder name), or NotFound
+    return models.store(store).session_dir.parent / "trash" / sid  # the state folder of the session's store
 
 
-def delete(sid: str, relative: Any) -> dict[str, Any]:
+def delete(
+    sid: str,
+    relative: Any,
+    *,
+    store: models.Store | None = None,
+    environment_pools: environment_workers.EnvironmentPools | None = None,
+) -> dict[str, Any]:
     """Move a file or folder into the session's trash (in the state folder; a remote session's on its host),
     whence it can be restored."""
-    remote = environment_shell.where(sid)
+    remote = environment_shell.where(sid, store=store, environment_pools=environment_pools)
     if remote is not None:
         return remote_trash.delete(remote, sid, relative)
-    workspace, path = resolve_target(sid, relative)
+    workspace, path = resolve_target(sid, relative, store=store)
     if path == workspace:
         raise Forbidden("The workspace itself is not deleted here")
     if not os.path.lexists(path):
         raise NotFound("No such file or folder")
     item_id = f"{int(time.time() * 1000)}-{uuid.uuid4().hex[:8]}"
-    holder = _trash_dir(sid) / item_id
+    holder = _trash_dir(sid, store) / item_id
     holder.mkdir(parents=True)
     original = relative_path(workspace, path)
     atomic.write_bytes_durable(holder / "origin.txt", original.encode("utf-8"))
@@ -294,12 +351,17 @@ def delete(sid: str, relative: Any) -> dict[str, Any]:
     return {"trash_id": item_id, "path": original}
 
 
-def trash(sid: str) -> dict[str, Any]:
+def trash(
+    sid: str,
+    *,
+    store: models.Store | None = None,
+    environment_pools: environment_workers.EnvironmentPools | None = None,
+) -> dict[str, Any]:
     """What the session's trash holds, newest first."""
-    remote = environment_shell.where(sid)
+    remote = environment_shell.where(sid, store=store, environment_pools=environment_pools)
     if remote is not None:
         return remote_trash.trash(remote, sid)
-    folder = _trash_dir(sid)
+    folder = _trash_dir(sid, store)
     rows = []
     if folder.is_dir():
         for holder in sorted(folder.iterdir(), reverse=True):
@@ -310,18 +372,24 @@ def trash(sid: str) -> dict[str, Any]:
     return {"items": rows}
 
 
-def restore(sid: str, item_id: Any) -> dict[str, Any]:
+def restore(
+    sid: str,
+    item_id: Any,
+    *,
+    store: models.Store | None = None,
+    environment_pools: environment_workers.EnvironmentPools | None = None,
+) -> dict[str, Any]:
     """Put a deleted file or folder back where it was; refused when something took its place."""
-    remote = environment_shell.where(sid)
+    remote = environment_shell.where(sid, store=store, environment_pools=environment_pools)
     if remote is not None:
         return remote_trash.restore(remote, sid, item_id)
     if not isinstance(item_id, str) or not item_id or "/" in item_id or item_id.startswith("."):
         raise BadRequest("trash_id must name an item of the trash")
-    holder = _trash_dir(sid) / item_id
+    holder = _trash_dir(sid, store) / item_id
     origin = agent_memory.read_bytes(holder / "origin.txt")
     if origin is None or not os.path.lexists(holder / "item"):
         raise NotFound("No such item in the trash")
-    workspace, path = resolve_target(sid, origin.decode("utf-8"))
+    workspace, path = resolve_target(sid, origin.decode("utf-8"), store=store)
     if os.path.lexists(path):
         raise Conflict(f"{path.name} exists again; rename it first")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -331,11 +399,16 @@ def restore(sid: str, item_id: Any) -> dict[str, Any]:
     return {"path": relative_path(workspace, path)}
 
 
-def empty_trash(sid: str) -> dict[str, Any]:
-    remote = environment_shell.where(sid)
+def empty_trash(
+    sid: str,
+    *,
+    store: models.Store | None = None,
+    environment_pools: environment_workers.EnvironmentPools | None = None,
+) -> dict[str, Any]:
+    remote = environment_shell.where(sid, store=store, environment_pools=environment_pools)
     if remote is not None:
         return remote_trash.empty_trash(remote, sid)
-    folder = _trash_dir(sid)
-    count = len(trash(sid)["items"])
+    folder = _trash_dir(sid, store)
+    count = len(trash(sid, store=store)["items"])
     shutil.rmtree(folder, ignore_errors=True)
     return {"emptied": count}

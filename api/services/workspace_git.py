@@ -10,7 +10,8 @@ from typing import Any
 
 from api.rules import git_porcelain
 from api.rules.errors import BadRequest, NotFound
-from api.services import environment_shell, git_run, media, remote_git, workspace_files
+from api.services import environment_shell, environment_workers, git_run, media, remote_git, workspace_files
+from api.store import models
 
 DIFF_MAX_CHARS = git_porcelain.DIFF_MAX_CHARS
 
@@ -19,8 +20,8 @@ def _git(workspace: Path, *args: str) -> str:
     return git_run.run_git(workspace, *args)
 
 
-def _repository(sid: str) -> Path:
-    workspace = media.session_workspace(sid)
+def _repository(sid: str, store: models.Store | None) -> Path:
+    workspace = media.session_workspace(sid, store=store)
     if not workspace.is_dir():
         raise NotFound("This session's workspace folder does not exist")
     try:
@@ -32,27 +33,38 @@ def _repository(sid: str) -> Path:
     return workspace
 
 
-def status(sid: str) -> dict[str, Any]:
+def status(
+    sid: str,
+    *,
+    store: models.Store | None = None,
+    environment_pools: environment_workers.EnvironmentPools | None = None,
+) -> dict[str, Any]:
     """``{branch, entries: [{path, state, staged?}], truncated}`` against HEAD; a remote session's work tree
     is asked on its host."""
-    remote = environment_shell.where(sid)
+    remote = environment_shell.where(sid, store=store, environment_pools=environment_pools)
     if remote is not None:
         return remote_git.status(remote)
-    workspace = _repository(sid)
+    workspace = _repository(sid, store)
     branch = _git(workspace, "rev-parse", "--abbrev-ref", "HEAD").strip()
     raw = _git(workspace, "status", "--porcelain=v1", "-z", "--untracked-files=all")
     return {"branch": branch, **git_porcelain.entries(raw)}
 
 
-def diff(sid: str, relative: Any = None) -> dict[str, Any]:
+def diff(
+    sid: str,
+    relative: Any = None,
+    *,
+    store: models.Store | None = None,
+    environment_pools: environment_workers.EnvironmentPools | None = None,
+) -> dict[str, Any]:
     """The working tree against HEAD, of one file (inside the workspace) or all; bounded."""
-    remote = environment_shell.where(sid)
+    remote = environment_shell.where(sid, store=store, environment_pools=environment_pools)
     if remote is not None:
         return remote_git.diff(remote, relative)
-    workspace = _repository(sid)
+    workspace = _repository(sid, store)
     args = ["diff", "--no-color", "--no-ext-diff", "--no-textconv", "HEAD"]
     if relative not in (None, ""):
-        _workspace, path = workspace_files.resolve_target(sid, relative)
+        _workspace, path = workspace_files.resolve_target(sid, relative, store=store)
         args += ["--", str(path.relative_to(workspace))]
     text = _git(workspace, *args)
     return {"diff": text[:DIFF_MAX_CHARS], "truncated": len(text) > DIFF_MAX_CHARS}

@@ -34,6 +34,7 @@ from api.rules.errors import BadRequest, Conflict, Forbidden, NotFound, PayloadT
 from api.services import (
     attachments,
     environment_shell,
+    environment_workers,
     file_preview,
     media,
     remote_files,
@@ -41,7 +42,7 @@ from api.services import (
     workspace_files,
 )
 from api.services.environment_shell import Where
-from api.store import atomic, config
+from api.store import atomic, config, models
 
 ZIP_ENTRIES_MAX = 100_000  # files and folders in one zip
 COPY_CHUNK = 1 << 20
@@ -69,9 +70,9 @@ def _walk(folder: Path, show_hidden: bool) -> Iterator[tuple[str, list[str], lis
         yield top, dirs, files, dir_fd
 
 
-def _folder(sid: str, relative: Any) -> tuple[Path, Path]:
+def _folder(sid: str, relative: Any, store: models.Store | None) -> tuple[Path, Path]:
     """``(workspace, folder)`` for a folder path from the page (links resolved, inside the workspace)."""
-    workspace, folder = workspace_files.resolve_target(sid, relative, allow_root=True)
+    workspace, folder = workspace_files.resolve_target(sid, relative, allow_root=True, store=store)
     if not folder.is_dir():
         if not os.path.lexists(folder):
             raise NotFound("No such folder in the workspace")
@@ -159,9 +160,11 @@ def _copy_into(archive: zipfile.ZipFile, arcname: str, name: str, dir_fd: int, l
         os.close(fd)
 
 
-def folder_zip(sid: str, relative: Any, show_hidden: bool = False) -> FolderZip:
+def folder_zip(
+    sid: str, relative: Any, show_hidden: bool = False, *, store: models.Store | None = None
+) -> FolderZip:
     """Plan the download of a workspace folder as a zip; 413 when it holds more than the bounds allow."""
-    workspace, folder = _folder(sid, relative)
+    workspace, folder = _folder(sid, relative, store)
     limit = int(config.setting("folder_download_max_bytes"))
     files = total = entries = 0
     for _top, _dirs, names, dir_fd in _walk(folder, show_hidden):
@@ -198,15 +201,24 @@ def _folder_fd(workspace: Path, folder: Path) -> int:
         raise
 
 
-def upload(sid: str, relative: Any, name: Any, data: Any, keep_both: Any = False) -> dict[str, Any]:
+def upload(
+    sid: str,
+    relative: Any,
+    name: Any,
+    data: Any,
+    keep_both: Any = False,
+    *,
+    store: models.Store | None = None,
+    environment_pools: environment_workers.EnvironmentPools | None = None,
+) -> dict[str, Any]:
     """Write an uploaded file into a workspace folder durably; an existing name → 409 unless ``keep_both``
     (then the next free ``name-1.ext``, …)."""
     if not isinstance(keep_both, bool):
         raise BadRequest("keep_both must be true or false")
-    remote = environment_shell.where(sid)
+    remote = environment_shell.where(sid, store=store, environment_pools=environment_pools)
     if remote is not None:
         return _upload_there(remote, relative, name, data, keep_both)
-    workspace, folder = _folder(sid, relative)
+    workspace, folder = _folder(sid, relative, store)
     clean = media.clean_name(name)
     raw = attachments.decode(data, int(config.setting("upload_max_bytes")), allow_empty=True)
     names: Callable[[], Iterator[str]] = (
@@ -214,7 +226,7 @@ def upload(sid: str, relative: Any, name: Any, data: Any, keep_both: Any = False
     )
     folder_fd = _folder_fd(workspace, folder)
     try:
-        atomic.sweep_once(folder, folder_fd)
+        atomic.sweep_once(folder, folder_fd, models.store(store).swept)
         stored = atomic.write_new_durable(folder_fd, names(), raw)
     except FileExistsError:
         raise Conflict(f"{clean} already exists in this folder", exists=True, name=clean) from None

@@ -493,76 +493,88 @@ def _default_store() -> _store.Store[Session]:
     return _store.Store(_config.sessions_folder(), Session)
 
 
-def store() -> _store.Store[Session]:
-    """The store in use: the app's, else one on the settings' folder built on first use (hermes-webui's way)."""
+Store = _store.Store[Session]
+
+
+def store(given: Store | None = None) -> Store:
+    """``given`` (the store a caller holding its app passes down), else the store in use: the app's, else one on
+    the settings' folder built on first use (hermes-webui's way)."""
+    if given is not None:
+        return given
     return _store.current(_default_store)
 
 
-_in_use = store  # for the methods whose ``store`` parameter hides the function
+_in_use = store  # for the functions whose ``store`` parameter hides the function
 
 
-def get_session(sid: str, metadata_only: bool = False) -> Session:
+def get_session(sid: str, metadata_only: bool = False, *, store: Store | None = None) -> Session:
     """The cached session (reloaded when the file changed underneath), else loaded from disk; KeyError if none."""
-    return store().get(sid, metadata_only=metadata_only)
+    return _in_use(store).get(sid, metadata_only=metadata_only)
 
 
-def cache_session(session: Session) -> None:
-    store().put(session)
+def cache_session(session: Session, *, store: Store | None = None) -> None:
+    _in_use(store).put(session)
 
 
-def _index() -> tuple[session_index.SessionIndex, Path, Path]:
-    home = store()
+def _index(given: Store | None) -> tuple[session_index.SessionIndex, Path, Path]:
+    home = _in_use(given)
     return home.index, home.session_dir, home.index_file
 
 
-def reindex_after_turn(sid: str) -> None:
+def reindex_after_turn(sid: str, *, store: Store | None = None) -> None:
     """A turn of this process ended: its sidebar row stops saying "streaming" even when the file still
     names the turn (its final save failed, so no save updated the row)."""
-    session = store().cached(sid)
+    session = _in_use(store).cached(sid)
     signature = session.read_signature if session is not None else None
     if session is None or not session.active_stream_id or signature is None:
         return
     _ino, size, mtime_ns = signature
-    index, folder, index_file = _index()
+    index, folder, index_file = _index(store)
     index.note_saved(folder, index_file, session.compact(), (size, mtime_ns))
 
 
-def session_row(sid: str) -> dict[str, Any] | None:
+def session_row(sid: str, *, store: Store | None = None) -> dict[str, Any] | None:
     """One session's sidebar row (a copy), None when it has none."""
-    index, folder, index_file = _index()
+    index, folder, index_file = _index(store)
     return index.row(folder, index_file, sid)
 
 
-def all_sessions() -> list[dict[str, Any]]:
+def all_sessions(*, store: Store | None = None) -> list[dict[str, Any]]:
     """A copy of every sidebar row, newest first, from the in-memory index (validated against the files
     once). O(sessions): requests use the four below, which cost what they return."""
-    index, folder, index_file = _index()
+    index, folder, index_file = _index(store)
     return index.all_rows(folder, index_file)
 
 
-def sessions_newest_first() -> Iterator[dict[str, Any]]:
+def sessions_newest_first(*, store: Store | None = None) -> Iterator[dict[str, Any]]:
     """The index's rows newest first, for a walk that stops early (read them, never change them)."""
-    index, folder, index_file = _index()
+    index, folder, index_file = _index(store)
     return index.newest_first(folder, index_file)
 
 
-def sidebar_page(before: tuple[float, str] | None, limit: int | None, project: str | None = None) -> Page:
-    index, folder, index_file = _index()
+def sidebar_page(
+    before: tuple[float, str] | None,
+    limit: int | None,
+    project: str | None = None,
+    *,
+    store: Store | None = None,
+) -> Page:
+    index, folder, index_file = _index(store)
     return index.page(folder, index_file, before, limit, project)
 
 
-def project_session_ids(project: str) -> list[str]:
-    index, folder, index_file = _index()
+def project_session_ids(project: str, *, store: Store | None = None) -> list[str]:
+    index, folder, index_file = _index(store)
     return index.in_project(folder, index_file, project)
 
 
-def session_count() -> int:
-    index, folder, index_file = _index()
+def session_count(*, store: Store | None = None) -> int:
+    index, folder, index_file = _index(store)
     return index.count(folder, index_file)
 
 
-def has_session_row(sid: str) -> bool:
-    index, folder, index_file = _index()
+def has_session_row(sid: str, *, store: Store | None = None) -> bool:
+    index, folder, index_file = _index(store)
     return index.has_row(folder, index_file, sid)
 
 

@@ -40,9 +40,9 @@ class ProjectsUnreadable(ApiError):
     status = 500
 
 
-def projects_file() -> Path:
-    """``<state_dir>/projects.json``: the session folder's parent holds it."""
-    return models.store().session_dir.parent / FILE_NAME
+def projects_file(*, store: models.Store | None = None) -> Path:
+    """``<state_dir>/projects.json``: the session folder's parent holds it (of ``store``, the caller's app's)."""
+    return models.store(store).session_dir.parent / FILE_NAME
 
 
 def clean_project_id(value: Any) -> str:
@@ -90,9 +90,9 @@ def _shown(entry: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _read_raw() -> list[Any]:
+def _read_raw(home: models.Store) -> list[Any]:
     """Every entry of the file as stored (unreadable ones included); [] when there is no file."""
-    path = projects_file()
+    path = projects_file(store=home)
     try:
         found = read_regular_file(path, max_bytes=MAX_FILE_BYTES)
     except (OSError, UnsafeFile) as exc:
@@ -117,20 +117,21 @@ def _read_raw() -> list[Any]:
     return data
 
 
-def _write_raw(entries: list[Any]) -> None:
+def _write_raw(home: models.Store, entries: list[Any]) -> None:
     data = json.dumps(entries, indent=2, ensure_ascii=False).encode("utf-8")
-    atomic.write_bytes_durable(projects_file(), data)
+    atomic.write_bytes_durable(projects_file(store=home), data)
 
 
-def list_projects() -> list[dict[str, Any]]:
+def list_projects(*, store: models.Store | None = None) -> list[dict[str, Any]]:
     """The usable projects, oldest first, as the page shows them."""
-    with models.store().projects_lock:
-        return [_shown(entry) for entry in _read_raw() if _usable(entry)]
+    home = models.store(store)
+    with home.projects_lock:
+        return [_shown(entry) for entry in _read_raw(home) if _usable(entry)]
 
 
-def get_project(project_id: Any) -> dict[str, Any]:
+def get_project(project_id: Any, *, store: models.Store | None = None) -> dict[str, Any]:
     pid = clean_project_id(project_id)
-    for project in list_projects():
+    for project in list_projects(store=store):
         if project["project_id"] == pid:
             return project
     raise NotFound("Project not found")
@@ -146,16 +147,17 @@ def _check_name_free(entries: list[Any], name: str, but: str | None = None) -> N
             raise Conflict(f"A project named “{name}” exists already")
 
 
-def create_project(name: Any, color: Any = None) -> dict[str, Any]:
+def create_project(name: Any, color: Any = None, *, store: models.Store | None = None) -> dict[str, Any]:
     name = clean_name(name)
     color = PALETTE[0] if color is None else clean_color(color)
-    with models.store().projects_lock:
-        entries = _read_raw()
+    home = models.store(store)
+    with home.projects_lock:
+        entries = _read_raw(home)
         if sum(1 for entry in entries if _usable(entry)) >= MAX_PROJECTS:
             raise Conflict(f"At most {MAX_PROJECTS} projects")
         _check_name_free(entries, name)
         entry = {"project_id": uuid.uuid4().hex[:12], "name": name, "color": color, "created_at": time.time()}
-        _write_raw([*entries, entry])
+        _write_raw(home, [*entries, entry])
     return _shown(entry)
 
 
@@ -166,15 +168,18 @@ def _find(entries: list[Any], pid: str) -> dict[str, Any]:
     raise NotFound("Project not found")
 
 
-def rename_project(project_id: Any, name: Any = None, color: Any = None) -> dict[str, Any]:
+def rename_project(
+    project_id: Any, name: Any = None, color: Any = None, *, store: models.Store | None = None
+) -> dict[str, Any]:
     """Change a project's name, its colour, or both (hermes-webui's rename also recolours)."""
     pid = clean_project_id(project_id)
     if name is None and color is None:
         raise BadRequest("name or color is required")
     new_name = None if name is None else clean_name(name)
     new_color = None if color is None else clean_color(color)
-    with models.store().projects_lock:
-        entries = _read_raw()
+    home = models.store(store)
+    with home.projects_lock:
+        entries = _read_raw(home)
         entry = _find(entries, pid)
         if new_name is not None:
             _check_name_free(entries, new_name, but=pid)
@@ -183,15 +188,16 @@ def rename_project(project_id: Any, name: Any = None, color: Any = None) -> dict
             changed["name"] = new_name
         if new_color is not None:
             changed["color"] = new_color
-        _write_raw([changed if item is entry else item for item in entries])
+        _write_raw(home, [changed if item is entry else item for item in entries])
     return _shown(changed)
 
 
-def remove_project(project_id: Any) -> dict[str, Any]:
+def remove_project(project_id: Any, *, store: models.Store | None = None) -> dict[str, Any]:
     """Take the project out of the list (its sessions are moved out first by ``api.services.project_ops``)."""
     pid = clean_project_id(project_id)
-    with models.store().projects_lock:
-        entries = _read_raw()
+    home = models.store(store)
+    with home.projects_lock:
+        entries = _read_raw(home)
         entry = _find(entries, pid)
-        _write_raw([item for item in entries if item is not entry])
+        _write_raw(home, [item for item in entries if item is not entry])
     return _shown(entry)

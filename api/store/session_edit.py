@@ -19,8 +19,9 @@ one edit per save: the lock is never held across agent work, and each save is it
 one save outside this module is ``Session.load`` rewriting a file whose adjacent duplicate partial rows
 it collapsed, inside the load that ``edit`` itself calls.
 
-The store (``api.store.session_store.Store.edit``) does the work; these act on the store in use (``api.store.models.store``). The
-lock is the store's per-session lock (reentrant: a body may call code that edits the same session).
+The store (``api.store.session_store.Store.edit``) does the work: the one a caller passes (``store=``, its app's),
+else the store in use (``api.store.models.store``, hermes-webui's way). The lock is the store's per-session lock
+(reentrant: a body may call code that edits the same session).
 """
 
 from __future__ import annotations
@@ -34,20 +35,24 @@ from api.store.session_store import Unchanged
 __all__ = ["Unchanged", "create", "edit", "lock"]
 
 
-def lock(session_id: str) -> AbstractContextManager[Any]:
+def lock(session_id: str, *, store: models.Store | None = None) -> AbstractContextManager[Any]:
     """The per-session lock, for code that reads a session or moves its files without saving it."""
-    return models.store().lock(session_id)
+    return models.store(store).lock(session_id)
 
 
-def edit(session_id: str, *, touch_updated_at: bool = True) -> AbstractContextManager[models.Session]:
+def edit(
+    session_id: str, *, touch_updated_at: bool = True, store: models.Store | None = None
+) -> AbstractContextManager[models.Session]:
     """Lock, load fully, yield the session, save once on a clean exit (``api.store.session_store.Store.edit``).
 
     Missing or unsafe ids are ``NotFound``, an unreadable file a 500. ``touch_updated_at=False`` keeps the
     sidebar order (metadata edits, checkpoints, markers).
     """
-    return models.store().edit(session_id, touch_updated_at=touch_updated_at)
+    return models.store(store).edit(session_id, touch_updated_at=touch_updated_at)
 
 
-def create(session: models.Session, *, touch_updated_at: bool = True) -> None:
+def create(
+    session: models.Session, *, touch_updated_at: bool = True, store: models.Store | None = None
+) -> None:
     """Save a session built in memory under its lock, then cache it; a failed save caches nothing."""
-    models.store().create(session, touch_updated_at=touch_updated_at)
+    models.store(store).create(session, touch_updated_at=touch_updated_at)

@@ -2,7 +2,8 @@
 
 An unsafe or unknown id is ``NotFound`` before any path is built; a link, FIFO or device where a
 session file should be is not served; a file that cannot be parsed is a clear 500 that points at the
-recovery audit. The session comes from the store in use (``api.store.models.store``).
+recovery audit. The session comes from the store a caller passes (``store=``, its app's), else the store in use
+(``api.store.models.store``).
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from pathlib import Path
 from api.store import models
 
 
-def session_dir() -> Path:
-    return models.store().session_dir
+def session_dir(*, store: models.Store | None = None) -> Path:
+    return models.store(store).session_dir
 
 
-def load_session(sid: str) -> models.Session:
+def load_session(sid: str, *, store: models.Store | None = None) -> models.Session:
     """The session, or NotFound; an unreadable file is a clear 500 that points at the recovery audit."""
-    return models.store().load(sid)
+    return models.store(store).load(sid)

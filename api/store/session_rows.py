@@ -1,6 +1,6 @@
 """A session's index row: the fields ``_index.json`` keeps and the sidebar reads (``session_list`` picks
 the ones it shows), derived from the session when it is saved. Whether the row is streaming is asked of the
-turns of this process, not of the file."""
+turns of the session's store's app (else of the turns in use), not of the file."""
 
 from __future__ import annotations
 
@@ -42,10 +42,15 @@ def index_row(session: Any) -> dict[str, Any]:
     )
     # A file can name a turn no turn of this process runs (its final save failed, or the process is
     # gone): the sidebar says "streaming" only while one does.
-    row["is_streaming"] = (
-        bool(session.active_stream_id) and turn_journal.live_turn_for(session.session_id) is not None
-    )
+    row["is_streaming"] = bool(session.active_stream_id) and _turn_is_live(session)
     return row
+
+
+def _turn_is_live(session: Any) -> bool:
+    asks = session.home().turn_is_live
+    if asks is not None:
+        return bool(asks(session.session_id))
+    return turn_journal.live_turn_for(session.session_id) is not None
 
 
 # The figures of the row, read from the file's prefix when the session was loaded without its messages.

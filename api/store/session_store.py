@@ -71,6 +71,8 @@ class Store(Generic[S]):
         self.agent_db = state_db.Reads()  # what reading the agent's state.db keeps; in use with the store
         self.swept = atomic.Swept()  # the folders swept of killed writes' temp files; in use with the store
         self.projects_lock = threading.Lock()  # one change of ``projects.json`` beside the folder at a time
+        # Whether a turn of this store's app runs in a session, for its index row (None: the turns in use).
+        self.turn_is_live: Callable[[str], bool] | None = None
 
     def point_at(self, session_dir: Path, index_file: Path | None = None) -> None:
         """Use another folder (hermes-webui's tests set ``api.models.SESSION_DIR``); the cache stays."""

@@ -96,10 +96,10 @@ def _write(held: Tombstones, path: Path, ids: list[str], cap: int, corrupt: bool
     held.cache.pop(path, None)
 
 
-def _add(path: Path, sid: str, cap: int) -> None:
+def _add(path: Path, sid: str, cap: int, held: Tombstones | None = None) -> None:
     if not is_safe_session_id(sid):
         raise BadRequest("invalid session id")
-    held = TOMBSTONES.get()
+    held = TOMBSTONES.get(held)
     with held.lock:
         ids, corrupt = _read(held, path)
         if ids and ids[-1] == sid and not corrupt:
@@ -107,10 +107,10 @@ def _add(path: Path, sid: str, cap: int) -> None:
         _write(held, path, [x for x in ids if x != sid] + [sid], cap, corrupt)
 
 
-def _remove(path: Path, sid: str, cap: int) -> bool:
+def _remove(path: Path, sid: str, cap: int, held: Tombstones | None = None) -> bool:
     if not is_safe_session_id(sid):
         return False
-    held = TOMBSTONES.get()
+    held = TOMBSTONES.get(held)
     with held.lock:
         ids, corrupt = _read(held, path)
         if sid not in ids:
@@ -127,9 +127,10 @@ def pruned_path(session_dir: Path) -> Path:
     return Path(session_dir) / PRUNED_FILE
 
 
-def read_deleted_ids(session_dir: Path) -> set[str]:
-    """Ids of sessions deleted through the web UI (empty when the file is missing or corrupt)."""
-    held = TOMBSTONES.get()
+def read_deleted_ids(session_dir: Path, held: Tombstones | None = None) -> set[str]:
+    """Ids of sessions deleted through the web UI (empty when the file is missing or corrupt); ``held``: what
+    memory keeps of the files, the folder's store's (the store in use's when None)."""
+    held = TOMBSTONES.get(held)
     with held.lock:
         return set(_read(held, deleted_path(session_dir))[0])
 
@@ -140,14 +141,14 @@ def deleted_ids_newest_last(session_dir: Path) -> list[str]:
         return list(_read(held, deleted_path(session_dir))[0])
 
 
-def add_deleted(session_dir: Path, sid: str) -> None:
+def add_deleted(session_dir: Path, sid: str, held: Tombstones | None = None) -> None:
     """Record a deletion (moves an existing id to the newest end; the oldest fall off past the cap)."""
-    _add(deleted_path(session_dir), sid, DELETED_CAP)
+    _add(deleted_path(session_dir), sid, DELETED_CAP, held)
 
 
-def remove_deleted(session_dir: Path, sid: str) -> bool:
+def remove_deleted(session_dir: Path, sid: str, held: Tombstones | None = None) -> bool:
     """Forget a deletion (the session is live again); True when the id was there."""
-    return _remove(deleted_path(session_dir), sid, DELETED_CAP)
+    return _remove(deleted_path(session_dir), sid, DELETED_CAP, held)
 
 
 def read_pruned_ids(session_dir: Path) -> set[str]:

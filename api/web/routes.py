@@ -11,8 +11,9 @@ import logging
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from importlib import metadata
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from api.agent.turn_journal import LiveTurns
 from api.rules.errors import ApiError, BadRequest, NotFound, PayloadTooLarge, redact_paths
 from api.services import (
     agent_import,
@@ -100,12 +101,12 @@ def _focus(body: dict[str, Any]) -> str | None:
     return value
 
 
-def _with_full_session(result: dict[str, Any], sid: str) -> dict[str, Any]:
+def _with_full_session(result: dict[str, Any], sid: str, store: models.Store) -> dict[str, Any]:
     """``{"ok": true, **result, "session": full session}`` for the history edits."""
     return {
         "ok": True,
         **{k: v for k, v in result.items() if k != "session"},
-        "session": session_views.full_session_by_id(sid),
+        "session": session_views.full_session_by_id(sid, store=store),
     }
 
 
@@ -118,7 +119,7 @@ def _handle_health(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> No
         {
             "ok": True,
             "version": _version(),
-            "sessions": models.session_count(),
+            "sessions": models.session_count(store=app_of(handler).store),
             # Public even with login on: counts only (details, with file names, are behind the login).
             "recovery": {
                 k: len(v) if isinstance(v, list) else v
@@ -133,7 +134,7 @@ def _handle_sessions(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> 
     limit = query_int(query, "limit", minimum=1)
     app, cursor, project_id = app_of(handler), query.get("cursor") or None, query.get("project_id")
     page = session_views.sessions_page_json(
-        limit, cursor, project_id, feed=app.feed, agent_rows=app.agent_rows
+        limit, cursor, project_id, feed=app.feed, agent_rows=app.agent_rows, store=app.store
     )
     http_io.j_bytes(handler, page)
 
@@ -145,67 +146,87 @@ def _handle_sessions_feed(handler: BaseHTTPRequestHandler, query: dict[str, Any]
 
 
 def _handle_sessions_search(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
-    j(handler, session_search.search_sessions(query))
+    app = app_of(handler)
+    j(handler, session_search.search_sessions(query, store=app.store, indexing=app.indexing))
 
 
 def _handle_search_status(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
-    j(handler, session_search.status())
+    j(handler, session_search.status(indexing=app_of(handler).indexing))
 
 
 def _handle_session_get(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
-    sid = _sid(query)
-    j(handler, session_views.get_session_payload(sid, _msg_limit(query), query_int(query, "msg_before")))
+    sid, store = _sid(query), app_of(handler).store
+    before = query_int(query, "msg_before")
+    j(handler, session_views.get_session_payload(sid, _msg_limit(query), before, store=store))
 
 
 def _handle_session_new(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    session = session_catalogue.create_session(body.get("model"), body.get("workspace"), body.get("title"))
+    model, folder, title, store = (
+        body.get("model"),
+        body.get("workspace"),
+        body.get("title"),
+        app_of(handler).store,
+    )
+    session = session_catalogue.create_session(model, folder, title, store=store)
     j(handler, {"session": session})
 
 
 def _handle_session_rename(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    j(handler, {"session": session_catalogue.rename_session(_sid(body), body.get("title"))})
+    store = app_of(handler).store
+    j(handler, {"session": session_catalogue.rename_session(_sid(body), body.get("title"), store=store)})
 
 
 def _handle_session_pin(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    j(handler, {"session": session_catalogue.set_flag(_sid(body), "pinned", body.get("pinned"))})
+    store = app_of(handler).store
+    j(handler, {"session": session_catalogue.set_flag(_sid(body), "pinned", body.get("pinned"), store=store)})
 
 
 def _handle_session_archive(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    j(handler, {"session": session_catalogue.set_flag(_sid(body), "archived", body.get("archived"))})
+    flag, store = body.get("archived"), app_of(handler).store
+    j(handler, {"session": session_catalogue.set_flag(_sid(body), "archived", flag, store=store)})
 
 
 def _handle_session_delete(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    j(handler, session_catalogue.delete_session(_sid(body)))
+    app = app_of(handler)
+    j(handler, session_catalogue.delete_session(_sid(body), store=app.store, turns=app.turns))
 
 
 def _handle_session_restore_deleted(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    j(handler, {"session": session_catalogue.restore_deleted(body.get("undo_token"))})
+    store = app_of(handler).store
+    j(handler, {"session": session_catalogue.restore_deleted(body.get("undo_token"), store=store)})
 
 
 def _handle_session_export(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
-    body, content_type, filename = session_export.export_session(_sid(query), query.get("format", "json"))
+    store = app_of(handler).store
+    body, content_type, filename = session_export.export_session(
+        _sid(query), query.get("format", "json"), store=store
+    )
     http_io.send_bytes(
         handler, body, content_type, headers={"Content-Disposition": f'attachment; filename="{filename}"'}
     )
 
 
 def _handle_session_import(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    j(handler, {"session": session_export.import_session(body)})
+    j(handler, {"session": session_export.import_session(body, store=app_of(handler).store)})
 
 
 # ---------------------------------------------------------------------- history edits (api.services.session_ops)
 
 
-def _session_op(
-    handler: BaseHTTPRequestHandler, body: dict[str, Any], op: Callable[[str], dict[str, Any]]
-) -> None:
-    sid = _sid(body)
+class _HistoryEdit(Protocol):
+    """A history edit of ``api.services.session_ops``, on the app's store and live turns."""
+
+    def __call__(self, sid: str, *, store: models.Store, turns: LiveTurns) -> dict[str, Any]: ...
+
+
+def _session_op(handler: BaseHTTPRequestHandler, body: dict[str, Any], op: _HistoryEdit) -> None:
+    sid, app = _sid(body), app_of(handler)
     try:
-        result = op(sid)
+        result = op(sid, store=app.store, turns=app.turns)
     except ValueError as exc:  # "nothing to retry/undo": answered 200 with an error, as hermes-webui does
         j(handler, {"error": str(exc)})
         return
-    j(handler, _with_full_session(result, sid))
+    j(handler, _with_full_session(result, sid, app.store))
 
 
 def _handle_session_retry(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
@@ -217,25 +238,26 @@ def _handle_session_undo(handler: BaseHTTPRequestHandler, body: dict[str, Any]) 
 
 
 def _handle_session_truncate(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    _session_op(handler, body, lambda sid: session_ops.truncate_session(sid, body.get("keep_count")))
+    keep = body.get("keep_count")
+    _session_op(handler, body, functools.partial(session_ops.truncate_session, keep_count=keep))
 
 
 def _handle_session_branch(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    j(handler, {"session": branch.branch_session(_sid(body), body.get("keep_count"))})
+    app = app_of(handler)
+    session = branch.branch_session(_sid(body), body.get("keep_count"), store=app.store, turns=app.turns)
+    j(handler, {"session": session})
 
 
 def _handle_session_versions(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
-    j(handler, session_versions.list_versions(_sid(query), query.get("message_index")))
+    store = app_of(handler).store
+    j(handler, session_versions.list_versions(_sid(query), query.get("message_index"), store=store))
 
 
 def _handle_session_version(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    sid = _sid(body)
-    j(
-        handler,
-        _with_full_session(
-            session_versions.switch_version(sid, body.get("message_index"), body.get("version")), sid
-        ),
-    )
+    sid, app = _sid(body), app_of(handler)
+    index, version = body.get("message_index"), body.get("version")
+    result = session_versions.switch_version(sid, index, version, store=app.store, turns=app.turns)
+    j(handler, _with_full_session(result, sid, app.store))
 
 
 def _handle_session_import_cli(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
@@ -244,18 +266,33 @@ def _handle_session_import_cli(handler: BaseHTTPRequestHandler, body: dict[str, 
         handler,
         {
             "session": agent_import.import_agent_session(
-                _sid(body), lock=app.import_lock, agent_rows=app.agent_rows
+                _sid(body),
+                lock=app.import_lock,
+                agent_rows=app.agent_rows,
+                store=app.store,
+                watch=app.agent_watch,
             )
         },
     )
 
 
 def _handle_session_attach(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    j(handler, {"attachment": attachments.store_attachment(_sid(body), body.get("name"), body.get("data"))})
+    app = app_of(handler)
+    attached = attachments.store_attachment(
+        _sid(body),
+        body.get("name"),
+        body.get("data"),
+        store=app.store,
+        environment_pools=app.environment_pools,
+    )
+    j(handler, {"attachment": attached})
 
 
 def _handle_media(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
-    data, content_type = workspace_files.read_image(_sid(query), query.get("path"))
+    app = app_of(handler)
+    data, content_type = workspace_files.read_image(
+        _sid(query), query.get("path"), store=app.store, environment_pools=app.environment_pools
+    )
     http_io.send_bytes(handler, data, content_type, cache="private, max-age=300")
 
 
@@ -273,8 +310,11 @@ def _handle_session_compress(handler: BaseHTTPRequestHandler, body: dict[str, An
         focus = _focus(body)
     except ApiError as exc:
         return respond_error(handler, exc)
+    app = app_of(handler)
     try:
-        result = compression.manual_compress(sid, focus)
+        result = compression.manual_compress(
+            sid, focus, store=app.store, turns=app.turns, workers=app.workers
+        )
     except ApiError as exc:
         return respond_error(handler, exc)
     except Exception as exc:  # noqa: BLE001 - a 400 with the (path-scrubbed) reason, as hermes-webui answers
@@ -284,7 +324,11 @@ def _handle_session_compress(handler: BaseHTTPRequestHandler, body: dict[str, An
 
 
 def _handle_session_compress_start(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    j(handler, compression.start_compress_job(_sid(body), _focus(body), app_of(handler).jobs))
+    sid, focus, app = _sid(body), _focus(body), app_of(handler)
+    started = compression.start_compress_job(
+        sid, focus, app.jobs, store=app.store, turns=app.turns, workers=app.workers
+    )
+    j(handler, started)
 
 
 def _handle_session_compress_status(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
@@ -292,19 +336,22 @@ def _handle_session_compress_status(handler: BaseHTTPRequestHandler, query: dict
 
 
 def _handle_session_uncompress(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    sid = _sid(body)
-    j(handler, _with_full_session(compression.uncompress(sid), sid))
+    sid, app = _sid(body), app_of(handler)
+    j(
+        handler,
+        _with_full_session(compression.uncompress(sid, store=app.store, turns=app.turns), sid, app.store),
+    )
 
 
 # ---------------------------------------------------------------------- recovery
 
 
 def _handle_recovery_audit(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
-    j(handler, session_recovery.audit_live_sessions())
+    j(handler, session_recovery.audit_live_sessions(store=app_of(handler).store))
 
 
 def _handle_recovery_repair_safe(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    j(handler, session_recovery.repair_safe_live_sessions())
+    j(handler, session_recovery.repair_safe_live_sessions(store=app_of(handler).store))
 
 
 def _handle_recovery_startup(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
@@ -346,11 +393,12 @@ def _handle_chat_stream(handler: BaseHTTPRequestHandler, query: dict[str, Any]) 
 
 
 def _handle_chat_cancel(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    stream_id, turns = body.get("stream_id"), app_of(handler).turns
+    stream_id, app = body.get("stream_id"), app_of(handler)
     if stream_id is not None:
-        j(handler, streaming.cancel_turn(stream_id=require_session_id(stream_id, "stream_id"), turns=turns))
+        stream_id = require_session_id(stream_id, "stream_id")
+        j(handler, streaming.cancel_turn(stream_id=stream_id, turns=app.turns, work=app.work))
         return
-    j(handler, streaming.cancel_turn(session_id=_sid(body), turns=turns))
+    j(handler, streaming.cancel_turn(session_id=_sid(body), turns=app.turns, work=app.work))
 
 
 # ---------------------------------------------------------------------- auth (api.web.auth)

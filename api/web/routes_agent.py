@@ -23,24 +23,25 @@ def _handle_models(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> No
 
 def _handle_session_model(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     sid = require_session_id(body.get("session_id"))
-    answers = app_of(handler).agent_answers
-    row = model_catalog.switch_session_model(sid, body.get("model"), body.get("model_provider"), answers)
+    app, model, provider = app_of(handler), body.get("model"), body.get("model_provider")
+    row = model_catalog.switch_session_model(sid, model, provider, app.agent_answers, store=app.store)
     j(handler, {"session": row})
 
 
 def _handle_toolsets(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
     sid, app = query.get("session_id"), app_of(handler)
     sid = None if sid in (None, "") else require_session_id(sid)
-    j(handler, toolsets.list_for_session(sid, answers=app.agent_answers, discovery=app.discovery))
+    listed = toolsets.list_for_session(
+        sid, answers=app.agent_answers, discovery=app.discovery, store=app.store
+    )
+    j(handler, listed)
 
 
 def _handle_session_toolsets(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     sid = require_session_id(body.get("session_id"))
-    discovery = app_of(handler).discovery
-    j(
-        handler,
-        {"session": toolsets.set_session_toolsets(sid, body.get("enabled_toolsets"), discovery=discovery)},
-    )
+    app, chosen = app_of(handler), body.get("enabled_toolsets")
+    row = toolsets.set_session_toolsets(sid, chosen, discovery=app.discovery, store=app.store)
+    j(handler, {"session": row})
 
 
 def _handle_onboarding_status(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:

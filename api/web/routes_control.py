@@ -30,11 +30,12 @@ def _handle_approval_respond(handler: BaseHTTPRequestHandler, body: dict[str, An
 
 def _handle_approval_pending(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
     app = app_of(handler)
-    j(handler, approvals.pending(_sid(query), questions=app.approvals, switches=app.yolo))
+    j(handler, approvals.pending(_sid(query), questions=app.approvals, switches=app.yolo, store=app.store))
 
 
 def _handle_approval_yolo(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    j(handler, approvals.set_yolo(_sid(body), body.get("enabled"), switches=app_of(handler).yolo))
+    app, enabled = app_of(handler), body.get("enabled")
+    j(handler, approvals.set_yolo(_sid(body), enabled, switches=app.yolo, store=app.store))
 
 
 def _handle_clarify_respond(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
@@ -43,31 +44,33 @@ def _handle_clarify_respond(handler: BaseHTTPRequestHandler, body: dict[str, Any
 
 
 def _handle_clarify_pending(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
-    j(handler, clarify.pending(_sid(query), questions=app_of(handler).clarify))
+    app = app_of(handler)
+    j(handler, clarify.pending(_sid(query), questions=app.clarify, store=app.store))
 
 
 def _handle_queue_send(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     app = app_of(handler)
     message, mode, attached = body.get("message"), body.get("mode", "queue"), body.get("attachments")
-    j(handler, turn_queue.send(_sid(body), message, mode, attached, work=app.work, turns=app.turns))
+    sent = turn_queue.send(
+        _sid(body), message, mode, attached, work=app.work, turns=app.turns, store=app.store
+    )
+    j(handler, sent)
 
 
 def _handle_queue_edit(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    app = app_of(handler)
-    j(
-        handler,
-        turn_queue.edit(
-            _sid(body), body.get("queue_id"), body.get("message"), work=app.work, turns=app.turns
-        ),
-    )
+    app, item, message = app_of(handler), body.get("queue_id"), body.get("message")
+    edited = turn_queue.edit(_sid(body), item, message, work=app.work, turns=app.turns, store=app.store)
+    j(handler, edited)
 
 
 def _handle_queue_cancel(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    j(handler, turn_queue.cancel(_sid(body), body.get("queue_id")))
+    app = app_of(handler)
+    j(handler, turn_queue.cancel(_sid(body), body.get("queue_id"), store=app.store, turns=app.turns))
 
 
 def _handle_session_workspace(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    j(handler, {"session": session_catalogue.set_workspace(_sid(body), body.get("workspace"))})
+    store = app_of(handler).store
+    j(handler, {"session": session_catalogue.set_workspace(_sid(body), body.get("workspace"), store=store)})
 
 
 def _handle_workspaces(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
@@ -75,7 +78,7 @@ def _handle_workspaces(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -
 
 
 def _handle_goal(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
-    j(handler, goal_loop.current(_sid(query)))
+    j(handler, goal_loop.current(_sid(query), store=app_of(handler).store))
 
 
 def _handle_goal_command(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
@@ -83,7 +86,12 @@ def _handle_goal_command(handler: BaseHTTPRequestHandler, body: dict[str, Any]) 
     j(
         handler,
         goal_loop.command(
-            _sid(body), body.get("args", ""), locks=app.goal_locks, work=app.work, turns=app.turns
+            _sid(body),
+            body.get("args", ""),
+            locks=app.goal_locks,
+            work=app.work,
+            turns=app.turns,
+            store=app.store,
         ),
     )
 

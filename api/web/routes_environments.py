@@ -37,7 +37,8 @@ def _handle_environment_test(handler: BaseHTTPRequestHandler, body: dict[str, An
 
 def _handle_session_environment(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
     sid = require_session_id(body.get("session_id"))
-    j(handler, {"session": environment_check.set_for_session(sid, body.get("environment"))})
+    store = app_of(handler).store
+    j(handler, {"session": environment_check.set_for_session(sid, body.get("environment"), store=store)})
 
 
 ROUTES: dict[tuple[str, str], Callable[[Any, dict[str, Any]], None]] = {

@@ -12,6 +12,7 @@ from urllib.parse import quote
 from api.services import turn_changes, workspace_changes, workspace_files, workspace_git, workspace_transfer
 from api.web import http_io
 from api.web.http_io import j, require_session_id
+from api.web.served import app_of
 
 _TRUE = ("1", "true", "yes", "on")
 
@@ -21,14 +22,27 @@ def _sid(source: dict[str, Any]) -> str:
 
 
 def _handle_list(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
+    app = app_of(handler)
     j(
         handler,
-        workspace_files.list_folder(_sid(query), query.get("path", ""), query.get("hidden", "") in _TRUE),
+        workspace_files.list_folder(
+            _sid(query),
+            query.get("path", ""),
+            query.get("hidden", "") in _TRUE,
+            store=app.store,
+            environment_pools=app.environment_pools,
+        ),
     )
 
 
 def _handle_file(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
-    j(handler, workspace_files.read_file(_sid(query), query.get("path")))
+    app = app_of(handler)
+    j(
+        handler,
+        workspace_files.read_file(
+            _sid(query), query.get("path"), store=app.store, environment_pools=app.environment_pools
+        ),
+    )
 
 
 def _disposition(kind: str, name: str) -> dict[str, str]:
@@ -36,100 +50,179 @@ def _disposition(kind: str, name: str) -> dict[str, str]:
 
 
 def _handle_file_raw(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
-    data, content_type, name = workspace_files.raw_file(_sid(query), query.get("path"))
+    app = app_of(handler)
+    data, content_type, name = workspace_files.raw_file(
+        _sid(query), query.get("path"), store=app.store, environment_pools=app.environment_pools
+    )
     inline = query.get("download", "") not in _TRUE and not content_type.startswith("text/")
     headers = _disposition("inline" if inline else "attachment", name)
     http_io.send_bytes(handler, data, content_type, headers=headers)
 
 
 def _handle_folder_download(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
+    app = app_of(handler)
     planned = workspace_transfer.folder_zip(
-        _sid(query), query.get("path", ""), query.get("hidden", "") in _TRUE
+        _sid(query), query.get("path", ""), query.get("hidden", "") in _TRUE, store=app.store
     )
     headers = _disposition("attachment", f"{planned.name}.zip")
     http_io.send_produced(handler, planned.write, "application/zip", headers, planned.total_bytes)
 
 
 def _handle_file_upload(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+    app = app_of(handler)
     j(
         handler,
         workspace_transfer.upload(
-            _sid(body), body.get("path", ""), body.get("name"), body.get("data"), body.get("keep_both", False)
+            _sid(body),
+            body.get("path", ""),
+            body.get("name"),
+            body.get("data"),
+            body.get("keep_both", False),
+            store=app.store,
+            environment_pools=app.environment_pools,
         ),
     )
 
 
 def _handle_file_save(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
+    app = app_of(handler)
     j(
         handler,
         workspace_files.save_file(
-            _sid(body), body.get("path"), body.get("content"), body.get("base_version")
+            _sid(body),
+            body.get("path"),
+            body.get("content"),
+            body.get("base_version"),
+            store=app.store,
+            environment_pools=app.environment_pools,
         ),
     )
 
 
 def _handle_file_create(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    j(handler, workspace_files.create(_sid(body), body.get("path"), body.get("kind", "file")))
+    app = app_of(handler)
+    j(
+        handler,
+        workspace_files.create(
+            _sid(body),
+            body.get("path"),
+            body.get("kind", "file"),
+            store=app.store,
+            environment_pools=app.environment_pools,
+        ),
+    )
 
 
 def _handle_file_rename(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    j(handler, workspace_files.rename(_sid(body), body.get("path"), body.get("new_path")))
+    app = app_of(handler)
+    j(
+        handler,
+        workspace_files.rename(
+            _sid(body),
+            body.get("path"),
+            body.get("new_path"),
+            store=app.store,
+            environment_pools=app.environment_pools,
+        ),
+    )
 
 
 def _handle_file_delete(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    j(handler, workspace_files.delete(_sid(body), body.get("path")))
+    app = app_of(handler)
+    j(
+        handler,
+        workspace_files.delete(
+            _sid(body), body.get("path"), store=app.store, environment_pools=app.environment_pools
+        ),
+    )
 
 
 def _handle_trash(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
-    j(handler, workspace_files.trash(_sid(query)))
+    app = app_of(handler)
+    j(handler, workspace_files.trash(_sid(query), store=app.store, environment_pools=app.environment_pools))
 
 
 def _handle_trash_restore(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    j(handler, workspace_files.restore(_sid(body), body.get("trash_id")))
+    app = app_of(handler)
+    j(
+        handler,
+        workspace_files.restore(
+            _sid(body), body.get("trash_id"), store=app.store, environment_pools=app.environment_pools
+        ),
+    )
 
 
 def _handle_trash_empty(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    j(handler, workspace_files.empty_trash(_sid(body)))
+    app = app_of(handler)
+    j(
+        handler,
+        workspace_files.empty_trash(_sid(body), store=app.store, environment_pools=app.environment_pools),
+    )
 
 
 def _handle_rollback_list(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
-    j(handler, workspace_changes.list_checkpoints(_sid(query)))
+    app = app_of(handler)
+    j(handler, workspace_changes.list_checkpoints(_sid(query), store=app.store))
 
 
 def _handle_rollback_diff(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
-    j(handler, workspace_changes.diff(_sid(query), query.get("hash")))
+    app = app_of(handler)
+    j(handler, workspace_changes.diff(_sid(query), query.get("hash"), store=app.store))
 
 
 def _handle_rollback_restore(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    j(handler, workspace_changes.restore(_sid(body), body.get("hash"), body.get("path")))
+    app = app_of(handler)
+    j(handler, workspace_changes.restore(_sid(body), body.get("hash"), body.get("path"), store=app.store))
 
 
 def _handle_rollback_turns(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
-    j(handler, turn_changes.session_turns(_sid(query)))
+    app = app_of(handler)
+    j(handler, turn_changes.session_turns(_sid(query), store=app.store, turns=app.turns))
 
 
 def _handle_rollback_turn(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
-    j(handler, turn_changes.turn_files(_sid(query), query.get("turn")))
+    app = app_of(handler)
+    j(handler, turn_changes.turn_files(_sid(query), query.get("turn"), store=app.store, turns=app.turns))
 
 
 def _handle_rollback_turn_diff(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
-    j(handler, turn_changes.turn_diff(_sid(query), query.get("turn"), query.get("path")))
+    app = app_of(handler)
+    j(
+        handler,
+        turn_changes.turn_diff(
+            _sid(query), query.get("turn"), query.get("path"), store=app.store, turns=app.turns
+        ),
+    )
 
 
 def _handle_rollback_turn_restore(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    j(handler, turn_changes.restore_turn(_sid(body), body.get("turn")))
+    app = app_of(handler)
+    j(handler, turn_changes.restore_turn(_sid(body), body.get("turn"), store=app.store, turns=app.turns))
 
 
 def _handle_rollback_turn_undo(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    j(handler, turn_changes.undo_restore(_sid(body), body.get("turn"), body.get("undo")))
+    app = app_of(handler)
+    j(
+        handler,
+        turn_changes.undo_restore(
+            _sid(body), body.get("turn"), body.get("undo"), store=app.store, turns=app.turns
+        ),
+    )
 
 
 def _handle_git_status(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
-    j(handler, workspace_git.status(_sid(query)))
+    app = app_of(handler)
+    j(handler, workspace_git.status(_sid(query), store=app.store, environment_pools=app.environment_pools))
 
 
 def _handle_git_diff(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
-    j(handler, workspace_git.diff(_sid(query), query.get("path")))
+    app = app_of(handler)
+    j(
+        handler,
+        workspace_git.diff(
+            _sid(query), query.get("path"), store=app.store, environment_pools=app.environment_pools
+        ),
+    )
 
 
 ROUTES: dict[tuple[str, str], Callable[[Any, dict[str, Any]], None]] = {

@@ -67,23 +67,22 @@ def _handle_skills_reload(handler: BaseHTTPRequestHandler, _body: dict[str, Any]
 
 
 def _handle_session_usage(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
-    j(handler, session_usage.session_usage(require_session_id(query.get("session_id"))))
+    sid, store = require_session_id(query.get("session_id")), app_of(handler).store
+    j(handler, session_usage.session_usage(sid, store=store))
 
 
 def _handle_reasoning(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
-    sid, answers = query.get("session_id"), app_of(handler).agent_answers
+    sid, app = query.get("session_id"), app_of(handler)
     if sid is None:
-        j(
-            handler,
-            reasoning.model_reasoning(query.get("model", ""), query.get("model_provider", ""), answers),
-        )
+        model, provider = query.get("model", ""), query.get("model_provider", "")
+        j(handler, reasoning.model_reasoning(model, provider, app.agent_answers))
     else:
-        j(handler, reasoning.session_reasoning(require_session_id(sid), answers))
+        j(handler, reasoning.session_reasoning(require_session_id(sid), app.agent_answers, store=app.store))
 
 
 def _handle_set_reasoning(handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
-    sid = require_session_id(body.get("session_id"))
-    j(handler, reasoning.set_session_reasoning(sid, body.get("effort")))
+    sid, store = require_session_id(body.get("session_id")), app_of(handler).store
+    j(handler, reasoning.set_session_reasoning(sid, body.get("effort"), store=store))
 
 
 def _handle_settings(handler: BaseHTTPRequestHandler, _query: dict[str, Any]) -> None:

@@ -26,6 +26,7 @@ from api.services import (
     compression,
     environment_workers,
     goal_loop,
+    search_indexer,
     session_feed,
     session_views,
     streaming,
@@ -61,6 +62,7 @@ class InUseApp:
         "environment_pools": environment_workers.POOLS,
         "discovery": mcp_servers.DISCOVERY,
         "cron_ticker": cron_ticker.TICKER,
+        "indexing": search_indexer.INDEXING,
     }
 
     def __getattr__(self, name: str) -> Any:

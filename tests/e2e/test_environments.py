@@ -136,7 +136,9 @@ def test_a_message_to_an_environment_pointed_at_another_host_asks_for_the_confir
     page.locator("#workspace-picker > summary").click()
     (ssh.remote_home / "on_the_host.txt").write_text("written over there\n")
     panel = open_files_panel(page)
-    expect(panel.locator(".files-remote-note")).to_contain_text("Files on turnbox: edits are saved there")
+    expect(panel.locator(".files-remote-note")).to_contain_text(
+        "Files on turnbox: what you create, upload, rename, edit or delete here changes them there"
+    )
     expect(panel.locator(".files-row", has_text="on_the_host.txt")).to_be_visible(timeout=30000)
     screenshots(page, "environment-remote-files")
     # The read keeps the worker's connection there open for the next one; the environment's removal stops

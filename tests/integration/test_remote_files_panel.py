@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from urllib.parse import quote
 
@@ -322,7 +323,11 @@ def test_an_image_attached_in_a_remote_session_reaches_a_model_that_sees_from_th
         final_user = _user_contents(seeing)[-1]
         assert _image_urls([final_user]) == [DATA_URL]
         assert IMAGE_LINE in final_user[0]["text"]
-        assert set(copies.glob("talaria-images-*")) <= before  # the copy made for the turn is gone
+        # The copy made for the turn is gone once the turn has finished (just after its last event).
+        deadline = time.monotonic() + 10
+        while set(copies.glob("talaria-images-*")) - before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert set(copies.glob("talaria-images-*")) <= before
         status, data = server.json(
             "POST",
             "/api/chat/start",
