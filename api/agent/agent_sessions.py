@@ -41,9 +41,10 @@ def _agent_row(raw: Any) -> dict[str, Any] | None:
     }
 
 
-def _raw_agent_sessions() -> list[Any]:
+def _raw_agent_sessions(home: models.Store) -> list[Any]:
+    """The agent's sessions in state.db, kept between reads in what ``home`` keeps of the database."""
     try:
-        rows = state_db.list_agent_sessions()
+        rows = state_db.list_agent_sessions(reads=home.agent_db)
     except Exception as exc:  # noqa: BLE001 - state.db is optional and read-only: unreadable = absent
         log.warning("listing agent sessions from state.db failed: %s", exc)
         return []
@@ -98,10 +99,10 @@ def agent_sessions(
     Rows with source ``webui`` are left out too: they are web UI sessions (ours, ids the agent rotated
     during a compaction, or deleted ones), which the recovery audit reports when a sidecar is missing.
     """
-    raw = _raw_agent_sessions()
+    home = models.store(store)
+    raw = _raw_agent_sessions(home)
     if not raw:
         return []
-    home = models.store(store)
     if is_talaria is None:
         is_talaria = functools.partial(models.has_session_row, store=home)
     if continued is None:
@@ -137,7 +138,7 @@ def agent_session(sid: str, *, store: models.Store | None = None) -> dict[str, A
         return None
     if not isinstance(messages, list) or not messages:
         return None
-    raw_by_id = _by_id(_raw_agent_sessions())
+    raw_by_id = _by_id(_raw_agent_sessions(home))
     meta = _agent_row(raw_by_id.get(sid) or {"id": sid})
     if meta is None:  # not a session id
         return None

@@ -189,7 +189,9 @@ def _state_db_items(folder: Path, scan: Scan, state_db_path: Path | None) -> lis
         return []
     try:
         ids = state_db.session_ids(Path(state_db_path))
-        rows = state_db.list_agent_sessions(Path(state_db_path), limit=1_000_000) if ids else []
+        # Read once, kept by nobody: the whole list would push the sidebar's listing out of a store's keeping.
+        whole = state_db.Reads()
+        rows = state_db.list_agent_sessions(Path(state_db_path), limit=1_000_000, reads=whole) if ids else []
     except Exception as exc:  # noqa: BLE001 - the audit reports what it can
         log.warning("audit could not read state.db: %s", exc)
         return []
