@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from api.models import SESSIONS, Session
-from api.services import titles
+from api.services import attachments, titles
 
 
 def _msg(role, content, **extra):
@@ -70,3 +70,19 @@ def test_a_skill_commands_message_is_titled_by_the_persons_words_not_the_skills_
     )
     assert titles.persons_words(sent) == "/greet say hi to Bob"
     assert titles.persons_words("plain words") == "plain words"
+
+
+def test_a_message_with_attachments_is_titled_by_what_the_person_wrote_not_the_lines_naming_them():
+    """The quick title of a message sent with attachments read "Look at these [Attached image: uploads/…"."""
+    attached = [
+        {"path": "uploads/dot.png", "name": "dot.png", "kind": "image"},
+        {"path": "a.csv", "kind": "file"},
+    ]
+    sent = attachments.agent_text("Look at these", attached)
+    row = _msg("user", sent, attachments=attached)
+    assert titles.persons_message(row) == "Look at these"
+    assert titles.first_exchange([row, _msg("assistant", "A dot.")]) == ("Look at these", "A dot.")
+    # Text that does not end with the lines (edited, or from another program) is kept whole.
+    assert titles.persons_message(_msg("user", "Look", attachments=attached)) == "Look"
+    assert titles.persons_message(_msg("user", sent, attachments="not a list")) == sent
+    assert titles.persons_message(_msg("user", sent)) == sent

@@ -216,6 +216,16 @@ def agent_text(text: str, attached: list[dict[str, Any]]) -> str:
     return text + "\n\n" + "\n".join(lines)
 
 
+def persons_text(text: str, attached: Any) -> str:
+    """The message as the person wrote it: ``agent_text`` without the lines naming its attachments."""
+    if not isinstance(attached, list) or not all(
+        isinstance(item, dict) and "path" in item for item in attached
+    ):
+        return text
+    named = agent_text("", [{"kind": item.get("kind"), "path": item["path"]} for item in attached])
+    return text[: -len(named)] if named and text.endswith(named) else text
+
+
 def image_files(
     session_id: str,
     attached: list[dict[str, Any]],

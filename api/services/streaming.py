@@ -39,7 +39,6 @@ from api.agent.turn_journal import LiveTurns, Turn
 from api.rules import queue_items
 from api.rules.errors import ApiError, BadRequest, Conflict, NotFound, redact_paths
 from api.rules.sanitize import sanitize_messages_for_api, scrub_surrogates
-from api.rules.session_fields import message_text
 from api.services import (
     attachments,
     compression,
@@ -528,10 +527,8 @@ def _apply_usage(session: models.Session, result: TurnResult | None) -> None:
 def _auto_title(session: models.Session) -> str | None:
     if session.manual_title or (session.title and session.title != "Untitled"):
         return None
-    first = next(
-        (message_text(m) for m in session.messages if isinstance(m, dict) and m.get("role") == "user"), ""
-    )
-    line = " ".join(titles.persons_words(first).split())
+    first = next((m for m in session.messages if isinstance(m, dict) and m.get("role") == "user"), {})
+    line = " ".join(titles.persons_message(first).split())
     if not line:
         return None
     title = line if len(line) <= _TITLE_CHARS else line[: _TITLE_CHARS - 1].rsplit(" ", 1)[0] + "…"

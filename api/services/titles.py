@@ -16,6 +16,7 @@ from typing import Any
 from api.agent import agent_runtime, worker_pool
 from api.rules.errors import NotFound
 from api.rules.session_fields import message_text
+from api.services import attachments
 from api.services.session_catalogue import clean_title
 from api.store import models, session_edit
 
@@ -35,6 +36,12 @@ def persons_words(text: str) -> str:
     return f"/{skill} {extract(text) or ''}".strip()
 
 
+def persons_message(row: dict[str, Any]) -> str:
+    """What the person wrote in a user row: without the lines naming its attachments, and a skill's command
+    as the command (``persons_words``)."""
+    return persons_words(attachments.persons_text(message_text(row) or "", row.get("attachments")))
+
+
 def first_exchange(messages: list[Any]) -> tuple[str, str] | None:
     """``(user text, answer text)`` when the transcript is exactly one answered user message."""
     users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
@@ -47,7 +54,7 @@ def first_exchange(messages: list[Any]) -> tuple[str, str] | None:
     ]
     if not answers:
         return None
-    return persons_words(message_text(users[0]) or ""), answers[-1]
+    return persons_message(users[0]), answers[-1]
 
 
 def wants_title(session: models.Session) -> tuple[str, str] | None:

@@ -147,4 +147,6 @@ def test_attachments_of_a_remote_session_are_kept_on_its_host_and_its_images_sho
     page.wait_for_function("img => img.complete && img.naturalWidth === 96", arg=image.element_handle())
     expect(user.locator(".attach-file")).to_have_text(["data.csv"])
     expect(page.locator(".msg-assistant .msg-body").last).to_have_text("A teal pixel and a table.")
+    expect(page.locator("#chat-title")).to_contain_text("Look at these")
+    expect(page.locator("#chat-title")).not_to_contain_text("Attached")  # the title is what the person wrote
     screenshots(page, "remote-attachments-sent")
