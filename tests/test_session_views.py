@@ -79,7 +79,7 @@ def fake_state_db(monkeypatch):
     module = types.ModuleType("api.store.state_db")
     module.rows = []
     module.messages = {}
-    module.list_agent_sessions = lambda: list(module.rows)
+    module.list_agent_sessions = lambda **_: list(module.rows)
     module.lineage_messages = lambda sid: ([sid], list(module.messages.get(sid, [])))
     module.compression_parents = dict
     monkeypatch.setattr(agent_sessions, "state_db", module)
@@ -122,7 +122,7 @@ def test_agent_session_is_returned_read_only(state_dir, fake_state_db):
 
 
 def test_a_broken_state_db_reader_means_no_agent_sessions(state_dir, fake_state_db):
-    def boom():
+    def boom(**_):
         raise RuntimeError("locked")
 
     fake_state_db.list_agent_sessions = boom
