@@ -135,7 +135,7 @@ def idle_count() -> int:
 
 def _most_recent_session() -> models.Session | None:
     rows = (
-        row for row in models.sessions_newest_first() if row.get("session_id") and not row.get("read_only")
+        row for row in models.store().newest_first() if row.get("session_id") and not row.get("read_only")
     )
     newest = next(rows, None)
     if newest is None:

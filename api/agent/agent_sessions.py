@@ -8,7 +8,6 @@ sidebar then shows that session, not the agent's rows.
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -104,9 +103,9 @@ def agent_sessions(
     if not raw:
         return []
     if is_talaria is None:
-        is_talaria = functools.partial(models.has_session_row, store=home)
+        is_talaria = home.has_row
     if continued is None:
-        continued = continued_agent_ids(models.sessions_newest_first(store=home))
+        continued = continued_agent_ids(home.newest_first())
     parents = state_db.compression_parents()
     superseded = set(parents.values())  # a segment that a later one continues is not a row of its own
     deleted = tombstones.read_deleted_ids(home.session_dir, home.tombstones)

@@ -32,7 +32,7 @@ _AGENT_ROW_KEYS = ("_state_db_row_id",)
 
 def _existing_continuation(segments: list[str], store: models.Store | None) -> models.Session | None:
     wanted = set(segments)
-    for row in models.sessions_newest_first(store=store):
+    for row in models.store(store).newest_first():
         if continued_agent_ids([row]) & wanted:
             return models.get_session(row["session_id"], store=store)
     return None

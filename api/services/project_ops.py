@@ -56,7 +56,7 @@ def delete_project(project_id: Any, *, store: models.Store | None = None) -> dic
     pid = projects.get_project(project_id, store=store)["project_id"]
     outcomes = [
         _outcome(sid, lambda sid: _set_project(sid, None, store))
-        for sid in models.project_session_ids(pid, store=store)
+        for sid in models.store(store).in_project(pid)
     ]
     failed = [outcome for outcome in outcomes if not outcome["ok"]]
     if failed:

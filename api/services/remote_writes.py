@@ -87,7 +87,9 @@ def write_new(
         script += f"[ -L {quoted} ] && exit {NOT_FOLDER}\n[ -d {quoted} ] || mkdir -p -- {quoted} || exit {UNWRITABLE}\n"
     script += environment_shell.locate(path) + f'[ -d "$t" ] || exit {NOT_FOLDER}\n'
     script += f'n=$(mktemp "$t/.talaria-upload.XXXXXX") || exit {UNWRITABLE}\nchmod 644 -- "$n"\n'
-    script += f'base64 -d > "$n" && sync -- "$n" 2>/dev/null; [ -s "$n" ] || [ {len(raw)} = 0 ] || {{ rm -f -- "$n"; exit {UNWRITABLE}; }}\n'
+    # Only the whole file is ever claimed: a write cut short (a full disk) leaves a size other than the sent one.
+    script += f'base64 -d > "$n" && [ "$(stat -c %s -- "$n")" = {len(raw)} ] || {{ rm -f -- "$n"; exit {UNWRITABLE}; }}\n'
+    script += 'sync -- "$n" 2>/dev/null\n'
     script += "for c in " + " ".join(shlex.quote(name) for name in names) + "; do\n"
     script += (
         '  if ln -T -- "$n" "$t/$c" 2>/dev/null; then rm -f -- "$n"; printf \'%s\\0\' "$c"; exit 0; fi\n'

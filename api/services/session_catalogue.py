@@ -302,7 +302,7 @@ def search_sessions(
     if not needle:
         return {"sessions": []}
     out: list[dict[str, Any]] = []
-    for row in models.sessions_newest_first(store=store):
+    for row in models.store(store).newest_first():
         title = row.get("title")
         if isinstance(title, str) and needle in title.lower():
             out.append(row)

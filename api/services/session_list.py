@@ -65,7 +65,7 @@ def page(
     if limit is not None and not 1 <= limit <= MAX_LIMIT:
         raise BadRequest(f"limit must be between 1 and {MAX_LIMIT}")
     before = None if cursor is None else decode_cursor(cursor)
-    found = models.sidebar_page(before, limit, project, store=store)
+    found = models.store(store).page(before, limit, project)
     rows = [_row_json(entry) for entry in found.pinned + found.rows]
     next_cursor = None
     if found.next_key is not None:

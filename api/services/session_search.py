@@ -167,7 +167,7 @@ def _from_index(
     out: list[dict[str, Any]] = []
     if offset == 0:
         for sid in titled[:limit]:
-            row = models.session_row(sid, store=store)
+            row = models.store(store).row(sid)
             if row is not None:
                 out.append(row)
     if not content or not query.wanted:
@@ -176,7 +176,7 @@ def _from_index(
     hits = index.search(query, filters, skip=titled)
     page = list(itertools.islice(hits, offset, offset + limit + 1))
     for hit in page[:limit]:
-        row = models.session_row(hit.sid, store=store)
+        row = models.store(store).row(hit.sid)
         if row is None:
             continue  # removed since the index heard of it
         marked = _reader_snippet(hit, words)

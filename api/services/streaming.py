@@ -263,7 +263,7 @@ def _run_turn(
     finally:
         turns.end(turn)
         try:
-            models.reindex_after_turn(turn.session_id, store=parts.store)
+            parts.store.reindex_after_turn(turn.session_id)
         except Exception:  # noqa: BLE001 - the sidebar row is derived; the stream still ends
             log.exception("re-indexing %s after its turn failed", turn.session_id)
         turn.finish()

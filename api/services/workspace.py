@@ -101,10 +101,11 @@ def for_turn(session: models.Session) -> str:
     return str(folder)
 
 
-def overview() -> dict[str, Any]:
-    """The default, the roots, and recently used workspaces (newest session first) for the picker."""
+def overview(*, store: models.Store | None = None) -> dict[str, Any]:
+    """The default, the roots, and recently used workspaces (newest session of ``store``, the caller's app's,
+    first) for the picker."""
     recent: list[str] = []
-    for row in models.sessions_newest_first():
+    for row in models.store(store).newest_first():
         folder = row.get("workspace")
         if isinstance(folder, str) and folder and folder not in recent and Path(folder).is_dir():
             recent.append(folder)

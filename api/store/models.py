@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +32,7 @@ from api.rules.session_fields import (
     new_session_id,
     resolve_path_str,
 )
-from api.rules.sidebar_order import Page
-from api.store import atomic, compression_undo, session_index, session_rows, tombstones
+from api.store import atomic, compression_undo, session_rows, tombstones
 from api.store import config as _config
 from api.store import session_store as _store
 from api.store.safe_read import UnsafeFile
@@ -516,66 +514,10 @@ def cache_session(session: Session, *, store: Store | None = None) -> None:
     _in_use(store).put(session)
 
 
-def _index(given: Store | None) -> tuple[session_index.SessionIndex, Path, Path]:
-    home = _in_use(given)
-    return home.index, home.session_dir, home.index_file
-
-
-def reindex_after_turn(sid: str, *, store: Store | None = None) -> None:
-    """A turn of this process ended: its sidebar row stops saying "streaming" even when the file still
-    names the turn (its final save failed, so no save updated the row)."""
-    session = _in_use(store).cached(sid)
-    signature = session.read_signature if session is not None else None
-    if session is None or not session.active_stream_id or signature is None:
-        return
-    _ino, size, mtime_ns = signature
-    index, folder, index_file = _index(store)
-    index.note_saved(folder, index_file, session.compact(), (size, mtime_ns))
-
-
-def session_row(sid: str, *, store: Store | None = None) -> dict[str, Any] | None:
-    """One session's sidebar row (a copy), None when it has none."""
-    index, folder, index_file = _index(store)
-    return index.row(folder, index_file, sid)
-
-
 def all_sessions(*, store: Store | None = None) -> list[dict[str, Any]]:
-    """A copy of every sidebar row, newest first, from the in-memory index (validated against the files
-    once). O(sessions): requests use the four below, which cost what they return."""
-    index, folder, index_file = _index(store)
-    return index.all_rows(folder, index_file)
-
-
-def sessions_newest_first(*, store: Store | None = None) -> Iterator[dict[str, Any]]:
-    """The index's rows newest first, for a walk that stops early (read them, never change them)."""
-    index, folder, index_file = _index(store)
-    return index.newest_first(folder, index_file)
-
-
-def sidebar_page(
-    before: tuple[float, str] | None,
-    limit: int | None,
-    project: str | None = None,
-    *,
-    store: Store | None = None,
-) -> Page:
-    index, folder, index_file = _index(store)
-    return index.page(folder, index_file, before, limit, project)
-
-
-def project_session_ids(project: str, *, store: Store | None = None) -> list[str]:
-    index, folder, index_file = _index(store)
-    return index.in_project(folder, index_file, project)
-
-
-def session_count(*, store: Store | None = None) -> int:
-    index, folder, index_file = _index(store)
-    return index.count(folder, index_file)
-
-
-def has_session_row(sid: str, *, store: Store | None = None) -> bool:
-    index, folder, index_file = _index(store)
-    return index.has_row(folder, index_file, sid)
+    """A copy of every sidebar row, newest first (hermes-webui's name; ``Store.all_rows``). O(sessions): requests
+    use the store's readers that cost what they return (``Store.page``, ``Store.row``...)."""
+    return _in_use(store).all_rows()
 
 
 # ---------------------------------------------------------------------- reconciliation names

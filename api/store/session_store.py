@@ -21,6 +21,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from api.rules.errors import ApiError, NotFound
 from api.rules.session_fields import is_safe_session_id
+from api.rules.sidebar_order import Page
 from api.store import atomic, session_cache, state_db, tombstones
 from api.store.session_index import SessionIndex
 
@@ -37,6 +38,13 @@ class StoredSession(Protocol):
     def revert_to_file(self) -> None: ...
 
     def bind(self, store: Any) -> None: ...
+
+    active_stream_id: Any
+
+    @property
+    def read_signature(self) -> tuple[Any, ...] | None: ...  # the file's (inode, size, mtime_ns) when read
+
+    def compact(self) -> dict[str, Any]: ...
 
 
 S = TypeVar("S", bound=StoredSession)
@@ -165,6 +173,43 @@ class Store(Generic[S]):
     def close(self) -> None:
         """Write what the index holds that ``_index.json`` lacks (at shutdown)."""
         self.index.flush()
+
+    # ------------------------------------------------------------------ the sidebar rows, from its index
+
+    def row(self, session_id: str) -> dict[str, Any] | None:
+        """One session's sidebar row (a copy), None when it has none."""
+        return self.index.row(self.session_dir, self.index_file, session_id)
+
+    def all_rows(self) -> list[dict[str, Any]]:
+        """A copy of every row, newest first (validated against the files once). O(sessions): requests use
+        the readers below, which cost what they return."""
+        return self.index.all_rows(self.session_dir, self.index_file)
+
+    def newest_first(self) -> Iterator[dict[str, Any]]:
+        """The rows newest first, for a walk that stops early (read them, never change them)."""
+        return self.index.newest_first(self.session_dir, self.index_file)
+
+    def page(self, before: tuple[float, str] | None, limit: int | None, project: str | None = None) -> Page:
+        return self.index.page(self.session_dir, self.index_file, before, limit, project)
+
+    def in_project(self, project: str) -> list[str]:
+        return self.index.in_project(self.session_dir, self.index_file, project)
+
+    def count(self) -> int:
+        return self.index.count(self.session_dir, self.index_file)
+
+    def has_row(self, session_id: str) -> bool:
+        return self.index.has_row(self.session_dir, self.index_file, session_id)
+
+    def reindex_after_turn(self, session_id: str) -> None:
+        """A turn of this process ended: its row stops saying "streaming" even when the file still names the
+        turn (its final save failed, so no save updated the row)."""
+        session = self.cached(session_id)
+        signature = session.read_signature if session is not None else None
+        if session is None or not session.active_stream_id or signature is None:
+            return
+        _ino, size, mtime_ns = signature
+        self.index.note_saved(self.session_dir, self.index_file, session.compact(), (size, mtime_ns))
 
 
 # The store hermes-webui's module-level names act on: the default app's, else one built from the settings on

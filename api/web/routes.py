@@ -119,7 +119,7 @@ def _handle_health(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> No
         {
             "ok": True,
             "version": _version(),
-            "sessions": models.session_count(store=app_of(handler).store),
+            "sessions": app_of(handler).store.count(),
             # Public even with login on: counts only (details, with file names, are behind the login).
             "recovery": {
                 k: len(v) if isinstance(v, list) else v

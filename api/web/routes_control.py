@@ -74,7 +74,7 @@ def _handle_session_workspace(handler: BaseHTTPRequestHandler, body: dict[str, A
 
 
 def _handle_workspaces(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
-    j(handler, workspace.overview())
+    j(handler, workspace.overview(store=app_of(handler).store))
 
 
 def _handle_goal(handler: BaseHTTPRequestHandler, query: dict[str, Any]) -> None:
