@@ -77,7 +77,7 @@ def walk_filter(project: str, limit: int) -> list[dict]:
     import api.models as models
 
     found = []
-    for found_row in models.sessions_newest_first():
+    for found_row in models.store().newest_first():
         if found_row.get("project_id") == project:
             found.append(found_row)
             if len(found) == limit:
