@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 
 from api.agent.checkpoint_store import Point
-from api.services.turn_changes import TurnSpan, dated, spans, turn_range
+from api.services.checkpoint_keepers import dated
+from api.services.turn_changes import TurnSpan, spans, turn_range
 
 
 def test_each_turns_span_runs_from_its_user_row_to_its_last_row_and_the_running_one_has_no_end():

@@ -13,6 +13,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, cast
 
+from api.agent import turn_checkpoints
 from api.agent.agent_runtime import agent_module
 
 AskApproval = Callable[[dict[str, Any], Callable[[], bool]], tuple[str, str | None]]
@@ -123,7 +124,8 @@ def session_bound(agent: Any, scope: TurnScope | None) -> Iterator[None]:
     approval.register_gateway_notify(key, notify)
     agent.clarify_callback = lambda question, choices: scope.ask_clarify(question, choices, is_interrupted)
     try:
-        yield
+        with turn_checkpoints.bound(agent, scope.workspace):
+            yield
     finally:
         agent.clarify_callback = None
         approval.unregister_gateway_notify(key)

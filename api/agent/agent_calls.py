@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from api.agent import agent_goals, agent_runtime, toolsets
+from api.agent import agent_goals, agent_runtime, environment_exec, toolsets
 
 log = logging.getLogger("talaria.agent_calls")
 
@@ -103,16 +103,9 @@ def process_state(proc_id: str) -> dict[str, Any] | None:
 
 
 def environment_command(command: str, timeout: int, stdin: str | None = None) -> dict[str, Any]:
-    """``{output, returncode}`` of ``command`` (fed ``stdin``) run through the live environment this process's turns use
-    (the agent's own, keyed as its tools key it, so its SSH master connection or container is reused and
-    made when there is none yet). Refused in a process whose tools run on this machine: only an
-    environment's worker answers for another host."""
-    if not agent_runtime.tools_elsewhere():
-        raise RuntimeError("this process runs its tools on this machine, not in an execution environment")
-    code_execution = agent_runtime.agent_module("tools.code_execution_tool")
-    env, _ = code_execution._get_or_create_env("default")
-    result = env.execute(command, timeout=timeout, stdin_data=stdin)
-    return {"output": str(result.get("output") or ""), "returncode": result.get("returncode")}
+    """``{output, returncode}`` of ``command`` run through this process's execution environment
+    (``api.agent.environment_exec``)."""
+    return environment_exec.run(command, timeout, stdin)
 
 
 CALLS: dict[str, Callable[..., Any]] = {

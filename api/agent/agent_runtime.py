@@ -29,6 +29,7 @@ from typing import Any, cast
 
 from api.agent import agent_events, tls_contexts
 from api.agent.agent_events import TOOL_RESULT_CAP, OnEvent  # noqa: F401 (re-exported)
+from api.rules import checkpoint_scripts
 from api.rules.errors import ServiceUnavailable
 from api.store import config
 
@@ -300,29 +301,52 @@ def tools_elsewhere() -> bool:
     return env_type not in (None, "", "local")
 
 
+def checkpoint_limits() -> checkpoint_scripts.Limits:
+    """How much a checkpoint store keeps: the agent's ``checkpoints:`` settings (its defaults where unset) and
+    its guard on a folder's file count."""
+    section = _import("hermes_cli.config").load_config().get("checkpoints")
+    section = section if isinstance(section, dict) else {}
+    defaults = checkpoint_scripts.Limits()
+
+    def number(key: str, default: int) -> int:
+        value = section.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
+
+    return checkpoint_scripts.Limits(
+        snapshots=max(1, number("max_snapshots", defaults.snapshots)),
+        file_mb=number("max_file_size_mb", defaults.file_mb),
+        total_mb=number("max_total_size_mb", defaults.total_mb),
+        files=int(getattr(_import("tools.checkpoint_manager"), "_MAX_FILES", defaults.files)),
+    )
+
+
 def checkpoint_kwargs() -> dict[str, Any]:
     """The agent's per-turn checkpoints of the workspace, on for every web session (the changes view and
     its restore read them), sized by the agent's ``checkpoints:`` settings. Off where the tools run in another
     execution environment: the agent checkpoints folders of this machine, which there are at most folders of
-    the same name here, never the ones its tools change."""
+    the same name here, never the ones its tools change (such a turn snapshots the host's folder instead,
+    ``api.agent.host_checkpoints``)."""
     if tools_elsewhere():
         return {"checkpoints_enabled": False}
-    section = _import("hermes_cli.config").load_config().get("checkpoints")
-    section = section if isinstance(section, dict) else {}
-    kwargs: dict[str, Any] = {"checkpoints_enabled": True}
-    for key in ("max_snapshots", "max_total_size_mb", "max_file_size_mb"):
-        if isinstance(section.get(key), int):
-            kwargs[f"checkpoint_{key}"] = section[key]
-    return kwargs
+    limits = checkpoint_limits()
+    return {
+        "checkpoints_enabled": True,
+        "checkpoint_max_snapshots": limits.snapshots,
+        "checkpoint_max_total_size_mb": limits.total_mb,
+        "checkpoint_max_file_size_mb": limits.file_mb,
+    }
 
 
 def checkpoint_manager() -> Any:
     """The agent's own checkpoint store, for listing, diffing and restoring a workspace's checkpoints."""
-    section = _import("hermes_cli.config").load_config().get("checkpoints")
-    section = section if isinstance(section, dict) else {}
-    snapshots = section.get("max_snapshots")
+    limits = checkpoint_limits()
     manager = _import("tools.checkpoint_manager").CheckpointManager
-    return manager(enabled=True, max_snapshots=snapshots if isinstance(snapshots, int) else 20)
+    return manager(
+        enabled=True,
+        max_snapshots=limits.snapshots,
+        max_total_size_mb=limits.total_mb,
+        max_file_size_mb=limits.file_mb,
+    )
 
 
 def reasoning_levels() -> list[str]:

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from api.agent import agent_runtime
+from api.rules import checkpoint_records
+from api.rules.checkpoint_records import FileChange, Point
 from api.rules.errors import ApiError
 
 FILES_MAX = 5_000  # a turn's list is cut here (the counts stay whole)
@@ -29,22 +31,12 @@ class Project:
 
 
 @dataclass(frozen=True)
-class Point:
-    hash: str
-    at: int  # unix seconds (git's commit date)
-    reason: str
+class Range:
+    """What changed in a project from checkpoint ``start`` to ``end`` (None: the folder now)."""
 
-
-@dataclass(frozen=True)
-class FileChange:
-    path: str  # relative to the project's folder
-    status: str  # "added" | "modified" | "deleted"
-    insertions: int
-    deletions: int
-    binary: bool
-
-
-_STATUS = {"A": "added", "D": "deleted"}
+    project: Project
+    start: str
+    end: str | None
 
 
 def _cm() -> Any:
@@ -94,35 +86,7 @@ def points(project: Project) -> list[Point]:
         str(project.folder),
         allowed_returncodes={128, 129},
     )
-    if not ok:
-        return []
-    rows = []
-    for line in str(out).splitlines():
-        commit, at, reason = (line.split("|", 2) + ["", ""])[:3]
-        if commit and at.isdigit():
-            rows.append(Point(commit, int(at), reason))
-    return rows
-
-
-def _parse(out: str) -> list[FileChange]:
-    # ``--raw --numstat -z``: every raw record (":modes shas STATUS\0path\0"), then every numstat record
-    # ("ins\tdel\tpath\0"), in the same order.
-    tokens = out.split("\0")
-    statuses: list[tuple[str, str]] = []
-    counts: dict[str, tuple[int, int, bool]] = {}
-    i = 0
-    while i < len(tokens):
-        token = tokens[i]
-        if token.startswith(":") and i + 1 < len(tokens):
-            statuses.append((tokens[i + 1], _STATUS.get(token.rsplit(" ", 1)[-1][:1], "modified")))
-            i += 2
-            continue
-        parts = token.split("\t", 2)
-        if len(parts) == 3:
-            binary = parts[0] == "-"
-            counts[parts[2]] = (0 if binary else int(parts[0]), 0 if binary else int(parts[1]), binary)
-        i += 1
-    return [FileChange(path, status, *counts.get(path, (0, 0, False))) for path, status in statuses]
+    return checkpoint_records.points(str(out).splitlines()) if ok else []
 
 
 def _with_now(project: Project, run: Any) -> Any:
@@ -142,8 +106,13 @@ def changes(project: Project, start: str, end: str | None) -> list[FileChange]:
     """The files changed from checkpoint ``start`` to ``end`` (or to the folder now), in one git call."""
     args = ["diff", "--raw", "--numstat", "-z", "--no-renames", "--no-color"]
     if end is not None:
-        return _parse(_git(project, [*args, start, end]))
-    return list(_with_now(project, lambda index: _parse(_git(project, [*args, "--cached", start], index))))
+        return checkpoint_records.changes(_git(project, [*args, start, end]))
+    return list(
+        _with_now(
+            project,
+            lambda index: checkpoint_records.changes(_git(project, [*args, "--cached", start], index)),
+        )
+    )
 
 
 def file_diff(project: Project, start: str, end: str | None, path: str) -> str:
@@ -168,6 +137,25 @@ def snapshot(project: Project, reason: str) -> str:
     return tip
 
 
+def tree_of(project: Project, commit: str) -> str | None:
+    """The tree a checkpoint holds: what a restore reads, since the snapshot taken before the restore may make
+    the agent rebuild the folder's history (new commit hashes, the old ones collected)."""
+    ok, out, _err = _cm()._run_git(
+        ["rev-parse", "--verify", "-q", f"{commit}^{{tree}}"],
+        _store(),
+        str(project.folder),
+        allowed_returncodes={1, 128},
+    )
+    return str(out) if ok and checkpoint_records.is_commit_hash(str(out)) else None
+
+
+def has_object(project: Project, name: str) -> bool:
+    ok, _out, _err = _cm()._run_git(
+        ["cat-file", "-e", name], _store(), str(project.folder), allowed_returncodes={1, 128}
+    )
+    return bool(ok)
+
+
 def has_commit(project: Project, commit: str) -> bool:
     ok, out, _err = _cm()._run_git(
         ["cat-file", "-t", commit], _store(), str(project.folder), allowed_returncodes={1, 128}
@@ -176,8 +164,8 @@ def has_commit(project: Project, commit: str) -> bool:
 
 
 def restore_files(project: Project, commit: str, paths: list[str]) -> int:
-    """Puts each path back as ``commit`` holds it: checked out when the checkpoint has it, removed when it
-    did not exist then. The count of paths put back."""
+    """Puts each path back as ``commit`` (a checkpoint or its tree) holds it: checked out when it has it,
+    removed when it did not exist then. The count of paths put back."""
     if not paths:
         return 0
     held = set(_git(project, ["ls-tree", "-r", "-z", "--name-only", commit, "--", *paths]).split("\0"))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+import shlex
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -35,6 +36,27 @@ def framed(script: str) -> str:
         f"printf '%s' {BEGIN}; ( {script}\n) 2>/dev/null | base64 | tr -d '\\n'; "
         f"printf '{END}%s\\n' \"${{PIPESTATUS[0]}}\""
     )
+
+
+def in_folder(folder: str, script: str, missing_code: int) -> str:
+    """``script`` framed, run in ``folder`` (a ``remote_path``); exits ``missing_code`` when it cannot go there."""
+    return framed(f"cd -- {folder} || exit {missing_code}\n{script}")
+
+
+def remote_path(value: Any) -> str:
+    """A folder as the shell on the other side reads it: quoted, with a leading ``~`` left to expand."""
+    if not isinstance(value, str) or not value.strip():
+        raise BadRequest("workspace must be a non-empty folder path")
+    value = value.strip()
+    if len(value) > PATH_MAX_CHARS or any(c in value for c in "\x00\n\r"):
+        raise BadRequest("workspace is not a valid path")
+    if value == "~":
+        return "~"
+    if value.startswith("~/"):
+        return "~/" + shlex.quote(value[2:])
+    if not value.startswith("/"):
+        raise BadRequest("workspace must be an absolute path on that host (or start with ~)")
+    return shlex.quote(value)
 
 
 def unframed(output: str) -> tuple[bytes, int] | None:

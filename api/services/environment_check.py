@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shlex
 import threading
 import time
 from collections.abc import Callable
@@ -19,9 +18,9 @@ from typing import Any
 
 from api.agent import agent_runtime
 from api.agent.agent_events import OnEvent
+from api.rules import remote_output
 from api.rules.errors import ApiError, BadRequest, redact_paths
 from api.services import environments
-from api.services.workspace import PATH_MAX_CHARS
 from api.store import config as _config
 from api.store import models
 from api.store.in_use import InUse
@@ -120,29 +119,13 @@ def _run_there(entry: dict[str, Any], command: str) -> dict[str, Any]:
             log.warning("cleanup after a command in an environment failed", exc_info=True)
 
 
-def remote_path(value: Any) -> str:
-    """A folder as the shell on the other side reads it: quoted, with a leading ``~`` left to expand."""
-    if not isinstance(value, str) or not value.strip():
-        raise BadRequest("workspace must be a non-empty folder path")
-    value = value.strip()
-    if len(value) > PATH_MAX_CHARS or any(c in value for c in "\x00\n\r"):
-        raise BadRequest("workspace is not a valid path")
-    if value == "~":
-        return "~"
-    if value.startswith("~/"):
-        return "~/" + shlex.quote(value[2:])
-    if not value.startswith("/"):
-        raise BadRequest("workspace must be an absolute path on that host (or start with ~)")
-    return shlex.quote(value)
-
-
 def remote_folder(name: str, value: Any) -> str:
     """The folder ``value`` on the environment's side, checked there (it exists and is a folder) and
     answered as that side resolves it; ``BadRequest`` says what is wrong, on which host."""
     entry = environments.definition(name)
     environments.require_confirmed(name)
     target = environments.target_of(entry)
-    command = f"cd -- {remote_path(value)} && pwd -P"
+    command = f"cd -- {remote_output.remote_path(value)} && pwd -P"
     try:
         result = _run_there(entry, command)
     except Exception as exc:  # noqa: BLE001 - the backend's failure is the person's answer

@@ -68,7 +68,7 @@ def where(
         return None
     name, entry = found
     folder = environments.turn_workspace(session, entry) or environments.start_folder(entry)
-    return Where(name, entry, environment_check.remote_path(folder), environment_pools)
+    return Where(name, entry, remote_output.remote_path(folder), environment_pools)
 
 
 def locate(relative: str, *, must_exist: bool = True) -> str:
@@ -116,7 +116,7 @@ def run_coded(
     place: Where, script: str, ok_codes: tuple[int, ...] = (0,), stdin: str | None = None
 ) -> tuple[bytes, int]:
     """``run``, with the exit code (one of ``ok_codes``)."""
-    command = remote_output.framed(f"cd -- {place.folder} || exit {NO_WORKSPACE}\n{script}")
+    command = remote_output.in_folder(place.folder, script, NO_WORKSPACE)
     pool = environment_workers.pool_for(place.name, place.entry, pools=place.pools)
     args = {"command": command, "timeout": COMMAND_S, "stdin": stdin}
     try:

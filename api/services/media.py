@@ -45,16 +45,14 @@ def session_workspace(sid: str, *, store: models.Store | None = None) -> Path:
 
     Every local read or write of a session's files (files panel, changes view, attachments, images, git)
     comes through here, so a session in another execution environment gets a clear refusal instead of
-    files of this machine that merely share the folder's name (its files panel, attachments, images and git
-    view go to its host first, through ``environment_shell``)."""
+    files of this machine that merely share the folder's name (its files panel, each turn's changes,
+    attachments, images and git view go to its host first, through ``environment_shell``)."""
     session = session_lookup.load_session(sid, store=store)
     remote = getattr(session, "environment", None)
     if remote:
         raise Conflict(
-            f"This session works in the environment {remote!r}: its files are read and written on that host, "
-            "but each turn's checkpoints (the agent keeps them only for folders it works in on this machine) "
-            "and a folder downloaded as a zip work only on this machine's folders. The git changes view "
-            "shows what changed there; or switch the session to 'local'.",
+            f"This session works in the environment {remote!r}: its files are on that host, not on this "
+            "machine; switch the session to 'local' to work on this machine's folders.",
             environment=remote,
         )
     folder = getattr(session, "workspace", None) or workspace.default()

@@ -1,4 +1,6 @@
-"""What each turn of a session changed in its workspace, from the agent's own checkpoints.
+"""What each turn of a session changed in its workspace, from its checkpoints: the agent's own for a workspace
+on this machine, the store kept on the host for a session in another execution environment
+(``api.services.checkpoint_keepers``).
 
 The agent checkpoints a folder before the first file change of each round of tool calls, so a turn's
 changes run from the first checkpoint taken during the turn to the next checkpoint taken after it (a later
@@ -6,25 +8,27 @@ turn's, or the snapshot a restore keeps), or to the workspace now for the latest
 the turn whose time span holds its commit time (git keeps whole seconds: the span starts at the user row's
 second and ends before the next user row's; once the agent rebuilds a folder's history past its limit, only
 the newest checkpoint keeps a true time). A turn's files are listed with one git call per checkpointed
-folder; restoring a turn puts those files back as they were before it, after the agent's snapshot of the
+folder (on a host, every range of every turn in one command); restoring a turn puts those files back as they were before it, after the agent's snapshot of the
 state now, which the undo restores the same files to."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from api.agent import checkpoint_store, turn_journal
-from api.agent.checkpoint_store import FileChange, Point, Project
+from api.agent.checkpoint_store import Project, Range
+from api.rules.checkpoint_records import FileChange, Point, is_commit_hash
 from api.rules.errors import BadRequest, Conflict, NotFound
-from api.services import media
+from api.services import checkpoint_keepers, environment_workers
+from api.services.checkpoint_keepers import Keeper
 from api.store import models, session_lookup
 
 DIFF_MAX_LINES = 3_000  # a longer diff is cut at this many lines, and the answer says so
 DIFF_MAX_CHARS = 400_000
 _ROLLBACK = "pre-rollback"
-_HEX = set("0123456789abcdef")
 
 
 @dataclass(frozen=True)
@@ -33,13 +37,6 @@ class TurnSpan:
     start: float
     end: float  # the last row's time (infinite while the turn runs)
     next_start: float | None
-
-
-@dataclass(frozen=True)
-class Range:
-    project: Project
-    start: str
-    end: str | None  # None: the folder now
 
 
 def spans(messages: list[Any], running: bool) -> list[TurnSpan]:
@@ -88,31 +85,22 @@ def _turn_number(value: Any) -> int:
     raise BadRequest("turn must be the index of the turn's user message")
 
 
-def _session_spans(
-    sid: str, store: models.Store | None, turns: turn_journal.LiveTurns | None
-) -> tuple[Any, list[TurnSpan]]:
+Pools = environment_workers.EnvironmentPools
+
+
+@dataclass(frozen=True)
+class _Session:
+    keeper: Keeper
+    spans: list[TurnSpan]
+
+
+def _opened(
+    sid: str, store: models.Store | None, turns: turn_journal.LiveTurns | None, pools: Pools | None
+) -> _Session:
     session = session_lookup.load_session(sid, store=store)
-    workspace = media.session_workspace(sid, store=store)
-    if not workspace.is_dir():
-        raise NotFound("This session's workspace folder does not exist")
+    keeper = checkpoint_keepers.keeper_for(sid, store=store, environment_pools=pools)
     running = turn_journal.live_turn_for(sid, turns=turns) is not None
-    return workspace, spans(list(getattr(session, "messages", None) or []), running)
-
-
-def dated(history: list[Point], kept: int) -> list[Point]:
-    """The checkpoints whose time can be trusted. Past ``kept`` checkpoints the agent rebuilds the folder's
-    history at each new one, and every rebuilt checkpoint carries the time of the rebuild: such a history
-    (full, all within a couple of seconds) keeps only its newest, the one taken then."""
-    rebuilt = len(history) >= max(2, kept) and history[-1].at - history[0].at <= 2
-    return history[-1:] if rebuilt else history
-
-
-def _histories(workspace: Any) -> dict[Project, list[Point]]:
-    kept = checkpoint_store.kept_per_folder()
-    return {
-        project: dated(checkpoint_store.points(project), kept)
-        for project in checkpoint_store.projects_in(workspace)
-    }
+    return _Session(keeper, spans(list(getattr(session, "messages", None) or []), running))
 
 
 def _ranges(histories: dict[Project, list[Point]], span: TurnSpan) -> list[Range]:
@@ -125,29 +113,39 @@ def _ranges(histories: dict[Project, list[Point]], span: TurnSpan) -> list[Range
 
 
 def _turn_ranges(
-    sid: str, turn: Any, store: models.Store | None, turns: turn_journal.LiveTurns | None
-) -> tuple[Any, list[Range]]:
+    sid: str, turn: Any, store: models.Store | None, turns: turn_journal.LiveTurns | None, pools: Pools | None
+) -> tuple[Keeper, list[Range]]:
     number = _turn_number(turn)
-    workspace, all_spans = _session_spans(sid, store, turns)
-    span = next((s for s in all_spans if s.turn == number), None)
+    opened = _opened(sid, store, turns, pools)
+    span = next((s for s in opened.spans if s.turn == number), None)
     if span is None:
         raise NotFound("No such turn in this session")
-    return workspace, _ranges(_histories(workspace), span)
+    return opened.keeper, _ranges(opened.keeper.histories(), span)
 
 
-def _files(ranges: list[Range]) -> list[tuple[Range, FileChange]]:
-    rows: dict[str, tuple[Range, FileChange]] = {}
-    for part in ranges:
-        for change in checkpoint_store.changes(part.project, part.start, part.end):
-            rows.setdefault(_full(part.project, change.path), (part, change))
-    return [rows[path] for path in sorted(rows)]
+Rows = list[tuple[Range, FileChange]]
+
+
+def _files_of_each(keeper: Keeper, groups: Sequence[list[Range]]) -> list[Rows]:
+    """Each group's changed files, sorted by path (a path listed once per group), from one call to the
+    keeper for every range of every group."""
+    everyone = list(dict.fromkeys(part for group in groups for part in group))
+    found = dict(zip(everyone, keeper.changes(everyone), strict=True))
+    answers = []
+    for group in groups:
+        rows: dict[str, tuple[Range, FileChange]] = {}
+        for part in group:
+            for change in found[part]:
+                rows.setdefault(_full(part.project, change.path), (part, change))
+        answers.append([rows[path] for path in sorted(rows)])
+    return answers
 
 
 def _full(project: Project, path: str) -> str:
     return f"{project.prefix}/{path}" if project.prefix else path
 
 
-def _totals(rows: list[tuple[Range, FileChange]]) -> dict[str, int]:
+def _totals(rows: Rows) -> dict[str, int]:
     return {
         "files_changed": len(rows),
         "insertions": sum(change.insertions for _part, change in rows),
@@ -156,26 +154,35 @@ def _totals(rows: list[tuple[Range, FileChange]]) -> dict[str, int]:
 
 
 def session_turns(
-    sid: str, *, store: models.Store | None = None, turns: turn_journal.LiveTurns | None = None
+    sid: str,
+    *,
+    store: models.Store | None = None,
+    turns: turn_journal.LiveTurns | None = None,
+    environment_pools: Pools | None = None,
 ) -> dict[str, Any]:
     """``{turns: [{turn, files_changed, insertions, deletions}]}``: every turn that changed files."""
-    workspace, all_spans = _session_spans(sid, store, turns)
-    histories = _histories(workspace)
+    opened = _opened(sid, store, turns, environment_pools)
+    histories = opened.keeper.histories()
+    groups = [_ranges(histories, span) for span in opened.spans]
     changed = []
-    for span in all_spans:
-        rows = _files(_ranges(histories, span))
+    for span, rows in zip(opened.spans, _files_of_each(opened.keeper, groups), strict=True):
         if rows:
             changed.append({"turn": span.turn, **_totals(rows)})
     return {"turns": changed}
 
 
 def turn_files(
-    sid: str, turn: Any, *, store: models.Store | None = None, turns: turn_journal.LiveTurns | None = None
+    sid: str,
+    turn: Any,
+    *,
+    store: models.Store | None = None,
+    turns: turn_journal.LiveTurns | None = None,
+    environment_pools: Pools | None = None,
 ) -> dict[str, Any]:
     """``{turn, files: [{path, status, insertions, deletions, binary}], files_changed, insertions,
     deletions, truncated}``: the files one turn changed (the list cut at ``FILES_MAX``, the counts whole)."""
-    _workspace, ranges = _turn_ranges(sid, turn, store, turns)
-    rows = _files(ranges)
+    keeper, ranges = _turn_ranges(sid, turn, store, turns, environment_pools)
+    (rows,) = _files_of_each(keeper, [ranges])
     files = [
         {
             "path": _full(part.project, change.path),
@@ -197,13 +204,15 @@ def turn_diff(
     *,
     store: models.Store | None = None,
     turns: turn_journal.LiveTurns | None = None,
+    environment_pools: Pools | None = None,
 ) -> dict[str, Any]:
     """``{turn, path, diff, lines, truncated}``: one file's diff in the turn, cut at ``DIFF_MAX_LINES``."""
-    workspace, ranges = _turn_ranges(sid, turn, store, turns)
-    media.resolve_in_workspace(workspace, path)
-    for part, change in _files(ranges):
+    keeper, ranges = _turn_ranges(sid, turn, store, turns, environment_pools)
+    keeper.check_path(path)
+    (rows,) = _files_of_each(keeper, [ranges])
+    for part, change in rows:
         if _full(part.project, change.path) == path:
-            text = checkpoint_store.file_diff(part.project, part.start, part.end, change.path)
+            text = keeper.file_diff(part, change.path)
             lines = text.split("\n")
             kept = "\n".join(lines[:DIFF_MAX_LINES])[:DIFF_MAX_CHARS]
             cut = len(lines) > DIFF_MAX_LINES or len(kept) < len("\n".join(lines[:DIFF_MAX_LINES]))
@@ -223,32 +232,36 @@ def _refuse_while_running(sid: str, turns: turn_journal.LiveTurns | None) -> Non
         raise Conflict("A turn is running in this session: restore when it has ended")
 
 
-def _put_back(
-    plan: list[tuple[Range, str]], rows: list[tuple[Range, FileChange]], why: str
-) -> dict[str, Any]:
-    """Each folder's files of the turn as ``commit`` holds them, after the agent's snapshot of the state now
-    (a reason starting "pre-rollback", which never starts a turn): ``{restored, undo}``."""
+def _put_back(keeper: Keeper, plan: list[tuple[Range, str]], rows: Rows, why: str) -> dict[str, Any]:
+    """Each folder's files of the turn as ``commit`` holds them, after a snapshot of the state now (a reason
+    starting "pre-rollback", which never starts a turn): ``{restored, undo}``."""
     undo, restored = [], 0
     for part, commit in plan:
         paths = [change.path for owner, change in rows if owner is part]
-        kept = checkpoint_store.snapshot(part.project, f"{_ROLLBACK} snapshot ({why} {commit[:8]})")
-        restored += checkpoint_store.restore_files(part.project, commit, paths)
+        source = keeper.pinned(part.project, commit)
+        kept = keeper.snapshot(part.project, f"{_ROLLBACK} snapshot ({why} {commit[:8]})")
+        restored += keeper.restore_files(part.project, source, paths)
         undo.append({"folder": part.project.prefix, "hash": kept})
     return {"restored": restored, "undo": undo}
 
 
 def restore_turn(
-    sid: str, turn: Any, *, store: models.Store | None = None, turns: turn_journal.LiveTurns | None = None
+    sid: str,
+    turn: Any,
+    *,
+    store: models.Store | None = None,
+    turns: turn_journal.LiveTurns | None = None,
+    environment_pools: Pools | None = None,
 ) -> dict[str, Any]:
     """Puts every file the turn changed back as it was before the turn (files it added are removed). The
-    agent first checkpoints the state now; ``undo`` names those checkpoints, one per folder."""
+    state now is checkpointed first; ``undo`` names those checkpoints, one per folder."""
     _refuse_while_running(sid, turns)
-    _workspace, ranges = _turn_ranges(sid, turn, store, turns)
-    rows = _files(ranges)
+    keeper, ranges = _turn_ranges(sid, turn, store, turns, environment_pools)
+    (rows,) = _files_of_each(keeper, [ranges])
     if not rows:
         raise NotFound("This turn changed no files")
     plan = [(part, part.start) for part in ranges if any(owner is part for owner, _change in rows)]
-    return {"turn": _turn_number(turn), **_put_back(plan, rows, "restoring a turn to")}
+    return {"turn": _turn_number(turn), **_put_back(keeper, plan, rows, "restoring a turn to")}
 
 
 def undo_restore(
@@ -258,23 +271,24 @@ def undo_restore(
     *,
     store: models.Store | None = None,
     turns: turn_journal.LiveTurns | None = None,
+    environment_pools: Pools | None = None,
 ) -> dict[str, Any]:
     """Puts the turn's files back as the snapshots ``undo`` names hold them (the state before the restore);
     itself undoable the same way."""
     _refuse_while_running(sid, turns)
     if not isinstance(undo, list) or not undo or len(undo) > 100:
         raise BadRequest("undo must be the list a turn's restore answered")
-    _workspace, ranges = _turn_ranges(sid, turn, store, turns)
-    rows = _files(ranges)
+    keeper, ranges = _turn_ranges(sid, turn, store, turns, environment_pools)
+    (rows,) = _files_of_each(keeper, [ranges])
     plan = []  # every item checked before any file is touched
     for item in undo:
         folder, commit = (item.get("folder"), item.get("hash")) if isinstance(item, dict) else (None, None)
-        if not isinstance(commit, str) or not 4 <= len(commit) <= 64 or not set(commit) <= _HEX:
+        if not is_commit_hash(commit):
             raise BadRequest("undo names a checkpoint by its hash (hexadecimal)")
         part = next((r for r in ranges if r.project.prefix == folder), None)
         if part is None:
             raise NotFound("This turn changed nothing in that folder")
-        if not checkpoint_store.has_commit(part.project, commit):
+        if not keeper.has_commit(part.project, commit):
             raise NotFound("No such checkpoint")
         plan.append((part, commit))
-    return {"turn": _turn_number(turn), **_put_back(plan, rows, "undoing a restore to")}
+    return {"turn": _turn_number(turn), **_put_back(keeper, plan, rows, "undoing a restore to")}

@@ -23,13 +23,13 @@ import functools
 import itertools
 import os
 import stat
-import time
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from api.rules import zip_entries
 from api.rules.errors import BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge
 from api.services import (
     attachments,
@@ -39,6 +39,7 @@ from api.services import (
     media,
     remote_files,
     remote_writes,
+    remote_zip,
     workspace_files,
 )
 from api.services.environment_shell import Where
@@ -47,17 +48,6 @@ from api.store import atomic, config, models
 ZIP_ENTRIES_MAX = 100_000  # files and folders in one zip
 COPY_CHUNK = 1 << 20
 _OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-_ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # the oldest time a zip entry can carry
-
-
-def _name_in_zip(name: str) -> str:
-    """A name the zip can carry: bytes that are not UTF-8 (kept by ``os.fsdecode``) become U+FFFD."""
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-
-
-def _zip_time(mtime: float) -> tuple[int, int, int, int, int, int]:
-    found = time.localtime(mtime)[:6]
-    return max(found, _ZIP_EPOCH)
 
 
 def _walk(folder: Path, show_hidden: bool) -> Iterator[tuple[str, list[str], list[str], int]]:
@@ -113,16 +103,16 @@ class FolderZip:
         with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
             for top, dirs, files, dir_fd in _walk(self.folder, self.show_hidden):
                 base = Path(top).relative_to(self.folder)
-                prefix = _name_in_zip((Path(self.name) / base).as_posix())
+                prefix = zip_entries.name_in_zip((Path(self.name) / base).as_posix())
                 if entries < ZIP_ENTRIES_MAX:
                     entries += 1
-                    info = zipfile.ZipInfo(prefix + "/", _zip_time(os.fstat(dir_fd).st_mtime))
-                    info.external_attr = (stat.S_IFDIR | 0o755) << 16 | 0x10
-                    archive.writestr(info, b"")
+                    archive.writestr(zip_entries.folder(prefix, os.fstat(dir_fd).st_mtime), b"")
                 for name in sorted(files):
                     if entries >= ZIP_ENTRIES_MAX:
                         break
-                    copied = _copy_into(archive, f"{prefix}/{_name_in_zip(name)}", name, dir_fd, left)
+                    copied = _copy_into(
+                        archive, f"{prefix}/{zip_entries.name_in_zip(name)}", name, dir_fd, left
+                    )
                     if copied is not None:
                         left -= copied
                         entries += 1
@@ -143,7 +133,7 @@ def _copy_into(archive: zipfile.ZipFile, arcname: str, name: str, dir_fd: int, l
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size > left:
             return None  # a FIFO, socket or device: opened without blocking and never read
-        entry = zipfile.ZipInfo(arcname, _zip_time(info.st_mtime))
+        entry = zipfile.ZipInfo(arcname, zip_entries.zip_time(info.st_mtime))
         entry.external_attr = (stat.S_IFREG | (info.st_mode & 0o777)) << 16
         entry.compress_type = zipfile.ZIP_DEFLATED
         entry.file_size = info.st_size  # lets zipfile choose ZIP64 before the data is written
@@ -161,11 +151,20 @@ def _copy_into(archive: zipfile.ZipFile, arcname: str, name: str, dir_fd: int, l
 
 
 def folder_zip(
-    sid: str, relative: Any, show_hidden: bool = False, *, store: models.Store | None = None
-) -> FolderZip:
-    """Plan the download of a workspace folder as a zip; 413 when it holds more than the bounds allow."""
-    workspace, folder = _folder(sid, relative, store)
+    sid: str,
+    relative: Any,
+    show_hidden: bool = False,
+    *,
+    store: models.Store | None = None,
+    environment_pools: environment_workers.EnvironmentPools | None = None,
+) -> FolderZip | remote_zip.RemoteFolderZip:
+    """Plan the download of a workspace folder as a zip (on the session's host for a remote session); 413
+    when it holds more than the bounds allow."""
     limit = int(config.setting("folder_download_max_bytes"))
+    place = environment_shell.where(sid, store=store, environment_pools=environment_pools)
+    if place is not None:
+        return remote_zip.folder_zip(place, relative, show_hidden, limit, ZIP_ENTRIES_MAX)
+    workspace, folder = _folder(sid, relative, store)
     files = total = entries = 0
     for _top, _dirs, names, dir_fd in _walk(folder, show_hidden):
         entries += 1

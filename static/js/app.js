@@ -30,7 +30,7 @@ import { TurnChanges } from "./turn_changes.js";
 import { SetupDialog } from "./setup.js";
 import { toast, toastError } from "./toast.js";
 import { WorkspacePicker } from "./workspace.js";
-import { EnvironmentPicker, confirmEnvironment, remoteEnvironment } from "./environment.js";
+import { EnvironmentPicker, confirmEnvironment } from "./environment.js";
 import { YoloIndicator } from "./questions.js";
 import { ToolsMenu } from "./tools.js";
 
@@ -41,10 +41,10 @@ function sessionFromHash() {
   return match ? match[1] : null;
 }
 
-// The session whose turns' changes are listed: each turn's changes come from this machine's checkpoints, so
-// none for a session whose files are on another host (or one only read).
+// The session whose turns' changes are listed (a session only read has none): each turn's changes come from
+// its checkpoints, kept on this machine or, for a session in another environment, on that host.
 function changesOf(session) {
-  return session && !session.read_only && !remoteEnvironment(session) ? session.session_id || null : null;
+  return session && !session.read_only ? session.session_id || null : null;
 }
 
 class App {

@@ -13,7 +13,7 @@ import { diffView } from "./diff_view.js";
 import { button, el } from "./dom.js";
 import { remoteEnvironment } from "./environment.js";
 import { acceptFileDrops } from "./file_drops.js";
-import { showGitChanges } from "./files_git.js";
+import { gitSection } from "./files_git.js";
 import { folderDownloadLink, folderLabel, uploadButton, uploadFiles } from "./files_transfer.js";
 import { toast, toastError } from "./toast.js";
 
@@ -246,7 +246,7 @@ export class FilesPanel {
     if (entry.path === this.selected) item.classList.add("selected");
     item.addEventListener("click", () => this.choose(entry));
     const node = entry.type === "dir" ? el("div", "files-item") : item;
-    if (entry.type === "dir") node.append(item, ...(this.remote ? [] : [folderDownloadLink(this.sessionId, entry)]));
+    if (entry.type === "dir") node.append(item, folderDownloadLink(this.sessionId, entry));
     node.dataset.depth = String(depth);
     node.dataset.under = parentOf(entry.path);
     return node;
@@ -445,17 +445,20 @@ export class FilesPanel {
     }
   }
 
-  // The agent's checkpoints of this workspace, newest first: each one's diff to now, and a restore (the
-  // agent keeps the state before it as a checkpoint, so the toast's Undo restores that).
+  // Each turn's changes, the checkpoints of this workspace newest first (each one's diff to now, and a restore
+  // that keeps the state before it as a checkpoint, so the toast's Undo restores that), and for a session on
+  // another host its git work tree there. The checkpoints are the agent's here, the ones kept there for a
+  // remote session.
   async showChanges() {
-    if (this.remote) return showGitChanges(this);
+    const sid = this.sessionId;
     try {
       const turns = this.app.turnChanges;
-      await turns.refresh(this.sessionId);
-      const data = await getJSON("/api/rollback/list", { session_id: this.sessionId });
+      await turns.refresh(sid);
+      const data = await getJSON("/api/rollback/list", { session_id: sid });
       const list = el("div", "files-changes");
       list.append(turns.panelList());
-      list.append(el("h3", "files-trash-title", "Checkpoints (the agent's)"));
+      if (this.remote) list.append(await gitSection(this));
+      list.append(el("h3", "files-trash-title", this.remote ? `Checkpoints (kept on ${this.remote})` : "Checkpoints (the agent's)"));
       if (!data.checkpoints.length) list.append(el("p", "files-note", "No checkpoints yet: the agent takes one before it changes files."));
       for (const point of data.checkpoints) {
         const row = el("div", "files-change");
@@ -470,6 +473,7 @@ export class FilesPanel {
         row.append(tools);
         list.append(row);
       }
+      if (sid !== this.sessionId) return;
       this.selected = null;
       this.preview.replaceChildren(list);
     } catch (err) {

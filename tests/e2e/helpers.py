@@ -373,3 +373,21 @@ def qa_history(turns: int, answer_repeat: int = 150) -> list[dict]:
         rows.append({"role": "user", "content": f"Question number {i}: tell me about topic {i}."})
         rows.append({"role": "assistant", "content": f"Topic {i} is interesting. " * answer_repeat})
     return rows
+
+
+def restore_turn(page, changes):
+    """Restore the turn whose changes box is ``changes`` and confirm; the toast that offers the undo."""
+    from playwright.sync_api import expect
+
+    changes.get_by_role("button", name="Restore this turn").click()
+    page.locator(".modal").get_by_role("button", name="Restore").click()
+    toast = page.locator(".toast", has_text="The turn is restored")
+    expect(toast).to_be_visible()
+    return toast
+
+
+def undo_restore(page, toast) -> None:
+    from playwright.sync_api import expect
+
+    toast.get_by_role("button", name="Undo").click()
+    expect(page.locator(".toast").last).to_contain_text("The restore is undone.")

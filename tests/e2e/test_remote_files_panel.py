@@ -1,6 +1,8 @@
 """The files panel of a session in an SSH environment, in a real browser: the tree and previews are those of
 the folder on a real OpenSSH server; an edit, an upload and a deletion into the trash and back are made there (a
-note says where the files are), and "Changes" shows git's status and diff of the work tree there."""
+note says where the files are), and "Changes" shows each turn's changes and git's status and diff of the work
+tree there; a turn's changes show under its answer, read from the checkpoints kept there, and its restore and
+undo act there."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from playwright.sync_api import expect
 from talaria_testing import sshd
 from talaria_testing.fake_llm import Reply, agent_server
 
-from .helpers import goto_app, open_files_panel, screenshots, send, wait_turn_done
+from .helpers import goto_app, open_files_panel, restore_turn, screenshots, send, undo_restore, wait_turn_done
 from .test_conversation import png
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(bool(sshd.available()), reason=sshd.available() or "ok")]
@@ -31,7 +33,7 @@ def server(tmp_path, llm, ssh):
         "TALARIA_WORKSPACE_ROOTS": str(tmp_path),
         "PATH": f"{ssh.client_path}{os.pathsep}{os.environ['PATH']}",
     }
-    with agent_server(tmp_path / "srv", llm.base_url, toolsets="todo", env=env) as srv:
+    with agent_server(tmp_path / "srv", llm.base_url, toolsets="file", env=env) as srv:
         srv.post_json("/api/environments", ssh.definition("buildbox"))
         srv.post_json("/api/environments/confirm", {"name": "buildbox"})
         yield srv
@@ -150,3 +152,48 @@ def test_attachments_of_a_remote_session_are_kept_on_its_host_and_its_images_sho
     expect(page.locator("#chat-title")).to_contain_text("Look at these")
     expect(page.locator("#chat-title")).not_to_contain_text("Attached")  # the title is what the person wrote
     screenshots(page, "remote-attachments-sent")
+
+
+def test_a_remote_turns_changes_show_under_its_answer_and_its_restore_and_undo_act_on_the_host(
+    page, server, ssh, llm
+):
+    project = ssh.remote_home / "proj"
+    project.mkdir()
+    notes = project / "notes.txt"
+    notes.write_text("alpha\nbeta\ngamma\n")
+    _git(project, "init", "-q", "-b", "main")
+    _git(project, "add", "-A")
+    _git(project, "commit", "-q", "-m", "first")
+    fresh = project / "fresh.txt"
+    sid = server.post_json("/api/session/new", {})["session"]["session_id"]
+    server.post_json("/api/session/environment", {"session_id": sid, "environment": "buildbox"})
+    server.post_json("/api/session/workspace", {"session_id": sid, "workspace": "~/proj"})
+    goto_app(page, f"/#/s/{sid}")
+    patch = {"name": "patch", "arguments": {"path": "notes.txt", "old_string": "beta", "new_string": "BETA"}}
+    write = {"name": "write_file", "arguments": {"path": "fresh.txt", "content": "made there\n"}}
+    llm.script(Reply(tool_calls=[patch, write]), Reply(text="I edited the notes on the build box."))
+    wait_turn_done(page, send(page, "edit the notes there"))
+    assert notes.read_text() == "alpha\nBETA\ngamma\n" and fresh.read_text() == "made there\n"
+
+    changes = page.locator(".msg-assistant .turn-changes").last
+    expect(changes.locator(".turn-changes-label")).to_have_text("2 files changed", timeout=30000)
+    changes.locator("summary").click()
+    expect(changes.locator(".turn-file-added")).to_contain_text("fresh.txt")
+    changes.locator(".turn-file", has_text="notes.txt").locator("button").click()
+    expect(changes.locator(".diff-unified .diff-del")).to_contain_text("-beta")
+    changes.scroll_into_view_if_needed()
+    screenshots(page, "remote-turn-changes")
+
+    toast = restore_turn(page, changes)
+    assert notes.read_text() == "alpha\nbeta\ngamma\n" and not fresh.exists()
+    undo_restore(page, toast)
+    assert notes.read_text() == "alpha\nBETA\ngamma\n" and fresh.read_text() == "made there\n"
+
+    panel = open_files_panel(page)
+    panel.get_by_role("button", name="Changes").click()
+    item = panel.locator(".turn-list-item").first
+    expect(item.locator(".turn-list-words")).to_have_text("edit the notes there")
+    expect(item.locator(".turn-changes-label")).to_have_text("2 files changed")
+    expect(panel.locator(".files-changes")).to_contain_text("Uncommitted on buildbox (branch main)")
+    expect(panel.locator(".files-change", has_text="fresh.txt")).to_contain_text("new")
+    screenshots(page, "remote-turn-changes-panel")

@@ -10,7 +10,16 @@ from playwright.sync_api import expect
 
 from talaria_testing.fake_llm import Reply, file_agent_server
 
-from .helpers import PHONE, new_session, open_page, screenshots, send, wait_turn_done
+from .helpers import (
+    PHONE,
+    new_session,
+    open_page,
+    restore_turn,
+    screenshots,
+    send,
+    undo_restore,
+    wait_turn_done,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -60,14 +69,10 @@ def test_a_turns_files_show_under_its_answer_with_a_side_by_side_diff_and_a_rest
         changes.scroll_into_view_if_needed()
         screenshots(page, "turn-changes-split")
 
-        changes.get_by_role("button", name="Restore this turn").click()
-        page.locator(".modal").get_by_role("button", name="Restore").click()
-        toast = page.locator(".toast", has_text="The turn is restored")
-        expect(toast).to_be_visible()
+        toast = restore_turn(page, changes)
         assert notes.read_text() == "alpha\nbeta\ngamma\n" and not fresh.exists()
         screenshots(page, "turn-changes-restored")
-        toast.get_by_role("button", name="Undo").click()
-        expect(page.locator(".toast").last).to_contain_text("The restore is undone.")
+        undo_restore(page, toast)
         assert notes.read_text() == "alpha\nBETA\ndelta\ngamma\n" and fresh.read_text() == "new file\n"
 
         page.locator("#files-toggle").click()

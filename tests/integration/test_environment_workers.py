@@ -235,11 +235,11 @@ def test_a_remote_sessions_workspace_is_a_folder_checked_on_the_host_and_its_fil
     fake.script(terminal_call("pwd"), Reply(text="There."))
     chat(srv, sid, "where?")
     assert f"{ssh.home}/project" in _tool_outputs(srv, sid)[-1]
-    # The files panel reads that folder there (tests/integration/test_remote_files_panel.py); what only
-    # works on this machine's folders says why.
+    # The files panel and the checkpoints read that folder there (tests/integration/test_remote_files_panel.py,
+    # test_remote_turn_changes.py); a command that changes nothing takes no checkpoint.
     assert srv.get_json(f"/api/list?session_id={sid}")["workspace"] == f"{ssh.home}/project"
-    status, _, raw = srv.request("GET", f"/api/rollback/list?session_id={sid}")
-    assert status == 409 and b"'box'" in raw, raw
+    listed = srv.get_json(f"/api/rollback/list?session_id={sid}")
+    assert listed == {"workspace": f"{ssh.home}/project", "checkpoints": []}
 
 
 def test_a_remote_sessions_file_writes_take_no_checkpoint_of_this_machines_folders(srv, fake, ssh, tmp_path):

@@ -3,17 +3,20 @@
 there, and a local folder holding files of the same names that never show. Listing, preview (highlighted,
 Markdown, binary, too large) and download answer as for a local session; an edit is saved there against the
 version it was opened at; a new file or folder, a rename, an upload and an attachment are made there and never
-replace a name; a deletion goes to a trash kept there; images are shown from there; the agent's checkpoints
-and a folder's zip are refused with why."""
+replace a name; a deletion goes to a trash kept there; images are shown from there; a folder's zip is made of
+its files there, within the bound of a remote download."""
 
 from __future__ import annotations
 
 import base64
+import io
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 from urllib.parse import quote
 
@@ -287,11 +290,34 @@ def test_uploads_attachments_and_images_are_written_and_read_on_the_host(srv, si
     (project / "uploads").rmdir()
 
 
-def test_checkpoints_and_a_folder_zip_are_refused_with_why(srv, sid, project):
-    for route in (f"/api/rollback/turns?session_id={sid}", f"/api/folder/download?session_id={sid}&path=src"):
-        status, data = srv.json("GET", route)
-        assert status == 409, (route, data)
-        assert "only on this machine's folders" in data["error"] and data["environment"] == "box"
+def test_a_folder_is_downloaded_as_a_zip_of_its_files_there_within_the_remote_bound(srv, sid, project):
+    (project / "src" / "deep").mkdir()
+    (project / "src" / "deep" / "inner.txt").write_text("inner\n")
+    (project / "src" / ".hidden").write_text("h\n")
+    (project / "src" / "link").symlink_to("/etc/passwd")
+    status, headers, raw = srv.request("GET", f"/api/folder/download?session_id={sid}&path=src")
+    assert status == 200, raw[:300]
+    assert headers["content-type"] == "application/zip" and "src.zip" in headers["content-disposition"]
+    with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+        names = sorted(archive.namelist())
+        assert names == ["src/", "src/app.py", "src/deep/", "src/deep/inner.txt"]  # no link, no hidden file
+        assert archive.read("src/app.py") == (project / "src" / "app.py").read_bytes()
+    status, _, raw = srv.request("GET", f"/api/folder/download?session_id={sid}&path=src&hidden=1")
+    with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+        assert "src/.hidden" in archive.namelist() and "src/link" not in archive.namelist()
+
+    # Past the bound of a remote download: refused before a byte of the zip is sent.
+    with open(project / "src" / "sparse.bin", "wb") as sparse:
+        sparse.truncate(17 * 1024 * 1024)
+    status, data = srv.json("GET", f"/api/folder/download?session_id={sid}&path=src")
+    assert status == 413 and "16 MB" in data["error"], data
+    for path, expected in (("../..", 403), ("src/app.py", 400), ("nothing", 404)):
+        status, data = srv.json("GET", f"/api/folder/download?session_id={sid}&path={path}")
+        assert status == expected, (path, data)
+    (project / "src" / "sparse.bin").unlink()
+    (project / "src" / "link").unlink()
+    (project / "src" / ".hidden").unlink()
+    shutil.rmtree(project / "src" / "deep")
 
 
 def test_an_image_attached_in_a_remote_session_reaches_a_model_that_sees_from_the_host(

@@ -11,7 +11,7 @@ from urllib.parse import quote
 import pytest
 
 from talaria_testing.chat_client import chat, new_session, read_all, session, start
-from talaria_testing.fake_llm import Reply, file_agent_server
+from talaria_testing.fake_llm import Reply, agent_server, file_agent_server
 
 pytestmark = pytest.mark.integration
 
@@ -182,3 +182,47 @@ def test_past_the_agents_checkpoint_limit_no_turn_is_given_another_turns_changes
         ]
         diff = small.get_json(f"/api/rollback/turn/diff?session_id={sid}&turn={last}&path=a.txt")["diff"]
         assert "-v2" in diff and "+v3" in diff and "v1" not in diff
+        # The snapshot before a restore makes the agent rebuild the history again and collect the old commits:
+        # the restore reads the turn's tree, which the rebuilt history keeps (it was a 500 "git failed").
+        small.post_json("/api/rollback/turn/restore", {"session_id": sid, "turn": last})
+        assert (small.workspace / "a.txt").read_text() == "v2\n"
+
+
+def test_a_session_in_another_folder_than_the_servers_finds_the_turns_of_relative_paths_and_commands(
+    llm, tmp_path
+):
+    """The agent resolves a relative path, and the folder of a command that names none, against the worker
+    process's own folder: a session whose workspace is another folder had its checkpoints taken of the
+    server's, so its turns listed nothing and could not be restored."""
+    with agent_server(
+        tmp_path, llm.base_url, toolsets="file,terminal", env={"TALARIA_WORKSPACE_ROOTS": str(tmp_path)}
+    ) as srv:
+        _in_another_folder(srv, llm)
+
+
+def _in_another_folder(srv, llm) -> None:
+    other = srv.root / "elsewhere"
+    (other / "docs").mkdir(parents=True)
+    (other / "docs" / "guide.md").write_text("# guide\n")
+    (other / "old.txt").write_text("old\n")
+    sid = new_session(srv)
+    srv.post_json("/api/session/workspace", {"session_id": sid, "workspace": str(other)})
+    srv.post_json("/api/approval/yolo", {"session_id": sid, "enabled": True})
+    _next_second()
+    llm.script(
+        Reply(tool_calls=[_call("write_file", path="docs/guide.md", content="# the guide\n")]),
+        Reply(tool_calls=[_call("terminal", command="rm -f old.txt")]),
+        Reply(text="Done."),
+    )
+    chat(srv, sid, "rewrite the guide and remove the old file")
+    (turn,) = _user_rows(srv, sid)
+    files = srv.get_json(f"/api/rollback/turn?session_id={sid}&turn={turn}")["files"]
+    assert [(f["path"], f["status"]) for f in files] == [
+        ("docs/guide.md", "modified"),
+        ("old.txt", "deleted"),
+    ]
+    srv.post_json("/api/rollback/turn/restore", {"session_id": sid, "turn": turn})
+    assert (other / "docs" / "guide.md").read_text() == "# guide\n" and (
+        other / "old.txt"
+    ).read_text() == "old\n"
+    assert not (srv.workspace / "docs").exists()
