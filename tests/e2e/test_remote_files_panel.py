@@ -6,8 +6,11 @@ undo act there."""
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
+import zipfile
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -75,6 +78,15 @@ def test_a_remote_sessions_files_and_changes_are_read_on_its_host_and_an_edit_is
     for tool in ("Rename", "Delete"):
         expect(panel.locator(".files-file-tools").get_by_role("button", name=tool)).to_be_visible()
     screenshots(page, "remote-files-preview")
+
+    # ⤓ on a folder downloads it as a zip of its files there.
+    with page.expect_download() as caught:
+        panel.get_by_role("link", name="Download src as a zip").click()
+    download = caught.value
+    assert download.suggested_filename == "src.zip"
+    with zipfile.ZipFile(io.BytesIO(Path(download.path()).read_bytes())) as archive:
+        assert sorted(archive.namelist()) == ["src/", "src/main.py"]
+        assert archive.read("src/main.py") == b"def answer():\n    return 43\n"
 
     # An upload lands in the folder last opened there; a taken name asks and never replaces the file.
     panel.locator(".files-upload-input").set_input_files(
