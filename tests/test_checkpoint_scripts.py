@@ -167,3 +167,20 @@ def test_a_commit_that_is_not_a_hash_never_reaches_a_script():
             checkpoint_scripts.restore(bad)
         with pytest.raises(ValueError):
             checkpoint_scripts.changes([("ab12", bad)], 1)
+
+
+def test_a_snapshot_and_a_restore_run_as_one_command_and_the_snapshot_is_the_undo(host):
+    (host.work / "a.txt").write_text("before\n")
+    before = host.snapshot("before", 1_700_000_000)
+    (host.work / "a.txt").write_text("after\n")
+    script = checkpoint_scripts.snapshot_then_restore("pre-rollback snapshot", 1_700_000_100, SMALL, before)
+    code, out = host.run(script, base64.b64encode(b"a.txt\0"))
+    kept, _, count = out.partition(b"\0")
+    assert (code, count) == (0, b"1\n")
+    assert (host.work / "a.txt").read_text() == "before\n"
+    assert [p.reason for p in host.history()] == ["before", "pre-rollback snapshot"]
+    assert host.restore(kept.decode(), "a.txt") == (0, b"1\n")
+    assert (host.work / "a.txt").read_text() == "after\n"
+    # A checkpoint the store does not hold: the snapshot is taken, nothing is restored.
+    code, out = host.run(checkpoint_scripts.snapshot_then_restore("s", 1, SMALL, "ab" * 20), b"")
+    assert code == checkpoint_scripts.NO_COMMIT and (host.work / "a.txt").read_text() == "after\n"

@@ -10,7 +10,6 @@ tools run in another execution environment, the host's store does (``api.agent.h
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,8 +36,12 @@ class WorkspaceCheckpoints:
 
     def ensure_checkpoint(self, working_dir: str, reason: str = "auto") -> bool:
         folder = self._in_workspace(working_dir)
-        if reason.startswith("before terminal") and folder == os.getcwd():
-            folder = str(self.workspace)  # a command with no folder of its own runs in the workspace
+        if reason.startswith("before terminal") and not Path(folder).resolve().is_relative_to(
+            self.workspace.resolve()
+        ):
+            # A command's folder outside the workspace is the agent's fallback (the process's folder, or its
+            # configured one) for a command that names none, which runs in the workspace.
+            folder = str(self.workspace)
         return bool(self.manager.ensure_checkpoint(folder, reason))
 
 

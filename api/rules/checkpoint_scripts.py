@@ -260,3 +260,11 @@ fi
 tr -cd '\\0' < "$M" | wc -c
 """
     )
+
+
+def snapshot_then_restore(reason: str, at: int, limits: Limits, commit: str) -> str:
+    """``snapshot`` of the workspace now, then ``restore`` of the paths on standard input from ``commit``, in
+    one command: prints the snapshot's hash and a NUL, then the count restored. A failed snapshot restores
+    nothing (its exit code is the script's)."""
+    restoring = restore(commit)
+    return f"c=$( ( {snapshot(reason, at, limits)}\n) </dev/null ) || exit $?\nprintf '%s\\0' \"$c\"\n( {restoring}\n)\n"

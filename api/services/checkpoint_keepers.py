@@ -30,10 +30,6 @@ class Keeper(Protocol):
 
     def file_diff(self, part: Range, path: str) -> str: ...
 
-    def snapshot(self, project: Project, reason: str) -> str:
-        """A checkpoint of the folder now (the newest when nothing changed since): its hash."""
-        ...
-
     def has_commit(self, project: Project, commit: str) -> bool: ...
 
     def pinned(self, project: Project, commit: str) -> str:
@@ -41,9 +37,10 @@ class Keeper(Protocol):
         folder's history): the checkpoint itself, or its tree."""
         ...
 
-    def restore_files(self, project: Project, commit: str, paths: list[str]) -> int:
-        """Puts each path back as ``commit`` (what ``pinned`` answered) holds it (removed when it did not exist
-        then); the count."""
+    def put_back(self, project: Project, source: str, paths: list[str], reason: str) -> tuple[str, int]:
+        """A checkpoint of the folder now (``reason``; the newest when nothing changed since), then each path put
+        back as ``source`` (what ``pinned`` answered) holds it, removed when it did not exist then:
+        ``(the checkpoint's hash, the count put back)``."""
         ...
 
     def check_path(self, path: Any) -> None:
@@ -78,9 +75,6 @@ class LocalKeeper:
     def file_diff(self, part: Range, path: str) -> str:
         return checkpoint_store.file_diff(part.project, part.start, part.end, path)
 
-    def snapshot(self, project: Project, reason: str) -> str:
-        return checkpoint_store.snapshot(project, reason)
-
     def has_commit(self, project: Project, commit: str) -> bool:
         return checkpoint_store.has_commit(project, commit)
 
@@ -92,13 +86,14 @@ class LocalKeeper:
             raise NotFound("No such checkpoint")
         return tree
 
-    def restore_files(self, project: Project, commit: str, paths: list[str]) -> int:
-        if not checkpoint_store.has_object(project, commit):
+    def put_back(self, project: Project, source: str, paths: list[str], reason: str) -> tuple[str, int]:
+        kept = checkpoint_store.snapshot(project, reason)
+        if not checkpoint_store.has_object(project, source):
             raise Conflict(
                 "The agent dropped this checkpoint while it made room for the one before the restore (it keeps "
                 f"{checkpoint_store.kept_per_folder()} per folder): nothing was restored"
             )
-        return checkpoint_store.restore_files(project, commit, paths)
+        return kept, checkpoint_store.restore_files(project, source, paths)
 
     def check_path(self, path: Any) -> None:
         media.resolve_in_workspace(self.workspace, path)

@@ -68,14 +68,6 @@ class HostKeeper:
         script = checkpoint_scripts.diff(part.start, part.end, path, self.limits.file_mb)
         return self._run(script)[0].decode("utf-8", "replace")
 
-    def snapshot(self, project: Project, reason: str) -> str:
-        """A checkpoint of the workspace now there (the newest when nothing changed): its hash."""
-        data, _code = self._run(checkpoint_scripts.snapshot(reason, int(time.time()), self.limits))
-        commit = data.decode("ascii", "replace").strip()
-        if not checkpoint_records.is_commit_hash(commit):
-            raise ApiError("The host could not take a checkpoint of the state before the restore", status=500)
-        return commit
-
     def pinned(self, project: Project, commit: str) -> str:
         """The checkpoint itself: the host's store keeps a cut history's old commits for an hour."""
         return commit
@@ -83,17 +75,18 @@ class HostKeeper:
     def has_commit(self, project: Project, commit: str) -> bool:
         return self._run(checkpoint_scripts.has_commit(commit), (0, NO_STORE, NO_COMMIT))[1] == 0
 
-    def restore_files(self, project: Project, commit: str, paths: list[str]) -> int:
-        """Puts each path back as ``commit`` holds it there (removed when it did not exist then)."""
-        if not paths:
-            return 0
+    def put_back(self, project: Project, source: str, paths: list[str], reason: str) -> tuple[str, int]:
+        """The snapshot of the workspace there and the restore of ``paths`` from ``source``, in one command."""
         listed = b"".join(path.encode("utf-8", "surrogateescape") + b"\0" for path in paths)
         stdin = base64.b64encode(listed).decode("ascii")
-        data, code = self._run(checkpoint_scripts.restore(commit), (0, NO_COMMIT), stdin)
+        script = checkpoint_scripts.snapshot_then_restore(reason, int(time.time()), self.limits, source)
+        data, code = self._run(script, (0, NO_COMMIT), stdin)
+        kept, _, count = data.decode("ascii", "replace").partition("\0")
+        if not checkpoint_records.is_commit_hash(kept):
+            raise ApiError("The host could not take a checkpoint of the state before the restore", status=500)
         if code == NO_COMMIT:
             raise NotFound("No such checkpoint")
-        count = data.decode("ascii", "replace").strip()
-        return int(count) if count.isdigit() else len(paths)
+        return kept, int(count.strip()) if count.strip().isdigit() else len(paths)
 
     def check_path(self, path: Any) -> None:
         remote_output.checked_relative(path)
@@ -156,11 +149,12 @@ def restore(keeper: HostKeeper, commit: str, relative: str | None) -> str:
     """Puts the workspace there (or one file of it) back as the checkpoint holds it, after a snapshot of the
     state now: that snapshot's hash, the one to restore to undo this."""
     project = _held(keeper, commit)
-    kept = keeper.snapshot(project, f"pre-rollback snapshot (restoring to {commit[:8]})")
     if relative is not None:
         paths = [relative]
     else:
         (files,) = keeper.changes([Range(project, commit, None)])
         paths = [change.path for change in files]
-    keeper.restore_files(project, commit, paths)
+    kept, _count = keeper.put_back(
+        project, commit, paths, f"pre-rollback snapshot (restoring to {commit[:8]})"
+    )
     return kept

@@ -239,8 +239,10 @@ def _put_back(keeper: Keeper, plan: list[tuple[Range, str]], rows: Rows, why: st
     for part, commit in plan:
         paths = [change.path for owner, change in rows if owner is part]
         source = keeper.pinned(part.project, commit)
-        kept = keeper.snapshot(part.project, f"{_ROLLBACK} snapshot ({why} {commit[:8]})")
-        restored += keeper.restore_files(part.project, source, paths)
+        kept, count = keeper.put_back(
+            part.project, source, paths, f"{_ROLLBACK} snapshot ({why} {commit[:8]})"
+        )
+        restored += count
         undo.append({"folder": part.project.prefix, "hash": kept})
     return {"restored": restored, "undo": undo}
 
