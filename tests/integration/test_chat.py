@@ -419,10 +419,13 @@ def _stop_under_load(srv: ServerProc, pause: float) -> tuple[int | None, list[st
 def test_graceful_stops_under_load_with_streaming_turns_exit_cleanly(fake, tmp_path):
     """One graceful stop under load once ended in SIGABRT. A bounded repeat: each server streams three
     answers and serves the sidebar and a session to pollers when it is told to stop; every stop exits 0,
-    with no fault-handler stack in its log, and leaves each turn saved as interrupted."""
+    with no fault-handler stack in its log, and leaves each turn saved as interrupted.
+
+    Each answer streams for 30 s, as long as the wait for all three to begin: under a loaded machine a
+    3-second answer begun first had ended before the third began, so it was saved whole, not interrupted."""
     for attempt in range(3):
         fake.reset()
-        words = " ".join(f"w{k}" for k in range(300))
+        words = " ".join(f"w{k}" for k in range(3000))
         fake.script(*[Reply(text=words, token_delay=0.01) for _ in range(3)])
         srv = _server(tmp_path / f"stop{attempt}", fake.base_url).start()
         try:
