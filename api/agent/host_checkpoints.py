@@ -19,7 +19,6 @@ from api.rules import checkpoint_scripts, remote_output
 log = logging.getLogger("talaria.host_checkpoints")
 
 COMMAND_S = 60  # a snapshot of a large folder on a slow disk
-_NO_WORKSPACE = 3
 
 
 class HostCheckpoints:
@@ -50,9 +49,7 @@ class HostCheckpoints:
         self._taken = True
         script = checkpoint_scripts.snapshot(reason, int(time.time()), self._limits)
         try:
-            answer: Any = environment_exec.run(
-                remote_output.in_folder(self._folder, script, _NO_WORKSPACE), COMMAND_S
-            )
+            answer: Any = environment_exec.run(remote_output.in_folder(self._folder, script), COMMAND_S)
         except Exception:  # noqa: BLE001 - a snapshot never stops the tool it precedes
             log.warning("a checkpoint of %s on the host failed", self.workspace, exc_info=True)
             return False

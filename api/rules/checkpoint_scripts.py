@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from api.rules.checkpoint_records import is_commit_hash
+from api.rules.remote_output import NO_WORKSPACE
 
 # Exit codes the caller tells apart (the files panel's shell codes run 3–14; ssh's own failure is 255).
 NO_GIT = 20  # git is not installed there
@@ -35,7 +36,6 @@ TOO_BROAD = 23  # the folder is / or the home folder
 TOO_MANY = 24  # the folder holds more files than a snapshot takes
 GIT_FAILED = 25
 UNWRITABLE = 26  # the store's folder cannot be made or written
-_NO_WORKSPACE = 3
 
 REASON_MAX_CHARS = 200
 DIFF_MAX_BYTES = 4 * 1024 * 1024  # what one file's diff may bring back
@@ -80,7 +80,7 @@ _PRELUDE = f"""export LC_ALL=C GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_SYSTEM=/de
 export GIT_TERMINAL_PROMPT=0 GIT_LITERAL_PATHSPECS=1 GIT_PAGER=cat GIT_OPTIONAL_LOCKS=0
 unset GIT_NAMESPACE GIT_ALTERNATE_OBJECT_DIRECTORIES GIT_OBJECT_DIRECTORY GIT_COMMON_DIR GIT_DIR GIT_WORK_TREE
 command -v git >/dev/null 2>&1 || exit {NO_GIT}
-w=$(pwd -P) || exit {_NO_WORKSPACE}
+w=$(pwd -P) || exit {NO_WORKSPACE}
 B="${{XDG_DATA_HOME:-$HOME/.local/share}}/talaria/checkpoints"
 S="$B/store"
 k=$(cd / && printf '%s' "$w" | git hash-object --stdin --no-filters) || exit {GIT_FAILED}

@@ -38,9 +38,12 @@ def framed(script: str) -> str:
     )
 
 
-def in_folder(folder: str, script: str, missing_code: int) -> str:
-    """``script`` framed, run in ``folder`` (a ``remote_path``); exits ``missing_code`` when it cannot go there."""
-    return framed(f"cd -- {folder} || exit {missing_code}\n{script}")
+NO_WORKSPACE = 3  # a script's exit code when the session's folder is not there
+
+
+def in_folder(folder: str, script: str) -> str:
+    """``script`` framed, run in ``folder`` (a ``remote_path``); exits ``NO_WORKSPACE`` when it cannot go there."""
+    return framed(f"cd -- {folder} || exit {NO_WORKSPACE}\n{script}")
 
 
 def remote_path(value: Any) -> str:

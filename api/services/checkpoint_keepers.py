@@ -99,6 +99,18 @@ class LocalKeeper:
         media.resolve_in_workspace(self.workspace, path)
 
 
+def on_host(
+    sid: str,
+    *,
+    store: models.Store | None = None,
+    environment_pools: environment_workers.EnvironmentPools | None = None,
+) -> remote_checkpoints.HostKeeper | None:
+    """The store on a remote session's host (its commands run by the workers of ``environment_pools``), or None
+    for a session on this machine."""
+    place = environment_shell.where(sid, store=store, environment_pools=environment_pools)
+    return None if place is None else remote_checkpoints.HostKeeper(place, agent_runtime.checkpoint_limits())
+
+
 def keeper_for(
     sid: str,
     *,
@@ -107,9 +119,9 @@ def keeper_for(
 ) -> Keeper:
     """The store of the session's checkpoints: on its host for a remote session (its commands run by the
     workers of ``environment_pools``), the agent's here for a local one."""
-    place = environment_shell.where(sid, store=store, environment_pools=environment_pools)
-    if place is not None:
-        return remote_checkpoints.HostKeeper(place, agent_runtime.checkpoint_limits())
+    on_its_host = on_host(sid, store=store, environment_pools=environment_pools)
+    if on_its_host is not None:
+        return on_its_host
     workspace = media.session_workspace(sid, store=store)
     if not workspace.is_dir():
         raise NotFound("This session's workspace folder does not exist")

@@ -28,7 +28,7 @@ COMMAND_S = 30  # what one command may take there
 CALL_S = 60.0  # what the worker may take to answer, connection set-up included
 
 # The script's exit codes for what the panel tells apart (ssh itself exits 255 on a failed connection).
-NO_WORKSPACE = 3
+NO_WORKSPACE = remote_output.NO_WORKSPACE
 MISSING = 4
 NOT_FOLDER = 5
 NOT_FILE = 6
@@ -116,7 +116,7 @@ def run_coded(
     place: Where, script: str, ok_codes: tuple[int, ...] = (0,), stdin: str | None = None
 ) -> tuple[bytes, int]:
     """``run``, with the exit code (one of ``ok_codes``)."""
-    command = remote_output.in_folder(place.folder, script, NO_WORKSPACE)
+    command = remote_output.in_folder(place.folder, script)
     pool = environment_workers.pool_for(place.name, place.entry, pools=place.pools)
     args = {"command": command, "timeout": COMMAND_S, "stdin": stdin}
     try:

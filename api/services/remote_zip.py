@@ -77,21 +77,22 @@ class RemoteFolderZip:
                 name = zip_entries.name_in_zip(f"{self.name}/{row.path}")
                 archive.writestr(zip_entries.folder(name, row.mtime), b"")
             if data:
-                _copy_tar(archive, data, self.name)
+                _copy_tar(archive, data, self.name, {row.path for row in self.files})
 
 
-def _copy_tar(archive: zipfile.ZipFile, data: bytes, prefix: str) -> None:
-    """Each regular file of the tar into the zip under ``prefix``; a tar cut short ends the zip there (the
-    response is then cut, so it never looks whole)."""
+def _copy_tar(archive: zipfile.ZipFile, data: bytes, prefix: str, planned: set[str]) -> None:
+    """Each regular file of the tar that the plan named into the zip under ``prefix`` (a name the host added,
+    ``../`` or absolute, is never written); a tar cut short ends the zip there (the response is then cut, so
+    it never looks whole)."""
     try:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
             for member in tar:
-                if not member.isreg():
+                path = posixpath.normpath(member.name)
+                if not member.isreg() or path not in planned:
                     continue
                 source = tar.extractfile(member)
                 if source is None:
                     continue
-                path = posixpath.normpath(member.name)
                 entry = zipfile.ZipInfo(
                     zip_entries.name_in_zip(f"{prefix}/{path}"), zip_entries.zip_time(member.mtime)
                 )

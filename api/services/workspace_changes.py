@@ -10,13 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from api.agent import agent_runtime
-from api.rules import remote_output
+from api.rules import checkpoint_records, remote_output
 from api.rules.errors import BadRequest, NotFound
-from api.services import environment_shell, environment_workers, media, remote_checkpoints
+from api.services import checkpoint_keepers, environment_workers, media, remote_checkpoints
 from api.store import models
 
 DIFF_MAX_CHARS = 400_000  # a larger diff is cut, and the answer says so
-_HASH_CHARS = set("0123456789abcdef")
 
 
 def _workspace(sid: str, store: models.Store | None) -> str:
@@ -27,7 +26,7 @@ def _workspace(sid: str, store: models.Store | None) -> str:
 
 
 def _clean_hash(value: Any) -> str:
-    if not isinstance(value, str) or not 4 <= len(value) <= 64 or not set(value) <= _HASH_CHARS:
+    if not checkpoint_records.is_commit_hash(value):
         raise BadRequest("hash must name a checkpoint (hexadecimal)")
     return value
 
@@ -35,20 +34,12 @@ def _clean_hash(value: Any) -> str:
 Pools = environment_workers.EnvironmentPools
 
 
-def _on_host(
-    sid: str, store: models.Store | None, pools: Pools | None
-) -> remote_checkpoints.HostKeeper | None:
-    """The store on the session's host, or None for a session on this machine."""
-    place = environment_shell.where(sid, store=store, environment_pools=pools)
-    return None if place is None else remote_checkpoints.HostKeeper(place, agent_runtime.checkpoint_limits())
-
-
 def list_checkpoints(
     sid: str, *, store: models.Store | None = None, environment_pools: Pools | None = None
 ) -> dict[str, Any]:
     """``{workspace, checkpoints: [{hash, short_hash, timestamp, reason, files_changed, insertions,
     deletions}]}``, newest first (the counts are of the change from the checkpoint before it)."""
-    keeper = _on_host(sid, store, environment_pools)
+    keeper = checkpoint_keepers.on_host(sid, store=store, environment_pools=environment_pools)
     if keeper is not None:
         return remote_checkpoints.list_checkpoints(keeper)
     workspace = _workspace(sid, store)
@@ -60,7 +51,7 @@ def diff(
     sid: str, commit: Any, *, store: models.Store | None = None, environment_pools: Pools | None = None
 ) -> dict[str, Any]:
     """What changed from the checkpoint to the workspace now: a summary and a unified diff (bounded)."""
-    keeper = _on_host(sid, store, environment_pools)
+    keeper = checkpoint_keepers.on_host(sid, store=store, environment_pools=environment_pools)
     if keeper is not None:
         stat, text = remote_checkpoints.diff_to_now(keeper, _clean_hash(commit))
     else:
@@ -86,7 +77,7 @@ def restore(
 ) -> dict[str, Any]:
     """Put the workspace (or one file of it) back as the checkpoint holds it; the state just before is kept
     as a new checkpoint, the one to restore to undo this."""
-    keeper = _on_host(sid, store, environment_pools)
+    keeper = checkpoint_keepers.on_host(sid, store=store, environment_pools=environment_pools)
     if keeper is not None:
         relative = None if path in (None, "") else remote_output.checked_relative(path)
         undo_hash = remote_checkpoints.restore(keeper, _clean_hash(commit), relative)

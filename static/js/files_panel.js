@@ -452,12 +452,16 @@ export class FilesPanel {
   async showChanges() {
     const sid = this.sessionId;
     try {
+      // Asked at once: for a remote session each is a command on its host.
       const turns = this.app.turnChanges;
-      await turns.refresh(sid);
-      const data = await getJSON("/api/rollback/list", { session_id: sid });
+      const [data, git] = await Promise.all([
+        getJSON("/api/rollback/list", { session_id: sid }),
+        this.remote ? gitSection(this) : null,
+        turns.refresh(sid),
+      ]);
       const list = el("div", "files-changes");
       list.append(turns.panelList());
-      if (this.remote) list.append(await gitSection(this));
+      if (git) list.append(git);
       list.append(el("h3", "files-trash-title", this.remote ? `Checkpoints (kept on ${this.remote})` : "Checkpoints (the agent's)"));
       if (!data.checkpoints.length) list.append(el("p", "files-note", "No checkpoints yet: the agent takes one before it changes files."));
       for (const point of data.checkpoints) {
